@@ -1,0 +1,41 @@
+# Front door to the CMake build. `make run` and `make test` install their
+# own Debian dependencies first (scripts/deps.sh), so on a fresh Debian 12
+# machine they are the only commands needed.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+
+.PHONY: all run test test-release test-asan bench install deps clean
+
+all:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+run:
+	scripts/deps.sh run
+	$(MAKE) all
+	./$(BUILD)/sluice demo
+
+test:
+	scripts/deps.sh test
+	$(MAKE) test-release test-asan
+
+test-release: all
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+test-asan:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE=ON
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+bench: all
+	./$(BUILD)/sluice-bench
+
+install: all
+	cmake --install $(BUILD)
+
+deps:
+	scripts/deps.sh test
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs the Debian packages a target needs, only those missing.
+#   scripts/deps.sh run    build and run
+#   scripts/deps.sh test   build and run every test
+set -eu
+build="cmake make gcc pkg-config libxxhash-dev"
+case "${1:-test}" in
+  run)  want="$build" ;;
+  test) want="$build libcmocka-dev" ;;
+  *) echo "usage: $0 run|test" >&2; exit 2 ;;
+esac
+missing=""
+for p in $want; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "missing Debian packages:$missing (run as root, or: sudo apt-get install$missing)" >&2
+  exit 1
+fi
+echo "installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq || true
+apt-get install -y -qq --no-install-recommends $missing

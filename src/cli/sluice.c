@@ -1,0 +1,3 @@
+#include <stdio.h>
+#include "sluice.h"
+int main(void) { printf("sluice %s\n", SL_VERSION_STRING); return 0; }

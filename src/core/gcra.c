@@ -1,0 +1,82 @@
+/* gcra.c -- virtual scheduling: gcra, token_bucket and leaky_bucket.
+ *
+ * The three are one algorithm seen three ways. GCRA keeps a theoretical
+ * arrival time TAT; a token bucket's deficit (capacity - tokens) and a leaky
+ * bucket's level are both (TAT - now) times the rate. A request of cost c
+ * passes iff max(TAT, now) + c*T - now <= tau, with T = period/rate and
+ * tau = capacity*T. This file is that rule, exactly; the algorithms differ
+ * only in how limit.c maps their parameters to capacity.
+ *
+ * Exactness: T = period/rate is rarely a whole microsecond, so time is counted
+ * in units of 1/rate us. T is then `period` units and no division rounds.
+ * The state is TAT as a whole microsecond `t` (rounded up, it doubles as the
+ * moment the state has recovered) and `frac` = t*rate - TAT in units,
+ * 0 <= frac < rate.
+ *
+ * Not here: parameter validation (limit.c), storage, clocks.
+ */
+#include "arith.h"
+#include "limit.h"
+
+/* (TAT - now) in units, clamped to [0, debt_max]. A TAT further ahead than
+ * possible means the clock went backwards: treating it as "bucket empty"
+ * keeps the answer conservative without locking the key out for the size of
+ * the jump. */
+static int64_t debt_at(const sl__limit_t *l, const sl__cell_t *cell, sl_usec_t now) {
+    if (cell->expire_at <= now)
+        return 0;
+    uint64_t ahead = (uint64_t)cell->expire_at - (uint64_t)now;
+    if (ahead > (uint64_t)l->debt_max / l->rate + 1)
+        return l->debt_max;
+    uint64_t frac = cell->word < l->rate ? cell->word : l->rate - 1;
+    sl__u128 debt = (sl__u128)ahead * l->rate - frac;
+    return debt > (sl__u128)l->debt_max ? l->debt_max : (int64_t)debt;
+}
+
+static uint64_t remaining_at(const sl__limit_t *l, int64_t debt) {
+    return debt >= l->tau ? 0 : (uint64_t)((l->tau - debt) / l->period);
+}
+
+/* Units of debt to microseconds until it has drained, rounded up. */
+static sl_usec_t drain_time(const sl__limit_t *l, int64_t debt) {
+    return sl__ceil_div(debt, (int64_t)l->rate);
+}
+
+void sl__rate_decide(const sl__limit_t *l, const sl__cell_t *cell, sl_usec_t now, uint64_t cost,
+                     sl__verdict_t *v) {
+    int64_t debt = debt_at(l, cell, now);
+    v->remaining_now = remaining_at(l, debt);
+    v->reset_now = drain_time(l, debt);
+    v->delay = 0;
+    if (cost > l->capacity) {
+        v->allowed = false;
+        v->retry_after = SL_NEVER;
+        return;
+    }
+    /* cost <= capacity, so cost*period <= tau and debt + inc <= 3*tau: no overflow. */
+    int64_t inc = (int64_t)cost * l->period;
+    if (debt + inc <= l->tau) {
+        v->allowed = true;
+        v->retry_after = 0;
+        v->remaining_charged = remaining_at(l, debt + inc);
+        v->reset_charged = drain_time(l, debt + inc);
+        if (l->shaper)
+            v->delay = v->reset_now; /* it leaves once everything queued before it has */
+    } else {
+        v->allowed = false;
+        v->retry_after = drain_time(l, debt + inc - l->tau);
+        v->remaining_charged = v->remaining_now;
+        v->reset_charged = v->reset_now;
+    }
+}
+
+void sl__rate_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost) {
+    int64_t debt = debt_at(l, cell, now);
+    int64_t inc = cost > l->capacity ? l->debt_max : (int64_t)cost * l->period;
+    /* Only count_denied takes debt past tau: tokens go negative down to
+     * -capacity, so a client that keeps hammering stays out. */
+    int64_t next = sl__min64(debt + inc, l->debt_max);
+    int64_t whole = drain_time(l, next);
+    cell->expire_at = now + whole;
+    cell->word = (uint64_t)(whole * (int64_t)l->rate - next);
+}

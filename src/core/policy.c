@@ -1,0 +1,208 @@
+/* policy.c -- compiling policies and evaluating them all-or-nothing.
+ *
+ * Modes act here: soft by the tolerance compiled into every limit's
+ * capacity, shadow by turning a deny into a limited allow. Elastic needs a
+ * second state (the pool) and so is finished by the limiter.
+ *
+ * Not here: where cells come from (the stores), keys, clocks.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "arith.h"
+#include "policy.h"
+
+#define SL__POOL_SEED UINT64_C(0x9e3779b97f4a7c15)
+
+static const char *const mode_names[] = {
+    [SL_MODE_HARD] = "hard",
+    [SL_MODE_SOFT] = "soft",
+    [SL_MODE_SHADOW] = "shadow",
+    [SL_MODE_ELASTIC] = "elastic",
+};
+
+const char *sl_mode_name(sl_mode_t m) { return (unsigned)m <= SL_MODE_ELASTIC ? mode_names[m] : NULL; }
+
+int sl_mode_parse(const char *name, sl_mode_t *out) {
+    for (int m = 0; name && m <= SL_MODE_ELASTIC; m++) {
+        if (strcmp(name, mode_names[m]) == 0) {
+            *out = (sl_mode_t)m;
+            return SL_OK;
+        }
+    }
+    return SL_EINVAL;
+}
+
+static int explain(char *why, size_t why_len, int err, const char *fmt, ...) {
+    if (why && why_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, why_len, fmt, ap);
+        va_end(ap);
+    }
+    return err;
+}
+
+static int compile(const sl_policy_config_t *cfg, sl_policy_t *p, char *why, size_t why_len) {
+    size_t name_len = cfg->name ? strlen(cfg->name) : 0;
+    if (name_len == 0 || name_len > SL_MAX_POLICY_NAME)
+        return explain(why, why_len, SL_EINVAL, "policy name must be 1 to %d bytes",
+                       SL_MAX_POLICY_NAME);
+    if (cfg->nlimits == 0 || cfg->nlimits > SL_MAX_LIMITS || cfg->limits == NULL)
+        return explain(why, why_len, SL_EINVAL, "policy %s: needs 1 to %d limits", cfg->name,
+                       SL_MAX_LIMITS);
+    if ((unsigned)cfg->mode > SL_MODE_ELASTIC)
+        return explain(why, why_len, SL_EINVAL, "policy %s: unknown mode", cfg->name);
+    bool soft = cfg->mode == SL_MODE_SOFT;
+    if (!soft && cfg->soft_percent != 0)
+        return explain(why, why_len, SL_EINVAL, "policy %s: soft_percent needs mode soft",
+                       cfg->name);
+    if (cfg->mode != SL_MODE_ELASTIC && cfg->pool.limit != 0)
+        return explain(why, why_len, SL_EINVAL, "policy %s: a pool needs mode elastic", cfg->name);
+
+    memcpy(p->name, cfg->name, name_len + 1);
+    p->id = XXH3_64bits(cfg->name, name_len);
+    p->mode = cfg->mode;
+    p->soft_percent = cfg->soft_percent;
+    p->nlimits = cfg->nlimits;
+    for (size_t i = 0; i < cfg->nlimits; i++) {
+        const char *reason = NULL;
+        p->config[i] = cfg->limits[i];
+        int rc = sl__limit_compile(&cfg->limits[i], soft ? cfg->soft_percent : 0, p->id,
+                                   &p->limits[i], &reason);
+        if (rc != SL_OK)
+            return explain(why, why_len, rc, "policy %s: limit %zu: %s", cfg->name, i + 1, reason);
+        for (size_t k = 0; k < i; k++)
+            if (p->limits[k].id == p->limits[i].id)
+                return explain(why, why_len, SL_EINVAL,
+                               "policy %s: limits %zu and %zu are the same", cfg->name, k + 1,
+                               i + 1);
+    }
+    return SL_OK;
+}
+
+int sl_policy_new(const sl_policy_config_t *cfg, sl_policy_t **out, char *why, size_t why_len) {
+    if (cfg == NULL || out == NULL)
+        return explain(why, why_len, SL_EINVAL, "no policy");
+    sl_policy_t *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return explain(why, why_len, SL_ENOMEM, "out of memory");
+    int rc = compile(cfg, p, why, why_len);
+    if (rc == SL_OK && cfg->mode == SL_MODE_ELASTIC) {
+        sl_policy_t *pool = calloc(1, sizeof *pool);
+        if (pool == NULL) {
+            rc = explain(why, why_len, SL_ENOMEM, "out of memory");
+        } else {
+            sl_policy_config_t pc = {.name = cfg->name, .limits = &cfg->pool, .nlimits = 1};
+            rc = compile(&pc, pool, why, why_len);
+            if (rc != SL_OK && cfg->pool.limit == 0)
+                rc = explain(why, why_len, SL_EINVAL, "policy %s: mode elastic needs a pool",
+                             cfg->name);
+            /* A state of its own, apart from any key's. */
+            pool->id = XXH3_64bits_withSeed(cfg->name, strlen(cfg->name), SL__POOL_SEED);
+            pool->limits[0].id ^= SL__POOL_SEED;
+            p->pool = pool;
+        }
+    }
+    if (rc != SL_OK) {
+        sl_policy_free(p);
+        return rc;
+    }
+    *out = p;
+    return SL_OK;
+}
+
+void sl_policy_free(sl_policy_t *p) {
+    if (p == NULL)
+        return;
+    free(p->pool);
+    free(p);
+}
+
+const char *sl_policy_name(const sl_policy_t *p) { return p->name; }
+sl_mode_t sl_policy_mode(const sl_policy_t *p) { return p->mode; }
+size_t sl_policy_limit_count(const sl_policy_t *p) { return p->nlimits; }
+
+const sl_limit_t *sl_policy_limit(const sl_policy_t *p, size_t i) {
+    return i < p->nlimits ? &p->config[i] : NULL;
+}
+
+/* The most restrictive values over all limits: fewest remaining, latest
+ * reset; when denied, the deny that lasts longest decides. */
+static void report(const sl_policy_t *p, const sl__verdict_t *v, bool all, bool peek,
+                   sl_decision_t *out) {
+    bool after = all && !peek;
+    bool tolerated = false;
+    uint64_t remaining = UINT64_MAX;
+    sl_usec_t reset = 0, retry = -1, delay = 0;
+    int by_remaining = 0, by_retry = -1;
+    for (size_t i = 0; i < p->nlimits; i++) {
+        const sl__limit_t *l = &p->limits[i];
+        uint64_t tolerance = l->capacity - l->nominal;
+        uint64_t rem = after ? v[i].remaining_charged : v[i].remaining_now;
+        if (v[i].allowed && v[i].remaining_charged < tolerance)
+            tolerated = true;
+        rem = sl__sat_sub_u64(rem, tolerance);
+        if (rem < remaining) {
+            remaining = rem;
+            by_remaining = (int)i;
+        }
+        reset = sl__max64(reset, after ? v[i].reset_charged : v[i].reset_now);
+        delay = sl__max64(delay, v[i].delay);
+        if (!v[i].allowed && v[i].retry_after > retry) {
+            retry = v[i].retry_after;
+            by_retry = (int)i;
+        }
+    }
+    int by = all ? by_remaining : by_retry;
+    out->allowed = all;
+    out->limited = !all || tolerated;
+    out->limit = p->limits[by].nominal;
+    out->remaining = remaining;
+    out->reset_after = reset;
+    out->retry_after = all ? 0 : retry;
+    out->delay = all ? delay : 0;
+    out->limit_index = by;
+    if (p->mode == SL_MODE_SHADOW && !all) {
+        out->allowed = true;
+        out->retry_after = 0;
+    }
+}
+
+int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
+                        bool peek, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
+                        sl_decision_t *out) {
+    sl__verdict_t v[SL_MAX_LIMITS];
+    bool all = true;
+    *charged = 0;
+    for (size_t i = 0; i < p->nlimits; i++) {
+        sl__limit_decide(&p->limits[i], &cells[i], now, cost, &v[i]);
+        all = all && v[i].allowed;
+    }
+    uint32_t mask = 0;
+    if (!peek && cost > 0)
+        for (size_t i = 0; i < p->nlimits; i++)
+            if (all || p->limits[i].count_denied)
+                mask |= 1u << i;
+    for (size_t i = 0; i < p->nlimits; i++) {
+        if (!(mask & (1u << i)))
+            continue;
+        int rc = prepare(ctx, i, &cells[i], sl__limit_block_need(&p->limits[i], &cells[i], cost));
+        if (rc != SL_OK)
+            return rc;
+    }
+    for (size_t i = 0; i < p->nlimits; i++) {
+        if (!(mask & (1u << i)))
+            continue;
+        sl__limit_commit(&p->limits[i], &cells[i], now, cost);
+        if (!all) /* a counted deny moved the state: report it as it now is */
+            sl__limit_decide(&p->limits[i], &cells[i], now, cost, &v[i]);
+    }
+    *charged = mask;
+    report(p, v, all, peek, out);
+    return SL_OK;
+}

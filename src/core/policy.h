@@ -1,0 +1,40 @@
+/* policy.h -- compiled policies and their all-or-nothing evaluation.
+ *
+ * A policy is a name, up to SL_MAX_LIMITS compiled limits and a mode. Its
+ * evaluation takes one cell per limit from a store, decides every limit,
+ * charges all of them or none, and reduces the verdicts to one decision
+ * (the most restrictive values). Pure: the store does the locking and the
+ * allocation, through the prepare callback.
+ */
+#ifndef SL_CORE_POLICY_H
+#define SL_CORE_POLICY_H
+
+#include "limit.h"
+#include "sluice.h"
+
+struct sl_policy {
+    char name[SL_MAX_POLICY_NAME + 1];
+    uint64_t id;                        /* hash of the name: seeds key hashes */
+    sl_mode_t mode;
+    uint32_t soft_percent;
+    size_t nlimits;
+    sl_limit_t config[SL_MAX_LIMITS];   /* as given, for sl_policy_limit() */
+    sl__limit_t limits[SL_MAX_LIMITS];
+    struct sl_policy *pool;             /* SL_MODE_ELASTIC: one shared limit, hard */
+};
+
+/* Called for every limit about to be charged, before any is: the store makes
+ * room for the state and, when block_cap > 0, gives the cell a block of that
+ * capacity (moving the old content over). A non-zero return aborts the
+ * evaluation with nothing charged. */
+typedef int (*sl__prepare_fn)(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap);
+
+/* Decides a request of `cost` at `now` over cells[0..nlimits). Unless peek,
+ * charges every limit when all pass, or only count_denied limits when one
+ * does not. *charged gets the mask of cells that changed and must be
+ * written back. */
+int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
+                        bool peek, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
+                        sl_decision_t *out);
+
+#endif

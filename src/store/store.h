@@ -1,0 +1,30 @@
+/* store.h -- the store interface: where limit state lives.
+ *
+ * A store is a table of function pointers plus the implementation's context
+ * (the struct that embeds sl_store_t first). The memory store implements it;
+ * a Redis store and test fakes can too. A store evaluates a whole policy for
+ * one key atomically: it finds the cells, runs sl__policy_evaluate() under its
+ * own lock (or script), and writes the charged cells back.
+ */
+#ifndef SL_STORE_STORE_H
+#define SL_STORE_STORE_H
+
+#include "sluice.h"
+
+typedef struct sl__store_ops {
+    const char *name;
+    int (*evaluate)(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
+                    uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out);
+    int (*reset)(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len);
+    int (*stats)(sl_store_t *s, sl_store_stats_t *out);
+    int (*sweep)(sl_store_t *s, sl_usec_t now, size_t budget, size_t *reclaimed);
+    int (*save)(sl_store_t *s, const char *path, sl_usec_t now);
+    int (*load)(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded);
+    void (*destroy)(sl_store_t *s);
+} sl__store_ops_t;
+
+struct sl_store {
+    const sl__store_ops_t *ops;
+};
+
+#endif

@@ -1,0 +1,637 @@
+/* store_memory.c -- the embedded store: a sharded Robin Hood hash table.
+ *
+ * Every (policy, limit, key) state is one 24-byte slot {tag, expire_at, word}.
+ * The key itself is not kept: the tag is a seeded 64-bit hash of it (XXH3,
+ * random seed per process, so collisions cannot be precomputed), which is
+ * what lets a state cost ~28 bytes all-in. expire_at is when the state has
+ * recovered; past it the slot is garbage, whatever the algorithm, so
+ * reclamation never needs the limit's parameters. sliding_log rings and
+ * sub-window counters live out of line; the slot's word points at them.
+ *
+ * Layout of a tag: bits 0-2 flags (used, CLOCK reference, owns a block),
+ * bits 3-18 the key's shard selector (shared by all limits of the key, so one
+ * lock covers a policy evaluation and a snapshot record finds its shard
+ * again), the rest the per-limit hash. The home slot is taken from the high
+ * bits with a multiply (any table size works, growth steps of 1.2x).
+ *
+ * Tables: linear probing with Robin Hood displacement and backward-shift
+ * deletion (no tombstones), up to 92% full, so memory per state stays between
+ * 26 and 32 bytes at any size. Recovered states are freed lazily (a few slots
+ * swept at every insert, a full sweep before growing) and by sl_store_sweep().
+ * With max_memory, each shard gets an equal share; when it is used up,
+ * recovered states go first, then CLOCK eviction (counted).
+ *
+ * Not here: what a state means (core), the file format (snapshot.c).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "../core/arith.h"
+#include "../core/policy.h"
+#include "snapshot.h"
+#include "store.h"
+
+#define SLOT_USED UINT64_C(1)
+#define SLOT_REF UINT64_C(2)
+#define SLOT_BLOCK UINT64_C(4)
+#define SLOT_FLAGS UINT64_C(7)
+#define SHARD_SHIFT 3
+#define SHARD_BITS UINT64_C(0xffff)
+#define MAX_SHARDS 65536u
+#define DEFAULT_SHARDS 1024u
+#define MIN_CAP 16u
+#define SWEEP_PER_INSERT 4u
+#define MMAP_MIN_BYTES (64u * 1024u)
+
+typedef struct slot {
+    uint64_t tag;         /* 0 = empty */
+    sl_usec_t expire_at;  /* recovered at and after this instant */
+    uint64_t word;        /* inline state, or the sl__block_t pointer */
+} slot_t;
+
+typedef struct shard {
+    _Alignas(64) pthread_mutex_t lock;
+    slot_t *slots;
+    uint32_t cap, count;
+    uint32_t sweep, hand;  /* incremental sweep cursor; CLOCK hand */
+    uint64_t moves;        /* bumped whenever slots change place */
+    size_t table_bytes;
+    size_t block_bytes;
+    uint64_t evictions, reclaimed;
+} shard_t;
+
+typedef struct memory_store {
+    sl_store_t base;
+    shard_t *shards;
+    uint32_t nshards;
+    _Atomic uint64_t seed;
+    size_t max_memory;
+    size_t budget;  /* per shard, 0 = unbounded */
+} memory_store_t;
+
+/* ---- slots ---------------------------------------------------------------------- */
+
+static inline uint64_t ident(uint64_t tag) { return tag & ~SLOT_FLAGS; }
+
+static inline uint32_t home_of(uint64_t tag, uint32_t cap) {
+    return (uint32_t)(((sl__u128)(tag & ~SLOT_FLAGS) * cap) >> 64);
+}
+
+static inline uint32_t dist_of(const shard_t *sh, uint32_t i) {
+    uint32_t h = home_of(sh->slots[i].tag, sh->cap);
+    return i >= h ? i - h : i + sh->cap - h;
+}
+
+static inline uint32_t shard_of(const memory_store_t *m, uint64_t tag) {
+    return (uint32_t)((tag >> SHARD_SHIFT) & (m->nshards - 1));
+}
+
+static inline uint64_t mix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= UINT64_C(0xbf58476d1ce4e5b9);
+    x ^= x >> 27;
+    x *= UINT64_C(0x94d049bb133111eb);
+    return x ^ (x >> 31);
+}
+
+static inline uint64_t make_tag(uint64_t key_hash, uint64_t limit_id) {
+    uint64_t shard_sel = (key_hash >> 40) & SHARD_BITS;
+    uint64_t t = mix64(key_hash ^ limit_id) & ~(SLOT_FLAGS | (SHARD_BITS << SHARD_SHIFT));
+    return t | shard_sel << SHARD_SHIFT | SLOT_USED;
+}
+
+static inline sl__block_t *slot_block(const slot_t *s) {
+    return (s->tag & SLOT_BLOCK) ? (sl__block_t *)(uintptr_t)s->word : NULL;
+}
+
+/* What a block costs the allocator: glibc rounds to 16 with an 8-byte header. */
+static size_t block_cost_of(uint32_t kind, uint32_t cap) {
+    size_t n = (sl__block_size(kind, cap) + 8 + 15) & ~(size_t)15;
+    return n < 32 ? 32 : n;
+}
+
+static size_t block_cost(const sl__block_t *b) { return block_cost_of(b->kind, b->cap); }
+
+static void drop_block(shard_t *sh, slot_t *s) {
+    sl__block_t *b = slot_block(s);
+    if (b) {
+        sh->block_bytes -= block_cost(b);
+        free(b);
+    }
+    s->tag &= ~SLOT_BLOCK;
+    s->word = 0;
+}
+
+static int64_t find(const shard_t *sh, uint64_t tag) {
+    uint64_t id = ident(tag);
+    uint32_t i = home_of(tag, sh->cap);
+    for (uint32_t d = 0;; d++) {
+        const slot_t *s = &sh->slots[i];
+        if (s->tag == 0)
+            return -1;
+        if (ident(s->tag) == id)
+            return i;
+        if (dist_of(sh, i) < d)
+            return -1;
+        if (++i == sh->cap)
+            i = 0;
+    }
+}
+
+/* Inserts a slot whose tag is absent; the table has room. */
+static void place(shard_t *sh, slot_t item) {
+    uint32_t i = home_of(item.tag, sh->cap);
+    for (uint32_t d = 0;; d++) {
+        slot_t *s = &sh->slots[i];
+        if (s->tag == 0) {
+            *s = item;
+            break;
+        }
+        uint32_t sd = dist_of(sh, i);
+        if (sd < d) {
+            slot_t t = *s;
+            *s = item;
+            item = t;
+            d = sd;
+        }
+        if (++i == sh->cap)
+            i = 0;
+    }
+    sh->count++;
+    sh->moves++;
+}
+
+/* Frees slot i and shifts the run after it back one place. */
+static void remove_at(shard_t *sh, uint32_t i) {
+    drop_block(sh, &sh->slots[i]);
+    for (;;) {
+        uint32_t j = i + 1 == sh->cap ? 0 : i + 1;
+        if (sh->slots[j].tag == 0 || dist_of(sh, j) == 0)
+            break;
+        sh->slots[i] = sh->slots[j];
+        i = j;
+    }
+    memset(&sh->slots[i], 0, sizeof sh->slots[i]);
+    sh->count--;
+    sh->moves++;
+}
+
+/* ---- tables --------------------------------------------------------------------- */
+
+static size_t table_bytes(uint32_t cap) { return (size_t)cap * sizeof(slot_t); }
+
+/* Large tables come straight from mmap so that a grown-out table goes back
+ * to the system at once instead of lingering in the malloc heap. */
+static slot_t *table_alloc(uint32_t cap) {
+    size_t bytes = table_bytes(cap);
+    if (bytes < MMAP_MIN_BYTES)
+        return calloc(cap, sizeof(slot_t));
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void table_free(slot_t *slots, uint32_t cap) {
+    if (slots == NULL)
+        return;
+    if (table_bytes(cap) < MMAP_MIN_BYTES)
+        free(slots);
+    else
+        munmap(slots, table_bytes(cap));
+}
+
+static bool over_load(uint32_t count, uint32_t cap) {
+    return (uint64_t)count * 25 > (uint64_t)cap * 23; /* > 92% */
+}
+
+static uint32_t grown_cap(uint32_t cap) { return cap + (cap / 5 > 1 ? cap / 5 : 1); }
+
+static int grow(shard_t *sh, uint32_t cap) {
+    slot_t *fresh = table_alloc(cap);
+    if (fresh == NULL)
+        return SL_ENOMEM;
+    slot_t *old = sh->slots;
+    uint32_t old_cap = sh->cap;
+    sh->slots = fresh;
+    sh->cap = cap;
+    sh->count = 0;
+    for (uint32_t i = 0; i < old_cap; i++)
+        if (old[i].tag)
+            place(sh, old[i]);
+    table_free(old, old_cap);
+    sh->table_bytes = table_bytes(cap);
+    sh->sweep = sh->hand = 0;
+    return SL_OK;
+}
+
+/* ---- reclamation and eviction ---------------------------------------------------- */
+
+/* The slots of the key being evaluated: never reclaimed or evicted under it. */
+typedef struct pins {
+    const uint64_t *tags;
+    size_t n;
+} pins_t;
+
+static bool pinned(const pins_t *p, uint64_t tag) {
+    for (size_t i = 0; p && i < p->n; i++)
+        if (ident(p->tags[i]) == ident(tag))
+            return true;
+    return false;
+}
+
+/* Frees recovered states among the next `budget` slots from the cursor. */
+static size_t reclaim(shard_t *sh, sl_usec_t now, uint32_t budget, const pins_t *pins) {
+    uint32_t before = sh->count;
+    for (uint32_t k = 0; k < budget && sh->count > 0; k++) {
+        if (sh->sweep >= sh->cap)
+            sh->sweep = 0;
+        slot_t *s = &sh->slots[sh->sweep];
+        if (s->tag && s->expire_at <= now && !pinned(pins, s->tag))
+            remove_at(sh, sh->sweep); /* the next slot moved here: look again */
+        else
+            sh->sweep++;
+    }
+    sh->reclaimed += before - sh->count;
+    return before - sh->count;
+}
+
+/* CLOCK: the first slot found without its reference bit goes (clearing bits
+ * on the way); recovered states go first and are not counted as evictions.
+ * With blocks_only, only slots that own a block are candidates. */
+static bool evict_one(shard_t *sh, sl_usec_t now, const pins_t *pins, bool blocks_only) {
+    for (uint64_t scanned = 0; scanned <= 2 * (uint64_t)sh->cap; scanned++) {
+        if (sh->hand >= sh->cap)
+            sh->hand = 0;
+        slot_t *s = &sh->slots[sh->hand];
+        if (s->tag == 0 || pinned(pins, s->tag) || (blocks_only && !(s->tag & SLOT_BLOCK))) {
+            sh->hand++;
+            continue;
+        }
+        if (s->expire_at <= now) {
+            remove_at(sh, sh->hand);
+            sh->reclaimed++;
+            return true;
+        }
+        if (s->tag & SLOT_REF) {
+            s->tag &= ~SLOT_REF;
+            sh->hand++;
+            continue;
+        }
+        remove_at(sh, sh->hand);
+        sh->evictions++;
+        return true;
+    }
+    return false;
+}
+
+/* Room for one more slot: grow, or within max_memory reclaim and evict. */
+static int make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins) {
+    if (!over_load(sh->count + 1, sh->cap))
+        return SL_OK;
+    reclaim(sh, now, sh->cap, pins);
+    if (!over_load(sh->count + 1, sh->cap))
+        return SL_OK;
+    uint32_t want = grown_cap(sh->cap);
+    if (m->budget == 0 || table_bytes(want) + sh->block_bytes <= m->budget)
+        return grow(sh, want);
+    while (over_load(sh->count + 1, sh->cap))
+        if (!evict_one(sh, now, pins, false))
+            return SL_EFULL;
+    return SL_OK;
+}
+
+/* Room for `extra` more bytes of blocks within max_memory. */
+static int make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now,
+                      const pins_t *pins) {
+    if (m->budget == 0)
+        return SL_OK;
+    while (sh->table_bytes + sh->block_bytes + extra > m->budget)
+        if (!evict_one(sh, now, pins, true))
+            return SL_EFULL;
+    return SL_OK;
+}
+
+/* ---- evaluation ---------------------------------------------------------------- */
+
+typedef struct eval {
+    const memory_store_t *m;
+    shard_t *sh;
+    const sl_policy_t *p;
+    sl_usec_t now;
+    uint64_t tags[SL_MAX_LIMITS];
+    int64_t at[SL_MAX_LIMITS];  /* slot index found, -1 = none */
+    uint64_t moves;             /* sh->moves when `at` was taken */
+    pins_t pins;
+} eval_t;
+
+static int64_t locate(const eval_t *e, size_t i) {
+    return e->sh->moves == e->moves ? e->at[i] : find(e->sh, e->tags[i]);
+}
+
+/* Reads a cell from slot `at` (or a fresh one). A state of the wrong shape
+ * (possible only from a forged snapshot) is discarded. */
+static sl__cell_t load_cell(eval_t *e, size_t i) {
+    sl__cell_t c = {0, 0, NULL};
+    if (e->at[i] < 0)
+        return c;
+    slot_t *s = &e->sh->slots[e->at[i]];
+    s->tag |= SLOT_REF;
+    const sl__limit_t *l = &e->p->limits[i];
+    sl__block_t *b = slot_block(s);
+    bool wants_block = sl__limit_block_kind(l) != SL__BLOCK_NONE;
+    if ((b && !sl__limit_block_fits(l, b)) || (!b && wants_block && s->expire_at > e->now)) {
+        drop_block(e->sh, s);
+        s->expire_at = 0;
+        return c;
+    }
+    c.expire_at = s->expire_at;
+    c.word = b ? 0 : s->word;
+    c.block = b;
+    return c;
+}
+
+static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
+    eval_t *e = ctx;
+    shard_t *sh = e->sh;
+    int64_t at = locate(e, i);
+    if (at < 0) { /* a placeholder that has already recovered: harmless if we stop here */
+        int rc = make_room(e->m, sh, e->now, &e->pins);
+        if (rc != SL_OK)
+            return rc;
+        place(sh, (slot_t){e->tags[i] | SLOT_REF, 0, 0});
+        at = find(sh, e->tags[i]);
+    }
+    if (block_cap == 0)
+        return SL_OK;
+    uint32_t kind = sl__limit_block_kind(&e->p->limits[i]);
+    size_t old_cost = cell->block ? block_cost(cell->block) : 0;
+    size_t new_cost = block_cost_of(kind, block_cap);
+    int rc = make_bytes(e->m, sh, new_cost > old_cost ? new_cost - old_cost : 0, e->now, &e->pins);
+    if (rc != SL_OK)
+        return rc;
+    sl__block_t *b = malloc(sl__block_size(kind, block_cap));
+    if (b == NULL)
+        return SL_ENOMEM;
+    sl__block_init(b, kind, block_cap);
+    at = locate(e, i); /* eviction may have moved it */
+    slot_t *s = &sh->slots[at];
+    if (cell->block)
+        sl__block_move(cell->block, b);
+    drop_block(sh, s); /* the old block, if any */
+    s->tag |= SLOT_BLOCK;
+    s->word = (uint64_t)(uintptr_t)b;
+    sh->block_bytes += new_cost;
+    cell->block = b;
+    return SL_OK;
+}
+
+static uint64_t key_hash(const memory_store_t *m, const sl_policy_t *p, const void *key,
+                         size_t len) {
+    return XXH3_64bits_withSeed(key, len, atomic_load_explicit(&m->seed, memory_order_relaxed) ^ p->id);
+}
+
+static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
+                        uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out) {
+    memory_store_t *m = (memory_store_t *)s;
+    eval_t e;
+    e.m = m;
+    e.p = p;
+    e.now = now;
+    uint64_t h = key_hash(m, p, key, key_len);
+    for (size_t i = 0; i < p->nlimits; i++)
+        e.tags[i] = make_tag(h, p->limits[i].id);
+    e.pins.tags = e.tags;
+    e.pins.n = p->nlimits;
+    e.sh = &m->shards[shard_of(m, e.tags[0])];
+    shard_t *sh = e.sh;
+
+    pthread_mutex_lock(&sh->lock);
+    if (!peek)
+        reclaim(sh, now, SWEEP_PER_INSERT, &e.pins);
+    sl__cell_t cells[SL_MAX_LIMITS];
+    for (size_t i = 0; i < p->nlimits; i++)
+        e.at[i] = find(sh, e.tags[i]);
+    e.moves = sh->moves;
+    for (size_t i = 0; i < p->nlimits; i++)
+        cells[i] = load_cell(&e, i);
+    uint32_t charged = 0;
+    int rc = sl__policy_evaluate(p, cells, now, cost, peek, prepare, &e, &charged, out);
+    for (size_t i = 0; rc == SL_OK && i < p->nlimits; i++) {
+        if (!(charged & (1u << i)))
+            continue;
+        slot_t *slot = &sh->slots[locate(&e, i)];
+        slot->expire_at = cells[i].expire_at;
+        if (cells[i].block == NULL)
+            slot->word = cells[i].word;
+    }
+    pthread_mutex_unlock(&sh->lock);
+    return rc;
+}
+
+static int mem_reset(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len) {
+    memory_store_t *m = (memory_store_t *)s;
+    uint64_t h = key_hash(m, p, key, key_len);
+    shard_t *sh = &m->shards[shard_of(m, make_tag(h, p->limits[0].id))];
+    pthread_mutex_lock(&sh->lock);
+    for (size_t i = 0; i < p->nlimits; i++) {
+        int64_t at = find(sh, make_tag(h, p->limits[i].id));
+        if (at >= 0)
+            remove_at(sh, (uint32_t)at);
+    }
+    pthread_mutex_unlock(&sh->lock);
+    return SL_OK;
+}
+
+/* ---- whole-store operations ---------------------------------------------------- */
+
+static int mem_stats(sl_store_t *s, sl_store_stats_t *out) {
+    memory_store_t *m = (memory_store_t *)s;
+    memset(out, 0, sizeof *out);
+    out->max_memory = m->max_memory;
+    out->bytes = sizeof *m + sizeof(shard_t) * m->nshards;
+    for (uint32_t i = 0; i < m->nshards; i++) {
+        shard_t *sh = &m->shards[i];
+        pthread_mutex_lock(&sh->lock);
+        out->states += sh->count;
+        out->bytes += sh->table_bytes + sh->block_bytes;
+        out->evictions += sh->evictions;
+        out->reclaimed += sh->reclaimed;
+        pthread_mutex_unlock(&sh->lock);
+    }
+    return SL_OK;
+}
+
+static int mem_sweep(sl_store_t *s, sl_usec_t now, size_t budget, size_t *reclaimed) {
+    memory_store_t *m = (memory_store_t *)s;
+    size_t freed = 0;
+    for (uint32_t i = 0; i < m->nshards; i++) {
+        shard_t *sh = &m->shards[i];
+        pthread_mutex_lock(&sh->lock);
+        uint32_t share = budget == 0 ? sh->cap : (uint32_t)sl__minu64(sh->cap, budget / m->nshards + 1);
+        freed += reclaim(sh, now, share, NULL);
+        pthread_mutex_unlock(&sh->lock);
+    }
+    if (reclaimed)
+        *reclaimed = freed;
+    return SL_OK;
+}
+
+static int mem_save(sl_store_t *s, const char *path, sl_usec_t now) {
+    memory_store_t *m = (memory_store_t *)s;
+    sl__snapshot_writer_t *w;
+    int rc = sl__snapshot_begin(path, atomic_load(&m->seed), now, &w);
+    for (uint32_t i = 0; rc == SL_OK && i < m->nshards; i++) {
+        shard_t *sh = &m->shards[i];
+        pthread_mutex_lock(&sh->lock);
+        for (uint32_t k = 0; rc == SL_OK && k < sh->cap; k++) {
+            const slot_t *slot = &sh->slots[k];
+            if (slot->tag == 0 || slot->expire_at <= now)
+                continue;
+            sl__record_t r = {ident(slot->tag) | SLOT_USED, slot->expire_at, slot->word,
+                              slot_block(slot)};
+            if (r.block)
+                r.word = 0;
+            rc = sl__snapshot_add(w, &r);
+        }
+        pthread_mutex_unlock(&sh->lock);
+        if (rc == SL_OK) /* the disk is written outside the lock */
+            rc = sl__snapshot_flush(w);
+    }
+    if (rc == SL_OK)
+        return sl__snapshot_finish(w);
+    if (w)
+        sl__snapshot_abandon(w);
+    return rc;
+}
+
+static int mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded) {
+    memory_store_t *m = (memory_store_t *)s;
+    sl__snapshot_t snap;
+    int rc = sl__snapshot_read(path, now, &snap);
+    if (rc != SL_OK)
+        return rc;
+    for (uint32_t i = 0; i < m->nshards; i++)
+        pthread_mutex_lock(&m->shards[i].lock);
+    bool empty = true;
+    for (uint32_t i = 0; i < m->nshards; i++)
+        empty = empty && m->shards[i].count == 0;
+    if (!empty && snap.seed != atomic_load(&m->seed)) {
+        rc = SL_ESEED;
+    } else {
+        atomic_store(&m->seed, snap.seed);
+        for (size_t i = 0; rc == SL_OK && i < snap.count; i++) {
+            sl__record_t *r = &snap.records[i];
+            shard_t *sh = &m->shards[shard_of(m, r->tag)];
+            int64_t at = find(sh, r->tag);
+            if (at >= 0)
+                remove_at(sh, (uint32_t)at);
+            rc = make_room(m, sh, now, NULL);
+            if (rc == SL_OK && r->block)
+                rc = make_bytes(m, sh, block_cost(r->block), now, NULL);
+            if (rc != SL_OK)
+                break;
+            slot_t slot = {ident(r->tag) | SLOT_USED, r->expire_at, r->word};
+            if (r->block) {
+                slot.tag |= SLOT_BLOCK;
+                slot.word = (uint64_t)(uintptr_t)r->block;
+                sh->block_bytes += block_cost(r->block);
+                r->block = NULL;
+            }
+            place(sh, slot);
+        }
+    }
+    for (uint32_t i = m->nshards; i-- > 0;)
+        pthread_mutex_unlock(&m->shards[i].lock);
+    if (loaded)
+        *loaded = rc == SL_OK ? snap.count : 0;
+    sl__snapshot_release(&snap);
+    return rc;
+}
+
+static void mem_destroy(sl_store_t *s) {
+    memory_store_t *m = (memory_store_t *)s;
+    for (uint32_t i = 0; i < m->nshards; i++) {
+        shard_t *sh = &m->shards[i];
+        for (uint32_t k = 0; sh->slots && k < sh->cap; k++)
+            if (sh->slots[k].tag & SLOT_BLOCK)
+                free(slot_block(&sh->slots[k]));
+        table_free(sh->slots, sh->cap);
+        pthread_mutex_destroy(&sh->lock);
+    }
+    free(m->shards);
+    free(m);
+}
+
+static const sl__store_ops_t memory_ops = {
+    .name = "memory",
+    .evaluate = mem_evaluate,
+    .reset = mem_reset,
+    .stats = mem_stats,
+    .sweep = mem_sweep,
+    .save = mem_save,
+    .load = mem_load,
+    .destroy = mem_destroy,
+};
+
+static uint64_t random_seed(void) {
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        seed = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uintptr_t)&seed);
+    }
+    return seed ? seed : 1;
+}
+
+int sl_store_memory_new(const sl_memory_options_t *opts, sl_store_t **out) {
+    sl_memory_options_t o = {0, 0, 0};
+    if (opts)
+        o = *opts;
+    if (out == NULL)
+        return SL_EINVAL;
+    uint32_t n = o.shards ? o.shards : DEFAULT_SHARDS;
+    if (o.shards == 0 && o.max_memory) /* small caps: fewer, larger shards */
+        while (n > 1 && o.max_memory / n < 4 * table_bytes(MIN_CAP) * 8)
+            n /= 2;
+    if (n > MAX_SHARDS || (n & (n - 1)) != 0)
+        return SL_EINVAL;
+    if (o.max_memory && o.max_memory / n < 4 * table_bytes(MIN_CAP))
+        return SL_ERANGE; /* not even a minimal table per shard */
+
+    memory_store_t *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return SL_ENOMEM;
+    m->base.ops = &memory_ops;
+    m->nshards = n;
+    m->max_memory = o.max_memory;
+    m->budget = o.max_memory ? o.max_memory / n : 0;
+    atomic_init(&m->seed, o.seed ? o.seed : random_seed());
+    m->shards = aligned_alloc(64, sizeof(shard_t) * n);
+    if (m->shards == NULL) {
+        free(m);
+        return SL_ENOMEM;
+    }
+    memset(m->shards, 0, sizeof(shard_t) * n);
+    for (uint32_t i = 0; i < n; i++) {
+        shard_t *sh = &m->shards[i];
+        pthread_mutex_init(&sh->lock, NULL);
+        sh->slots = table_alloc(MIN_CAP);
+        sh->cap = MIN_CAP;
+        sh->table_bytes = table_bytes(MIN_CAP);
+        if (sh->slots == NULL) {
+            m->nshards = i + 1;
+            mem_destroy(&m->base);
+            return SL_ENOMEM;
+        }
+    }
+    *out = &m->base;
+    return SL_OK;
+}
