@@ -18,19 +18,28 @@
 #include "arith.h"
 #include "limit.h"
 
-/* (TAT - now) in units, clamped to [0, debt_max]. A TAT further ahead than
- * possible means the clock went backwards: treating it as "bucket empty"
- * keeps the answer conservative without locking the key out for the size of
- * the jump. */
-static int64_t debt_at(const sl__limit_t *l, const sl__cell_t *cell, sl_usec_t now) {
+/* TAT = now + debt/rate, stored as a whole microsecond and its fraction. */
+static void set_debt(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, int64_t debt) {
+    int64_t whole = sl__ceil_div(debt, (int64_t)l->rate);
+    cell->expire_at = now + whole;
+    cell->word = (uint64_t)(whole * (int64_t)l->rate - debt);
+}
+
+/* (TAT - now) in units. A TAT further ahead than debt_max means the clock
+ * went back: the state moves back with it, keeping the most it can hold. */
+static int64_t debt_at(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now) {
     if (cell->expire_at <= now)
         return 0;
     uint64_t ahead = (uint64_t)cell->expire_at - (uint64_t)now;
-    if (ahead > (uint64_t)l->debt_max / l->rate + 1)
-        return l->debt_max;
-    uint64_t frac = cell->word < l->rate ? cell->word : l->rate - 1;
-    sl__u128 debt = (sl__u128)ahead * l->rate - frac;
-    return debt > (sl__u128)l->debt_max ? l->debt_max : (int64_t)debt;
+    if (ahead <= (uint64_t)l->debt_max / l->rate + 1) {
+        uint64_t frac = cell->word < l->rate ? cell->word : l->rate - 1;
+        sl__u128 debt = (sl__u128)ahead * l->rate - frac;
+        if (debt <= (sl__u128)l->debt_max)
+            return (int64_t)debt;
+    }
+    set_debt(l, cell, now, l->debt_max);
+    cell->dirty = true;
+    return l->debt_max;
 }
 
 static uint64_t remaining_at(const sl__limit_t *l, int64_t debt) {
@@ -42,7 +51,7 @@ static sl_usec_t drain_time(const sl__limit_t *l, int64_t debt) {
     return sl__ceil_div(debt, (int64_t)l->rate);
 }
 
-void sl__rate_decide(const sl__limit_t *l, const sl__cell_t *cell, sl_usec_t now, uint64_t cost,
+void sl__rate_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
                      sl__verdict_t *v) {
     int64_t debt = debt_at(l, cell, now);
     v->remaining_now = remaining_at(l, debt);
@@ -75,8 +84,5 @@ void sl__rate_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint
     int64_t inc = cost > l->capacity ? l->debt_max : (int64_t)cost * l->period;
     /* Only count_denied takes debt past tau: tokens go negative down to
      * -capacity, so a client that keeps hammering stays out. */
-    int64_t next = sl__min64(debt + inc, l->debt_max);
-    int64_t whole = drain_time(l, next);
-    cell->expire_at = now + whole;
-    cell->word = (uint64_t)(whole * (int64_t)l->rate - next);
+    set_debt(l, cell, now, sl__min64(debt + inc, l->debt_max));
 }

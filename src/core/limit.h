@@ -72,6 +72,8 @@ typedef struct sl__cell {
     sl_usec_t expire_at;  /* when the state has fully recovered */
     uint64_t word;        /* inline state: fraction, count or two counters */
     sl__block_t *block;   /* out-of-line state or NULL */
+    bool dirty;           /* decide rebased the state (the clock went back):
+                             write it back even if nothing was charged */
 } sl__cell_t;
 
 typedef struct sl__verdict {
@@ -91,7 +93,11 @@ int sl__limit_compile(const sl_limit_t *in, uint32_t soft_percent, uint64_t poli
 
 /* Decides a request of `cost` at `now` (0 <= now <= SL__MAX_TIME) without
  * charging it. May tidy the cell's block (drop expired log entries, clear old
- * counters): that changes no decision. */
+ * counters): that changes no decision. A state that lies further in the
+ * future than any request could have put it means the clock went back: it is
+ * shifted back by the jump (at most a full limit's worth remains) and the
+ * cell marked dirty, so one backward step never locks a key out for longer
+ * than the limit's own period. */
 void sl__limit_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
                       sl__verdict_t *v);
 
@@ -120,7 +126,7 @@ void sl__block_move(const sl__block_t *from, sl__block_t *to);
 bool sl__block_valid(const sl__block_t *b);
 
 /* Per-family entry points (gcra.c, window.c, sliding_log.c). */
-void sl__rate_decide(const sl__limit_t *l, const sl__cell_t *cell, sl_usec_t now, uint64_t cost,
+void sl__rate_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
                      sl__verdict_t *v);
 void sl__rate_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost);
 void sl__window_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,

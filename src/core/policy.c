@@ -202,6 +202,9 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
         if (!all) /* a counted deny moved the state: report it as it now is */
             sl__limit_decide(&p->limits[i], &cells[i], now, cost, &v[i]);
     }
+    for (size_t i = 0; i < p->nlimits; i++)
+        if (cells[i].dirty)
+            mask |= 1u << i;
     *charged = mask;
     report(p, v, all, peek, out);
     return SL_OK;

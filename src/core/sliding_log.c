@@ -12,8 +12,7 @@
  * old when read (entries older than period are dropped at each access, and a
  * log whose newest entry is older than period is discarded whole), so the
  * age now - entry computed modulo 2^32 is the true age. Longer periods keep
- * whole 64-bit timestamps. The newest entry is expire_at - period, which lets
- * a clock that went back be clamped to it.
+ * whole 64-bit timestamps. The newest entry is expire_at - period.
  *
  * Not here: the ring's allocation (the store, through sl__log_need()).
  */
@@ -50,11 +49,21 @@ static sl_usec_t age_of(const sl__block_t *b, uint32_t i, sl_usec_t now) {
     return (uint64_t)now >= e ? now - (sl_usec_t)e : 0;
 }
 
-/* The log as of now: count of live entries and the clamped clock. Drops
- * entries that have left the window (or everything, if the whole log has). */
-static uint32_t tidy(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_usec_t *now_eff) {
+/* Moves every entry back by delta (the clock went back by that much). */
+static void shift_back(sl__block_t *b, sl_usec_t delta) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        uint32_t pos = b->head + i;
+        if (pos >= b->cap)
+            pos -= b->cap;
+        entry_put(b, pos, (sl_usec_t)(entry_at(b, i) - (uint64_t)delta));
+    }
+}
+
+/* The log as of now: the count of live entries, after dropping those that
+ * have left the window (or everything, if the whole log has). A newest entry
+ * later than now means the clock went back: the log moves back with it. */
+static uint32_t tidy(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now) {
     sl__block_t *b = cell->block;
-    *now_eff = now;
     if (b == NULL)
         return 0;
     if (cell->expire_at <= now) {
@@ -62,8 +71,13 @@ static uint32_t tidy(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_u
         b->count = 0;
         return 0;
     }
-    *now_eff = sl__max64(now, cell->expire_at - l->period);
-    while (b->count > 0 && age_of(b, 0, *now_eff) >= l->period) {
+    sl_usec_t newest = cell->expire_at - l->period;
+    if (newest > now) {
+        shift_back(b, newest - now);
+        cell->expire_at = now + l->period;
+        cell->dirty = true;
+    }
+    while (b->count > 0 && age_of(b, 0, now) >= l->period) {
         b->head = b->head + 1 == b->cap ? 0 : b->head + 1;
         b->count--;
     }
@@ -72,10 +86,9 @@ static uint32_t tidy(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_u
 
 void sl__log_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
                     sl__verdict_t *v) {
-    sl_usec_t at;
-    uint64_t count = tidy(l, cell, now, &at);
+    uint64_t count = tidy(l, cell, now);
     v->remaining_now = sl__sat_sub_u64(l->capacity, count);
-    v->reset_now = count > 0 ? cell->expire_at - at : 0;
+    v->reset_now = count > 0 ? cell->expire_at - now : 0;
     v->delay = 0;
     if (cost <= l->capacity && count <= l->capacity - cost) {
         v->allowed = true;
@@ -92,7 +105,7 @@ void sl__log_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint6
     } else {
         /* The (count + cost - capacity) oldest entries must leave first. */
         uint32_t k = (uint32_t)(count + cost - l->capacity - 1);
-        v->retry_after = l->period - age_of(cell->block, k, at);
+        v->retry_after = l->period - age_of(cell->block, k, now);
     }
 }
 
@@ -112,8 +125,7 @@ uint32_t sl__log_need(const sl__limit_t *l, const sl__cell_t *cell, uint64_t cos
 }
 
 void sl__log_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost) {
-    sl_usec_t at;
-    tidy(l, cell, now, &at);
+    tidy(l, cell, now);
     sl__block_t *b = cell->block;
     if (b == NULL || cost == 0)
         return;
@@ -127,8 +139,8 @@ void sl__log_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint6
         uint32_t pos = b->head + b->count;
         if (pos >= b->cap)
             pos -= b->cap;
-        entry_put(b, pos, at);
+        entry_put(b, pos, now);
         b->count++;
     }
-    cell->expire_at = at + l->period;
+    cell->expire_at = now + l->period;
 }

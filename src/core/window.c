@@ -26,37 +26,41 @@
 typedef struct fixed_view {
     uint64_t count;
     sl_usec_t end;  /* end of the window the request falls in */
-    sl_usec_t now;  /* now, or the window's start if the clock went back */
 } fixed_view_t;
 
-static fixed_view_t fixed_view(const sl__limit_t *l, const sl__cell_t *cell, sl_usec_t now) {
+/* A stored window that starts after now means the clock went back: the
+ * count moves to the window of now. */
+static fixed_view_t fixed_view(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now) {
     fixed_view_t f;
+    sl_usec_t end_now = (now / l->period + 1) * l->period;
     if (cell->expire_at <= now) {
         f.count = 0;
-        f.end = (now / l->period + 1) * l->period;
-        f.now = now;
-    } else {
-        f.count = cell->word;
-        f.end = cell->expire_at;
-        f.now = sl__max64(now, cell->expire_at - l->period);
+        f.end = end_now;
+        return f;
     }
+    if (cell->expire_at > end_now) {
+        cell->expire_at = end_now;
+        cell->dirty = true;
+    }
+    f.count = cell->word;
+    f.end = cell->expire_at;
     return f;
 }
 
-static void fixed_decide(const sl__limit_t *l, const sl__cell_t *cell, sl_usec_t now,
+static void fixed_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now,
                          uint64_t cost, sl__verdict_t *v) {
     fixed_view_t f = fixed_view(l, cell, now);
     v->remaining_now = sl__sat_sub_u64(l->capacity, f.count);
-    v->reset_now = f.count > 0 ? f.end - f.now : 0;
+    v->reset_now = f.count > 0 ? f.end - now : 0;
     v->delay = 0;
     if (cost <= l->capacity && f.count <= l->capacity - cost) {
         v->allowed = true;
         v->retry_after = 0;
         v->remaining_charged = l->capacity - f.count - cost;
-        v->reset_charged = f.count + cost > 0 ? f.end - f.now : 0;
+        v->reset_charged = f.count + cost > 0 ? f.end - now : 0;
     } else {
         v->allowed = false;
-        v->retry_after = cost > l->capacity ? SL_NEVER : f.end - f.now;
+        v->retry_after = cost > l->capacity ? SL_NEVER : f.end - now;
         v->remaining_charged = v->remaining_now;
         v->reset_charged = v->reset_now;
     }
@@ -80,13 +84,32 @@ typedef struct slide_view {
     uint32_t local[2];
 } slide_view_t;
 
+static void reverse(uint32_t *a, uint32_t n) {
+    for (uint32_t i = 0; i < n / 2; i++) {
+        uint32_t t = a[i];
+        a[i] = a[n - 1 - i];
+        a[n - 1 - i] = t;
+    }
+}
+
+/* Sub-window k sits at k mod m; moving every sub-window back by r places is
+ * a rotation of the ring. */
+static void rotate_left(uint32_t *a, uint32_t m, uint32_t r) {
+    if (r == 0)
+        return;
+    reverse(a, r);
+    reverse(a + r, m - r);
+    reverse(a, m);
+}
+
 /* Brings the counters up to sub-window j: counters of sub-windows that have
  * slid out are cleared. The two counters of precision 1 are a copy of the
  * word; larger precisions are rotated in their block, which changes nothing
  * a later decision sees. */
 static void slide_view(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, slide_view_t *w) {
     w->m = l->precision + 1;
-    if (l->precision == 1) {
+    bool inline_ctr = l->precision == 1;
+    if (inline_ctr) {
         w->local[0] = (uint32_t)cell->word;
         w->local[1] = (uint32_t)(cell->word >> 32);
         w->ctr = w->local;
@@ -101,15 +124,19 @@ static void slide_view(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl
         w->e = now - j * l->sub;
     } else {
         int64_t last = cell->expire_at / l->sub - w->m; /* newest sub-window stored */
-        if (j < last) { /* the clock went back: count it in the newest sub-window */
-            w->j = last;
-            w->e = 0;
-        } else {
-            w->j = j;
-            w->e = now - j * l->sub;
-            for (int64_t k = last + 1; k <= j && k <= last + w->m; k++)
-                w->ctr[k % w->m] = 0;
+        if (j < last) {
+            /* The clock went back: the counters move back with it. */
+            rotate_left(w->ctr, w->m, (uint32_t)((last - j) % w->m));
+            cell->expire_at = (j + w->m) * l->sub;
+            if (inline_ctr)
+                cell->word = (uint64_t)w->local[0] | (uint64_t)w->local[1] << 32;
+            cell->dirty = true;
+            last = j;
         }
+        w->j = j;
+        w->e = now - j * l->sub;
+        for (int64_t k = last + 1; k <= j && k <= last + w->m; k++)
+            w->ctr[k % w->m] = 0;
     }
     uint64_t total = 0;
     if (w->ctr)
