@@ -250,14 +250,16 @@ static bool pinned(const pins_t *p, uint64_t tag) {
 /* Frees recovered states among the next `budget` slots from the cursor. */
 static size_t reclaim(shard_t *sh, sl_usec_t now, uint32_t budget, const pins_t *pins) {
     uint32_t before = sh->count;
-    for (uint32_t k = 0; k < budget && sh->count > 0; k++) {
+    for (uint32_t visited = 0; visited < budget && sh->count > 0;) {
         if (sh->sweep >= sh->cap)
             sh->sweep = 0;
         slot_t *s = &sh->slots[sh->sweep];
-        if (s->tag && s->expire_at <= now && !pinned(pins, s->tag))
+        if (s->tag && s->expire_at <= now && !pinned(pins, s->tag)) {
             remove_at(sh, sh->sweep); /* the next slot moved here: look again */
-        else
+        } else {
             sh->sweep++;
+            visited++;
+        }
     }
     sh->reclaimed += before - sh->count;
     return before - sh->count;
@@ -292,16 +294,19 @@ static bool evict_one(shard_t *sh, sl_usec_t now, const pins_t *pins, bool block
     return false;
 }
 
-/* Room for one more slot: grow, or within max_memory reclaim and evict. */
+/* Room for one more slot. A full sweep comes before any growth (it is as
+ * costly as the growth it may spare); one that frees less than 1/16 of the
+ * table grows it anyway, so sweeps stay amortised under steady churn. At the
+ * cap, CLOCK takes recovered states first and evicts only when there are none
+ * on its way. */
 static int make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins) {
     if (!over_load(sh->count + 1, sh->cap))
         return SL_OK;
-    reclaim(sh, now, sh->cap, pins);
-    if (!over_load(sh->count + 1, sh->cap))
-        return SL_OK;
     uint32_t want = grown_cap(sh->cap);
-    if (m->budget == 0 || table_bytes(want) + sh->block_bytes <= m->budget)
-        return grow(sh, want);
+    if (m->budget == 0 || table_bytes(want) + sh->block_bytes <= m->budget) {
+        size_t freed = reclaim(sh, now, sh->cap, pins);
+        return freed < sh->cap / 16 ? grow(sh, want) : SL_OK;
+    }
     while (over_load(sh->count + 1, sh->cap))
         if (!evict_one(sh, now, pins, false))
             return SL_EFULL;
@@ -486,7 +491,7 @@ static int mem_sweep(sl_store_t *s, sl_usec_t now, size_t budget, size_t *reclai
 
 static int mem_save(sl_store_t *s, const char *path, sl_usec_t now) {
     memory_store_t *m = (memory_store_t *)s;
-    sl__snapshot_writer_t *w;
+    sl__snapshot_writer_t *w = NULL;
     int rc = sl__snapshot_begin(path, atomic_load(&m->seed), now, &w);
     for (uint32_t i = 0; rc == SL_OK && i < m->nshards; i++) {
         shard_t *sh = &m->shards[i];
