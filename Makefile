@@ -3,9 +3,10 @@
 # machine they are the only commands needed.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
 
-.PHONY: all run test test-release test-asan bench install deps clean
+.PHONY: all run test test-release test-asan fuzz bench install deps clean
 
 all:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
@@ -18,7 +19,7 @@ run:
 
 test:
 	scripts/deps.sh test
-	$(MAKE) test-release test-asan
+	$(MAKE) test-release test-asan fuzz
 
 test-release: all
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -27,6 +28,12 @@ test-asan:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+# Every parser's libFuzzer target, briefly, under ASan + UBSan (clang).
+fuzz:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSL_FUZZ=ON
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
 
 bench: all
 	./$(BUILD)/sluice-bench
@@ -38,4 +45,4 @@ deps:
 	scripts/deps.sh test
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -324,45 +324,37 @@ void sl__snapshot_release(sl__snapshot_t *s) {
     s->count = 0;
 }
 
-int sl__snapshot_read(const char *path, sl_usec_t now, sl__snapshot_t *out) {
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    int rc = read_file(path, &buf, &len);
+int sl__snapshot_parse(const unsigned char *buf, size_t len, sl_usec_t now, sl__snapshot_t *out) {
+    uint64_t declared = 0;
+    int rc = verify(buf, len, &declared);
     if (rc != SL_OK)
         return rc;
-    uint64_t declared = 0;
-    rc = verify(buf, len, &declared);
     const unsigned char *p = buf + HEADER_BYTES;
     const unsigned char *end = buf + len - TRAILER_BYTES;
 
     /* Pass 1: structure and count, nothing allocated per record. */
     uint64_t seen = 0, live = 0;
-    while (rc == SL_OK && p < end) {
+    while (p < end) {
         sl__record_t r;
         sl__block_t head;
         size_t used = parse_record(p, (size_t)(end - p), &r, &head);
-        if (used == 0) {
-            rc = SL_ECORRUPT;
-            break;
-        }
+        if (used == 0)
+            return SL_ECORRUPT;
         p += used;
         seen++;
         live += r.expire_at > now;
     }
-    if (rc == SL_OK && seen != declared)
-        rc = SL_ECORRUPT;
+    if (seen != declared)
+        return SL_ECORRUPT;
 
     sl__snapshot_t s = {0};
-    if (rc == SL_OK) {
-        s.seed = get_u64(buf + 16);
-        s.saved_at = (sl_usec_t)get_u64(buf + 24);
-        s.records = calloc(live ? live : 1, sizeof *s.records);
-        if (s.records == NULL)
-            rc = SL_ENOMEM;
-    }
+    s.seed = get_u64(buf + 16);
+    s.saved_at = (sl_usec_t)get_u64(buf + 24);
+    s.records = calloc(live ? live : 1, sizeof *s.records);
+    if (s.records == NULL)
+        return SL_ENOMEM;
     /* Pass 2: the live records, blocks copied out. */
-    p = buf + HEADER_BYTES;
-    while (rc == SL_OK && p < end) {
+    for (p = buf + HEADER_BYTES; p < end;) {
         sl__record_t r;
         sl__block_t head;
         size_t used = parse_record(p, (size_t)(end - p), &r, &head);
@@ -370,8 +362,8 @@ int sl__snapshot_read(const char *path, sl_usec_t now, sl__snapshot_t *out) {
             if (head.kind != SL__BLOCK_NONE) {
                 r.block = malloc(sl__block_size(head.kind, head.cap));
                 if (r.block == NULL) {
-                    rc = SL_ENOMEM;
-                    break;
+                    sl__snapshot_release(&s);
+                    return SL_ENOMEM;
                 }
                 *r.block = head;
                 size_t words = block_words(head.kind) * head.cap;
@@ -382,11 +374,16 @@ int sl__snapshot_read(const char *path, sl_usec_t now, sl__snapshot_t *out) {
         }
         p += used;
     }
-    free(buf);
-    if (rc != SL_OK) {
-        sl__snapshot_release(&s);
-        return rc;
-    }
     *out = s;
     return SL_OK;
+}
+
+int sl__snapshot_read(const char *path, sl_usec_t now, sl__snapshot_t *out) {
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    int rc = read_file(path, &buf, &len);
+    if (rc == SL_OK)
+        rc = sl__snapshot_parse(buf, len, now, out);
+    free(buf);
+    return rc;
 }

@@ -46,8 +46,10 @@ typedef struct sl__snapshot {
     sl__record_t *records;  /* blocks are malloc'd; take one by setting it NULL */
 } sl__snapshot_t;
 
-/* Reads and verifies a whole snapshot, keeping the records that have not
- * recovered at `now`. Nothing is kept on error. */
+/* Verifies a whole snapshot in buf[0..len) and keeps the records that have
+ * not recovered at `now`. Pure: no I/O; nothing is kept on error. */
+int sl__snapshot_parse(const unsigned char *buf, size_t len, sl_usec_t now, sl__snapshot_t *out);
+/* Reads the file at `path` and parses it. */
 int sl__snapshot_read(const char *path, sl_usec_t now, sl__snapshot_t *out);
 /* Frees the records and any block not taken. */
 void sl__snapshot_release(sl__snapshot_t *s);
