@@ -111,14 +111,21 @@ int sl__limit_compile(const sl_limit_t *in, uint32_t soft_percent, uint64_t poli
         break;
     case SL_FIXED_WINDOW:
     case SL_SLIDING_WINDOW:
-        l.family = SL__WINDOW;
+    case SL_SLIDING_LOG: {
+        /* Counted algorithms: capacity is the limit, no burst. */
+        bool log = in->algorithm == SL_SLIDING_LOG;
+        uint64_t max = log ? SL__MAX_LOG_LIMIT : SL__MAX_WINDOW_LIMIT;
+        l.family = log ? SL__LOG : SL__WINDOW;
         if (in->burst != 0)
             return fail(why, "burst applies to gcra, token_bucket and leaky_bucket only",
                         SL_EINVAL);
         l.nominal = in->limit;
-        l.capacity = with_tolerance(in->limit, soft_percent, SL__MAX_WINDOW_LIMIT);
-        if (in->limit > SL__MAX_WINDOW_LIMIT || l.capacity == 0)
-            return fail(why, "limit of a window is too large (at most 2^32-1)", SL_ERANGE);
+        l.capacity = with_tolerance(in->limit, soft_percent, max);
+        if (in->limit > max || l.capacity == 0)
+            return fail(why,
+                        log ? "sliding_log limit is too large (at most 2^20); use sliding_window"
+                            : "limit of a window is too large (at most 2^32-1)",
+                        SL_ERANGE);
         l.rate = l.capacity;
         if (in->algorithm == SL_SLIDING_WINDOW) {
             l.precision = in->precision ? in->precision : 1;
@@ -129,18 +136,7 @@ int sl__limit_compile(const sl_limit_t *in, uint32_t soft_percent, uint64_t poli
             l.sub = l.period / l.precision;
         }
         break;
-    case SL_SLIDING_LOG:
-        l.family = SL__LOG;
-        if (in->burst != 0)
-            return fail(why, "burst applies to gcra, token_bucket and leaky_bucket only",
-                        SL_EINVAL);
-        l.nominal = in->limit;
-        l.capacity = with_tolerance(in->limit, soft_percent, SL__MAX_LOG_LIMIT);
-        if (in->limit > SL__MAX_LOG_LIMIT || l.capacity == 0)
-            return fail(why, "sliding_log limit is too large (at most 2^20); use sliding_window",
-                        SL_ERANGE);
-        l.rate = l.capacity;
-        break;
+    }
     default:
         return fail(why, "unknown algorithm", SL_EINVAL);
     }
