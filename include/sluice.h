@@ -160,7 +160,7 @@ typedef struct sl_store sl_store_t;
 typedef struct sl_memory_options {
     size_t max_memory;   /* bytes for tables and logs, 0 = unbounded; when full,
                             recovered states go first, then CLOCK eviction */
-    uint32_t shards;     /* power of two, 0 = 1024 */
+    uint32_t shards;     /* power of two up to 65536, 0 = 256 */
     uint64_t seed;       /* hash seed, 0 = random per process */
 } sl_memory_options_t;
 
@@ -179,9 +179,11 @@ typedef struct sl_store_stats {
 
 SL_EXPORT int sl_store_stats(sl_store_t *store, sl_store_stats_t *out);
 
-/* Frees recovered states, visiting at most `budget` slots (0 = all) from where
- * the previous sweep stopped. *reclaimed (may be NULL) gets the number freed.
- * Checks already free recovered states lazily; this is for idle periods. */
+/* Frees recovered states, examining about `budget` slots (0 = all), spread
+ * over the shards, from where the previous sweep stopped, and gives back the
+ * memory of tables left mostly empty. *reclaimed (may be NULL) gets the number
+ * freed. Checks only reclaim when they need room; a daemon calls this from a
+ * timer so that memory follows the live keys down as well as up. */
 SL_EXPORT int sl_store_sweep(sl_store_t *store, sl_usec_t now, size_t budget,
                              size_t *reclaimed);
 

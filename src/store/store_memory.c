@@ -12,12 +12,15 @@
  * bits 3-18 the key's shard selector (shared by all limits of the key, so one
  * lock covers a policy evaluation and a snapshot record finds its shard
  * again), the rest the per-limit hash. The home slot is taken from the high
- * bits with a multiply (any table size works, growth steps of 1.2x).
+ * bits with a multiply (any table size works, growth steps of 1/7).
  *
  * Tables: linear probing with Robin Hood displacement and backward-shift
- * deletion (no tombstones), up to 92% full, so memory per state stays between
- * 26 and 32 bytes at any size. Recovered states are freed lazily (a few slots
- * swept at every insert, a full sweep before growing) and by sl_store_sweep().
+ * deletion (no tombstones), between 81% and 92% full, so a state costs 26 to
+ * 30 bytes at any size (tables of a page or more are mmapped and rounded up
+ * to whole pages). A recovered state stays in place until its
+ * room is wanted (a key coming back reuses it for nothing): a full sweep
+ * precedes every growth, the CLOCK hand frees them under the cap, and
+ * sl_store_sweep() frees them (and shrinks emptied tables) from a timer.
  * With max_memory, each shard gets an equal share; when it is used up,
  * recovered states go first, then CLOCK eviction (counted).
  *
@@ -47,10 +50,9 @@
 #define SHARD_SHIFT 3
 #define SHARD_BITS UINT64_C(0xffff)
 #define MAX_SHARDS 65536u
-#define DEFAULT_SHARDS 1024u
+#define DEFAULT_SHARDS 256u
 #define MIN_CAP 16u
-#define SWEEP_PER_INSERT 4u
-#define MMAP_MIN_BYTES (64u * 1024u)
+#define PAGE_BYTES 4096u
 
 typedef struct slot {
     uint64_t tag;         /* 0 = empty */
@@ -189,20 +191,27 @@ static void remove_at(shard_t *sh, uint32_t i) {
 
 static size_t table_bytes(uint32_t cap) { return (size_t)cap * sizeof(slot_t); }
 
-/* Large tables come straight from mmap so that a grown-out table goes back
- * to the system at once instead of lingering in the malloc heap. */
+/* Tables of a page or more come straight from mmap, so that a grown-out
+ * table goes back to the system at once instead of lingering in the malloc
+ * heap; their capacity is rounded up to fill whole pages. */
+static uint32_t page_fit(uint32_t cap) {
+    if (table_bytes(cap) < PAGE_BYTES)
+        return cap;
+    size_t bytes = (table_bytes(cap) + PAGE_BYTES - 1) / PAGE_BYTES * PAGE_BYTES;
+    return (uint32_t)(bytes / sizeof(slot_t));
+}
+
 static slot_t *table_alloc(uint32_t cap) {
-    size_t bytes = table_bytes(cap);
-    if (bytes < MMAP_MIN_BYTES)
+    if (table_bytes(cap) < PAGE_BYTES)
         return calloc(cap, sizeof(slot_t));
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(NULL, table_bytes(cap), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
 static void table_free(slot_t *slots, uint32_t cap) {
     if (slots == NULL)
         return;
-    if (table_bytes(cap) < MMAP_MIN_BYTES)
+    if (table_bytes(cap) < PAGE_BYTES)
         free(slots);
     else
         munmap(slots, table_bytes(cap));
@@ -212,9 +221,10 @@ static bool over_load(uint32_t count, uint32_t cap) {
     return (uint64_t)count * 25 > (uint64_t)cap * 23; /* > 92% */
 }
 
-static uint32_t grown_cap(uint32_t cap) { return cap + (cap / 5 > 1 ? cap / 5 : 1); }
+static uint32_t grown_cap(uint32_t cap) { return cap + (cap / 7 > 1 ? cap / 7 : 1); }
 
-static int grow(shard_t *sh, uint32_t cap) {
+static int resize(shard_t *sh, uint32_t cap) {
+    cap = page_fit(cap);
     slot_t *fresh = table_alloc(cap);
     if (fresh == NULL)
         return SL_ENOMEM;
@@ -247,18 +257,22 @@ static bool pinned(const pins_t *p, uint64_t tag) {
     return false;
 }
 
-/* Frees recovered states among the next `budget` slots from the cursor. */
+/* Frees recovered states from the cursor on, examining at most `budget`
+ * slots (a removal counts: the next slot moves into its place and is looked
+ * at again), or with budget 0 the whole table once. */
 static size_t reclaim(shard_t *sh, sl_usec_t now, uint32_t budget, const pins_t *pins) {
     uint32_t before = sh->count;
-    for (uint32_t visited = 0; visited < budget && sh->count > 0;) {
+    uint32_t advanced = 0;
+    for (uint64_t examined = 0; sh->count > 0 && advanced < sh->cap && (budget == 0 || examined < budget);
+         examined++) {
         if (sh->sweep >= sh->cap)
             sh->sweep = 0;
         slot_t *s = &sh->slots[sh->sweep];
         if (s->tag && s->expire_at <= now && !pinned(pins, s->tag)) {
-            remove_at(sh, sh->sweep); /* the next slot moved here: look again */
+            remove_at(sh, sh->sweep);
         } else {
             sh->sweep++;
-            visited++;
+            advanced++;
         }
     }
     sh->reclaimed += before - sh->count;
@@ -304,8 +318,8 @@ static int make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const 
         return SL_OK;
     uint32_t want = grown_cap(sh->cap);
     if (m->budget == 0 || table_bytes(want) + sh->block_bytes <= m->budget) {
-        size_t freed = reclaim(sh, now, sh->cap, pins);
-        return freed < sh->cap / 16 ? grow(sh, want) : SL_OK;
+        size_t freed = reclaim(sh, now, 0, pins);
+        return freed < sh->cap / 16 ? resize(sh, want) : SL_OK;
     }
     while (over_load(sh->count + 1, sh->cap))
         if (!evict_one(sh, now, pins, false))
@@ -419,8 +433,6 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
     shard_t *sh = e.sh;
 
     pthread_mutex_lock(&sh->lock);
-    if (!peek)
-        reclaim(sh, now, SWEEP_PER_INSERT, &e.pins);
     sl__cell_t cells[SL_MAX_LIMITS];
     for (size_t i = 0; i < p->nlimits; i++)
         e.at[i] = find(sh, e.tags[i]);
@@ -480,8 +492,11 @@ static int mem_sweep(sl_store_t *s, sl_usec_t now, size_t budget, size_t *reclai
     for (uint32_t i = 0; i < m->nshards; i++) {
         shard_t *sh = &m->shards[i];
         pthread_mutex_lock(&sh->lock);
-        uint32_t share = budget == 0 ? sh->cap : (uint32_t)sl__minu64(sh->cap, budget / m->nshards + 1);
+        uint32_t share = budget == 0 ? 0 : (uint32_t)sl__minu64(sh->cap, budget / m->nshards + 1);
         freed += reclaim(sh, now, share, NULL);
+        /* A table left mostly empty by a burst gives its memory back. */
+        if (sh->cap > MIN_CAP && (uint64_t)sh->count * 4 < sh->cap)
+            resize(sh, sh->count * 2 > MIN_CAP ? sh->count * 2 : MIN_CAP);
         pthread_mutex_unlock(&sh->lock);
     }
     if (reclaimed)
@@ -625,18 +640,25 @@ int sl_store_memory_new(const sl_memory_options_t *opts, sl_store_t **out) {
         return SL_ENOMEM;
     }
     memset(m->shards, 0, sizeof(shard_t) * n);
+    /* Critical sections are a few hundred nanoseconds: spin a little before
+     * sleeping in the kernel (a hot key shared by threads). */
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
     for (uint32_t i = 0; i < n; i++) {
         shard_t *sh = &m->shards[i];
-        pthread_mutex_init(&sh->lock, NULL);
+        pthread_mutex_init(&sh->lock, &attr);
         sh->slots = table_alloc(MIN_CAP);
         sh->cap = MIN_CAP;
         sh->table_bytes = table_bytes(MIN_CAP);
         if (sh->slots == NULL) {
             m->nshards = i + 1;
+            pthread_mutexattr_destroy(&attr);
             mem_destroy(&m->base);
             return SL_ENOMEM;
         }
     }
+    pthread_mutexattr_destroy(&attr);
     *out = &m->base;
     return SL_OK;
 }
