@@ -16,6 +16,9 @@ typedef struct sl__store_ops {
     int (*evaluate)(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
                     uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out);
     int (*reset)(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len);
+    /* Optional: a hint that (p, key) will be evaluated soon. Must be cheap,
+     * take no lock and have no effect but on caches. */
+    void (*prefetch)(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len);
     int (*stats)(sl_store_t *s, sl_store_stats_t *out);
     int (*sweep)(sl_store_t *s, sl_usec_t now, size_t budget, size_t *reclaimed);
     int (*save)(sl_store_t *s, const char *path, sl_usec_t now);

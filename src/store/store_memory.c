@@ -64,6 +64,10 @@ typedef struct shard {
     _Alignas(64) pthread_mutex_t lock;
     slot_t *slots;
     uint32_t cap, count;
+    /* slots and cap as last published, for prefetching without the lock:
+     * possibly stale, only ever used as a cache hint. */
+    _Atomic uintptr_t hint_slots;
+    _Atomic uint32_t hint_cap;
     uint32_t sweep, hand;  /* incremental sweep cursor; CLOCK hand */
     uint64_t moves;        /* bumped whenever slots change place */
     size_t table_bytes;
@@ -223,6 +227,11 @@ static bool over_load(uint32_t count, uint32_t cap) {
 
 static uint32_t grown_cap(uint32_t cap) { return cap + (cap / 7 > 1 ? cap / 7 : 1); }
 
+static void publish(shard_t *sh) {
+    atomic_store_explicit(&sh->hint_slots, (uintptr_t)sh->slots, memory_order_relaxed);
+    atomic_store_explicit(&sh->hint_cap, sh->cap, memory_order_relaxed);
+}
+
 static int resize(shard_t *sh, uint32_t cap) {
     cap = page_fit(cap);
     slot_t *fresh = table_alloc(cap);
@@ -237,6 +246,7 @@ static int resize(shard_t *sh, uint32_t cap) {
         if (old[i].tag)
             place(sh, old[i]);
     table_free(old, old_cap);
+    publish(sh);
     sh->table_bytes = table_bytes(cap);
     sh->sweep = sh->hand = 0;
     return SL_OK;
@@ -453,6 +463,17 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
     return rc;
 }
 
+/* Touches the key (hashing it) and its first limit's home slot, so that
+ * the evaluation a few requests later finds both in cache. */
+static void mem_prefetch(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len) {
+    memory_store_t *m = (memory_store_t *)s;
+    uint64_t tag = make_tag(key_hash(m, p, key, key_len), p->limits[0].id);
+    shard_t *sh = &m->shards[shard_of(m, tag)];
+    uintptr_t slots = atomic_load_explicit(&sh->hint_slots, memory_order_relaxed);
+    uint32_t cap = atomic_load_explicit(&sh->hint_cap, memory_order_relaxed);
+    __builtin_prefetch((const void *)(slots + (uintptr_t)home_of(tag, cap) * sizeof(slot_t)), 1);
+}
+
 static int mem_reset(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len) {
     memory_store_t *m = (memory_store_t *)s;
     uint64_t h = key_hash(m, p, key, key_len);
@@ -594,6 +615,7 @@ static const sl__store_ops_t memory_ops = {
     .name = "memory",
     .evaluate = mem_evaluate,
     .reset = mem_reset,
+    .prefetch = mem_prefetch,
     .stats = mem_stats,
     .sweep = mem_sweep,
     .save = mem_save,
@@ -651,6 +673,7 @@ int sl_store_memory_new(const sl_memory_options_t *opts, sl_store_t **out) {
         sh->slots = table_alloc(MIN_CAP);
         sh->cap = MIN_CAP;
         sh->table_bytes = table_bytes(MIN_CAP);
+        publish(sh);
         if (sh->slots == NULL) {
             m->nshards = i + 1;
             pthread_mutexattr_destroy(&attr);

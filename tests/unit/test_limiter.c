@@ -70,6 +70,51 @@ static void the_real_clock(void **state) {
     sl_store_free(s);
 }
 
+/* A batch decides exactly as one sl_check() per request at the same instant,
+ * repeated keys included (a later request sees an earlier one's charge). */
+static void batch_equals_single_checks(void **state) {
+    (void)state;
+    const sl_limit_t limits[] = {
+        {.algorithm = SL_SLIDING_LOG, .limit = 5, .period = SEC(10)},
+        {.algorithm = SL_GCRA, .limit = 3, .period = SEC(1), .burst = 2},
+    };
+    rig_t *batch = rig_limits(limits, 2, SL_MODE_HARD), *single = rig_limits(limits, 2, SL_MODE_HARD);
+    uint64_t seed = 21;
+    enum { N = 300 };
+    char keys[N][16];
+    sl_request_t reqs[N];
+    sl_decision_t out[N];
+    for (int round = 0; round < 20; round++) {
+        batch->now = single->now = SEC(round);
+        for (int i = 0; i < N; i++) {
+            snprintf(keys[i], sizeof keys[i], "k%d", (int)rng_below(&seed, 40));
+            reqs[i] = (sl_request_t){keys[i], strlen(keys[i]), 1 + rng_below(&seed, 2)};
+        }
+        size_t done = 0;
+        assert_int_equal(sl_check_batch(batch->limiter, batch->policy, reqs, N, out, &done), SL_OK);
+        assert_int_equal(done, N);
+        for (int i = 0; i < N; i++) {
+            sl_decision_t d = rig_check_cost(single, keys[i], reqs[i].cost);
+            assert_int_equal(out[i].allowed, d.allowed);
+            assert_int_equal(out[i].remaining, d.remaining);
+            assert_int_equal(out[i].retry_after, d.retry_after);
+            assert_int_equal(out[i].reset_after, d.reset_after);
+            assert_int_equal(out[i].limit_index, d.limit_index);
+        }
+    }
+    /* An error stops the batch; what came before it stands. */
+    reqs[7].key = NULL;
+    size_t done = 99;
+    assert_int_equal(sl_check_batch(batch->limiter, batch->policy, reqs, N, out, &done), SL_EINVAL);
+    assert_int_equal(done, 7);
+    assert_int_equal(sl_check_batch(batch->limiter, batch->policy, reqs, 0, NULL, &done), SL_OK);
+    assert_int_equal(done, 0);
+    assert_int_equal(sl_check_batch(batch->limiter, NULL, reqs, 1, out, NULL), SL_EINVAL);
+    assert_int_equal(sl_check_batch(batch->limiter, batch->policy, NULL, 1, out, NULL), SL_EINVAL);
+    rig_free(batch);
+    rig_free(single);
+}
+
 static void version(void **state) {
     (void)state;
     char v[32];
@@ -82,6 +127,7 @@ int main(void) {
         cmocka_unit_test(bad_arguments_are_errors_not_crashes),
         cmocka_unit_test(one_error_table),
         cmocka_unit_test(the_real_clock),
+        cmocka_unit_test(batch_equals_single_checks),
         cmocka_unit_test(version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
