@@ -319,8 +319,10 @@ static bool evict_one(shard_t *sh, sl_usec_t now, const pins_t *pins, bool block
 }
 
 /* Room for one more slot. A full sweep comes before any growth (it is as
- * costly as the growth it may spare); one that frees less than 1/16 of the
- * table grows it anyway, so sweeps stay amortised under steady churn. At the
+ * costly as the growth it may spare); one that frees less than a quarter of
+ * the table grows it anyway, so that under steady churn (states recovering
+ * between a key's requests) sweeps and re-inserts stay amortised: the table
+ * then holds up to a third more than the live states. At the
  * cap, CLOCK takes recovered states first and evicts only when there are none
  * on its way. */
 static int make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins) {
@@ -329,7 +331,7 @@ static int make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const 
     uint32_t want = grown_cap(sh->cap);
     if (m->budget == 0 || table_bytes(want) + sh->block_bytes <= m->budget) {
         size_t freed = reclaim(sh, now, 0, pins);
-        return freed < sh->cap / 16 ? resize(sh, want) : SL_OK;
+        return freed < sh->cap / 4 ? resize(sh, want) : SL_OK;
     }
     while (over_load(sh->count + 1, sh->cap))
         if (!evict_one(sh, now, pins, false))
