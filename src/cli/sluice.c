@@ -112,25 +112,27 @@ static void demo_sliding_estimate(void) {
     scene_close(&s);
 }
 
+/* One request a second for `seconds`: how many pass. */
+static int every_second(const sl_limit_t *limits, size_t n, int seconds) {
+    static sl_usec_t at[3600];
+    for (int i = 0; i < seconds; i++)
+        at[i] = SEC(i);
+    return scene_replay(limits, n, at, seconds, NULL);
+}
+
 static void demo_hour_and_minute(void) {
     const sl_limit_t l[] = {{.algorithm = SL_SLIDING_LOG, .limit = 500, .period = SEC(3600)},
                             {.algorithm = SL_SLIDING_LOG, .limit = 10, .period = SEC(60)}};
-    static sl_usec_t at[3600];
-    for (int i = 0; i < 3600; i++)
-        at[i] = SEC(i);
     char line[64];
-    snprintf(line, sizeof line, "%d of 3600 pass", scene_replay(l, 2, at, 3600, NULL));
+    snprintf(line, sizeof line, "%d of 3600 pass", every_second(l, 2, 3600));
     row("500/hour + 10/min; one a second for an hour", "sliding_log + sliding_log", line);
 }
 
 static void demo_spacing(void) {
     const sl_limit_t l[] = {{.algorithm = SL_SLIDING_LOG, .limit = 10, .period = SEC(60)},
                             {.algorithm = SL_GCRA, .limit = 1, .period = SEC(2)}};
-    static sl_usec_t at[120];
-    for (int i = 0; i < 120; i++)
-        at[i] = SEC(i);
     char line[64];
-    snprintf(line, sizeof line, "%d of 120 pass (0,2..18 s, 60..78 s)", scene_replay(l, 2, at, 120, NULL));
+    snprintf(line, sizeof line, "%d of 120 pass (0,2..18 s, 60..78 s)", every_second(l, 2, 120));
     row("10/min, 2 s apart; one a second for 2 min", "sliding_log + gcra", line);
 }
 
