@@ -3,7 +3,7 @@
 #   scripts/deps.sh run    build and run
 #   scripts/deps.sh test   build and run every test
 set -eu
-build="cmake make gcc pkg-config libxxhash-dev"
+build="cmake make gcc pkg-config libxxhash-dev libuv1-dev libcyaml-dev libyaml-dev"
 case "${1:-test}" in
   run)  want="$build" ;;
   test) want="$build libcmocka-dev clang libclang-rt-dev" ;;
