@@ -1,0 +1,30 @@
+/* buf.h -- a growable byte buffer for replies and requests.
+ *
+ * Appends never fail silently: the first allocation failure makes the buffer
+ * sticky-failed (every later append is a no-op) and the owner checks
+ * buf->failed once, when it sends. */
+#ifndef SL_SERVER_BUF_H
+#define SL_SERVER_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct sld_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    bool failed;  /* an allocation failed; the content is incomplete */
+} sld_buf_t;
+
+/* Makes room for `more` bytes after len; false (and failed set) if it cannot. */
+bool sld_buf_reserve(sld_buf_t *b, size_t more);
+void sld_buf_append(sld_buf_t *b, const void *data, size_t len);
+void sld_buf_append_str(sld_buf_t *b, const char *s);
+/* printf into the buffer. */
+void sld_buf_printf(sld_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Drops the first n bytes (what has been sent or consumed). */
+void sld_buf_consume(sld_buf_t *b, size_t n);
+void sld_buf_reset(sld_buf_t *b);
+void sld_buf_free(sld_buf_t *b);
+
+#endif
