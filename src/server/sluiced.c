@@ -1,0 +1,411 @@
+/* sluiced.c -- the rate-limit daemon: main(), signals, reload, snapshots.
+ *
+ *   sluiced [--config FILE] [--resp HOST:PORT] [--http HOST:PORT] [--threads N]
+ *           [--check-config] [--version] [--log-level LEVEL] [--test-clock[=US]]
+ *
+ * The main thread owns the lifecycle and the slow work (reload, snapshots,
+ * sweeping); worker threads (server.c) serve clients. SIGTERM and SIGINT stop
+ * gracefully: no new connections, replies owed are sent, the snapshot is
+ * saved, exit 0. SIGHUP reloads the configuration file: the whole new file is
+ * validated first and swapped in atomically; a bad one is logged and the
+ * running configuration stays.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <sys/resource.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "server.h"
+
+#define MAINTENANCE_MS 1000
+#define SWEEP_BUDGET 65536  /* slots examined per maintenance tick */
+#define STOP_GRACE_MS 5000
+
+extern const char sld_embedded_config[];
+extern const unsigned long sld_embedded_config_len;
+
+typedef struct overrides {
+    const char *resp;
+    const char *http;
+    long threads;  /* -1 = not given */
+} overrides_t;
+
+typedef struct retired {
+    sld_runtime_t *rt;
+    uint64_t until;  /* free once every worker has seen this generation */
+    struct retired *next;
+} retired_t;
+
+static sld_daemon_t D;
+static sld_server_t *server;
+static overrides_t overrides = {NULL, NULL, -1};
+static retired_t *retired;
+static uv_signal_t sig_term, sig_int, sig_hup;
+static uv_timer_t maintenance;
+static sl_usec_t last_snapshot;
+
+static sl_usec_t limiter_clock(void *ctx) { return sld_now(ctx); }
+
+/* ---- configuration ---------------------------------------------------------------------- */
+
+static void apply_overrides(sld_config_t *cfg) {
+    if (overrides.resp)
+        snprintf(cfg->resp_listen, sizeof cfg->resp_listen, "%s", overrides.resp);
+    if (overrides.http)
+        snprintf(cfg->http_listen, sizeof cfg->http_listen, "%s", overrides.http);
+    if (overrides.threads >= 0)
+        cfg->threads = (uint32_t)overrides.threads;
+    if (cfg->threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cfg->threads = n > 0 ? (uint32_t)n : 1;
+    }
+}
+
+static int load_config(const char *path, sld_config_t **out, char *err, size_t err_len) {
+    int rc = path ? sld_config_load(path, out, err, err_len)
+                  : sld_config_parse("(embedded default)", sld_embedded_config,
+                                     sld_embedded_config_len, out, err, err_len);
+    if (rc == SL_OK)
+        apply_overrides(*out);
+    return rc;
+}
+
+static int build_runtime(sld_config_t *cfg, uint64_t generation, sld_runtime_t **out, char *err,
+                         size_t err_len) {
+    sld_runtime_t *rt = calloc(1, sizeof *rt);
+    if (rt == NULL)
+        return SL_ENOMEM;
+    int rc = sld_policies_build(cfg, &rt->policies, err, err_len);
+    if (rc != SL_OK) {
+        free(rt);
+        return rc;
+    }
+    rt->cfg = cfg;
+    rt->generation = generation;
+    *out = rt;
+    return SL_OK;
+}
+
+static void free_runtime(sld_runtime_t *rt) {
+    if (rt == NULL)
+        return;
+    sld_policies_free(rt->policies);
+    sld_config_free(rt->cfg);
+    free(rt);
+}
+
+/* Settings a running daemon cannot change: they keep their old values. */
+static void keep_fixed_settings(const sld_config_t *old, sld_config_t *next) {
+    if (strcmp(old->resp_listen, next->resp_listen) != 0 || strcmp(old->http_listen, next->http_listen) != 0 ||
+        old->threads != next->threads || old->max_memory != next->max_memory || old->shards != next->shards)
+        sld_warn("reload: listen addresses, threads and store settings need a restart; "
+                 "they keep their running values");
+    memcpy(next->resp_listen, old->resp_listen, sizeof next->resp_listen);
+    memcpy(next->http_listen, old->http_listen, sizeof next->http_listen);
+    next->threads = old->threads;
+    next->max_memory = old->max_memory;
+    next->shards = old->shards;
+}
+
+static void reload(void) {
+    if (D.config_path == NULL) {
+        sld_warn("reload: running on the embedded default configuration, there is no file to reload");
+        return;
+    }
+    char err[SLD_MAX_ERROR];
+    const sld_runtime_t *old = sld_runtime(&D);
+    sld_config_t *cfg = NULL;
+    sld_runtime_t *rt = NULL;
+    int rc = load_config(D.config_path, &cfg, err, sizeof err);
+    if (rc == SL_OK) {
+        keep_fixed_settings(old->cfg, cfg);
+        rc = build_runtime(cfg, old->generation + 1, &rt, err, sizeof err);
+        if (rc != SL_OK)
+            sld_config_free(cfg);
+    }
+    if (rc != SL_OK) {
+        atomic_fetch_add(&D.stats.reload_failures, 1);
+        sld_error("reload failed, the running configuration stays: %s", err);
+        return;
+    }
+    atomic_store_explicit(&D.runtime, rt, memory_order_release);
+    retired_t *r = malloc(sizeof *r);
+    if (r) {
+        *r = (retired_t){(sld_runtime_t *)old, rt->generation, retired};
+        retired = r;
+    } /* else: the old runtime leaks rather than risk freeing it under a worker */
+    sld_server_wake(server);
+    atomic_fetch_add(&D.stats.reloads, 1);
+    sld_info("reloaded %s: %zu policies, generation %llu", D.config_path, cfg->npolicies,
+             (unsigned long long)rt->generation);
+}
+
+/* Frees runtimes no worker can still be using. */
+static void free_retired(void) {
+    for (retired_t **p = &retired; *p;) {
+        if (sld_server_quiescent(server, (*p)->until)) {
+            retired_t *r = *p;
+            *p = r->next;
+            free_runtime(r->rt);
+            free(r);
+        } else {
+            p = &(*p)->next;
+        }
+    }
+}
+
+/* ---- snapshots ------------------------------------------------------------------------------ */
+
+static void save_snapshot(const char *why) {
+    const char *path = sld_runtime(&D)->cfg->snapshot_path;
+    if (path == NULL)
+        return;
+    sl_usec_t now = sld_now(&D);
+    int rc = sl_store_save(D.store, path, now);
+    last_snapshot = sl_clock_realtime(NULL);
+    if (rc == SL_OK) {
+        atomic_fetch_add(&D.stats.snapshot_saves, 1);
+        atomic_store(&D.stats.snapshot_last_at, last_snapshot);
+        sld_debug("snapshot saved to %s (%s)", path, why);
+    } else {
+        atomic_fetch_add(&D.stats.snapshot_failures, 1);
+        sld_error("cannot save the snapshot to %s: %s", path, sl_strerror(rc));
+    }
+}
+
+/* A damaged snapshot must not keep the daemon from starting, nor be
+ * overwritten before someone has looked at it. */
+static void load_snapshot(const char *path) {
+    if (path == NULL)
+        return;
+    if (access(path, F_OK) != 0) {
+        sld_info("no snapshot at %s yet: every key starts fresh", path);
+        return;
+    }
+    size_t loaded = 0;
+    int rc = sl_store_load(D.store, path, sld_now(&D), &loaded);
+    if (rc == SL_OK) {
+        sld_info("loaded %zu states from the snapshot %s", loaded, path);
+        return;
+    }
+    char aside[4096];
+    snprintf(aside, sizeof aside, "%s.bad-%lld", path, (long long)(sl_clock_realtime(NULL) / SL_USEC_PER_SEC));
+    int moved = rename(path, aside);
+    sld_error("cannot load the snapshot %s: %s; starting with no state%s%s", path, sl_strerror(rc),
+              moved == 0 ? "; the file was moved to " : "", moved == 0 ? aside : "");
+}
+
+/* ---- main loop -------------------------------------------------------------------------- */
+
+static void on_signal(uv_signal_t *h, int signum) {
+    (void)h;
+    if (signum == SIGHUP) {
+        reload();
+        return;
+    }
+    if (atomic_exchange(&D.stopping, true))
+        return;
+    sld_info("%s: stopping", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    uv_stop(uv_default_loop());
+}
+
+static void on_maintenance(uv_timer_t *t) {
+    (void)t;
+    sl_store_sweep(D.store, sld_now(&D), SWEEP_BUDGET, NULL);
+    free_retired();
+    sl_usec_t interval = sld_runtime(&D)->cfg->snapshot_interval;
+    if (interval > 0 && sl_clock_realtime(NULL) - last_snapshot >= interval)
+        save_snapshot("periodic");
+}
+
+/* Every connection is a descriptor: ask for enough, as far as allowed. */
+static void raise_file_limit(uint32_t max_connections) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rlim_t want = (rlim_t)max_connections + 64;
+    if (rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur < want)
+        sld_warn("open files are limited to %llu: fewer than max_connections (%u) can connect",
+                 (unsigned long long)rl.rlim_cur, max_connections);
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: sluiced [options]\n"
+            "  --config FILE        YAML configuration (default: the embedded example)\n"
+            "  --resp HOST:PORT     RESP listen address (default 127.0.0.1:6390; port 0 = any)\n"
+            "  --http HOST:PORT     HTTP listen address (default 127.0.0.1:8090)\n"
+            "  --threads N          worker threads (default: one per core)\n"
+            "  --check-config       validate the configuration and exit (0 = valid)\n"
+            "  --log-level LEVEL    debug, info, warn or error (default info)\n"
+            "  --test-clock[=US]    tests only: a manual clock, set with SL.TESTCLOCK\n"
+            "  --version            print the version and exit\n");
+}
+
+static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_start) {
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"resp", required_argument, NULL, 'r'},
+        {"http", required_argument, NULL, 'H'},   {"threads", required_argument, NULL, 't'},
+        {"check-config", no_argument, NULL, 'k'}, {"version", no_argument, NULL, 'v'},
+        {"log-level", required_argument, NULL, 'l'}, {"test-clock", optional_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        char *end;
+        switch (o) {
+        case 'c':
+            D.config_path = optarg;
+            break;
+        case 'r':
+            overrides.resp = optarg;
+            break;
+        case 'H':
+            overrides.http = optarg;
+            break;
+        case 't':
+            overrides.threads = strtol(optarg, &end, 10);
+            if (*end || overrides.threads < 0 || overrides.threads > 256) {
+                fprintf(stderr, "sluiced: --threads takes 0 to 256\n");
+                return 2;
+            }
+            break;
+        case 'k':
+            *check_only = true;
+            break;
+        case 'v':
+            printf("sluiced %s\n", SL_VERSION_STRING);
+            exit(0);
+        case 'l':
+            if (strcmp(optarg, "debug") == 0)
+                sld_log_set_level(SLD_LOG_DEBUG);
+            else if (strcmp(optarg, "info") == 0)
+                sld_log_set_level(SLD_LOG_INFO);
+            else if (strcmp(optarg, "warn") == 0)
+                sld_log_set_level(SLD_LOG_WARN);
+            else if (strcmp(optarg, "error") == 0)
+                sld_log_set_level(SLD_LOG_ERROR);
+            else {
+                fprintf(stderr, "sluiced: --log-level takes debug, info, warn or error\n");
+                return 2;
+            }
+            break;
+        case 'T':
+            D.test_clock = true;
+            *test_start = optarg ? strtoll(optarg, NULL, 10) : 0;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "sluiced: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    bool check_only = false;
+    int64_t test_start = 0;
+    int rc = parse_args(argc, argv, &check_only, &test_start);
+    if (rc != 0)
+        return rc;
+    atomic_store(&D.test_now, test_start);
+    D.started_at = sl_clock_realtime(NULL);
+
+    char err[SLD_MAX_ERROR] = "";
+    sld_config_t *cfg = NULL;
+    sld_runtime_t *rt = NULL;
+    rc = load_config(D.config_path, &cfg, err, sizeof err);
+    if (rc == SL_OK)
+        rc = build_runtime(cfg, 1, &rt, err, sizeof err);
+    if (rc != SL_OK) {
+        fprintf(stderr, "sluiced: %s\n", err);
+        sld_config_free(cfg);
+        return 1;
+    }
+    if (check_only) {
+        printf("%s: valid (%zu policies)\n", cfg->source, cfg->npolicies);
+        free_runtime(rt);
+        return 0;
+    }
+    atomic_store(&D.runtime, rt);
+    D.threads = cfg->threads;
+
+    sl_memory_options_t mo = {.max_memory = cfg->max_memory, .shards = cfg->shards};
+    sl_limiter_options_t lo = {.clock = limiter_clock, .clock_ctx = &D};
+    rc = sl_store_memory_new(&mo, &D.store);
+    if (rc == SL_OK)
+        rc = sl_limiter_new(D.store, &lo, &D.limiter);
+    if (rc == SL_OK)
+        rc = sld_throttles_new(&D.throttles);
+    if (rc != SL_OK) {
+        fprintf(stderr, "sluiced: cannot create the store: %s\n", sl_strerror(rc));
+        return 1;
+    }
+    load_snapshot(cfg->snapshot_path);
+    last_snapshot = sl_clock_realtime(NULL);
+
+    raise_file_limit(cfg->max_connections);
+    signal(SIGPIPE, SIG_IGN);
+    uv_loop_t *loop = uv_default_loop();
+    uv_signal_init(loop, &sig_term);
+    uv_signal_init(loop, &sig_int);
+    uv_signal_init(loop, &sig_hup);
+    uv_signal_start(&sig_term, on_signal, SIGTERM);
+    uv_signal_start(&sig_int, on_signal, SIGINT);
+    uv_signal_start(&sig_hup, on_signal, SIGHUP);
+    uv_timer_init(loop, &maintenance);
+    uv_timer_start(&maintenance, on_maintenance, MAINTENANCE_MS, MAINTENANCE_MS);
+
+    rc = sld_server_start(&D, cfg->resp_listen, cfg->threads, &server, err, sizeof err);
+    if (rc != SL_OK) {
+        fprintf(stderr, "sluiced: %s\n", err);
+        return 1;
+    }
+    if (cfg->http_listen[0])
+        sld_info("the HTTP front is not part of this build yet; %s is not listened on", cfg->http_listen);
+    sld_info("sluiced %s ready: resp=%s port=%d threads=%u policies=%zu config=%s%s", SL_VERSION_STRING,
+             cfg->resp_listen, D.resp_port, cfg->threads, cfg->npolicies, cfg->source,
+             D.test_clock ? " test-clock" : "");
+
+    uv_run(loop, UV_RUN_DEFAULT);
+
+    sld_server_stop(server, STOP_GRACE_MS);
+    save_snapshot("shutdown");
+    uv_close((uv_handle_t *)&sig_term, NULL);
+    uv_close((uv_handle_t *)&sig_int, NULL);
+    uv_close((uv_handle_t *)&sig_hup, NULL);
+    uv_close((uv_handle_t *)&maintenance, NULL);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_loop_close(loop);
+    for (retired_t *r = retired, *next; r; r = next) {
+        next = r->next;
+        free_runtime(r->rt);
+        free(r);
+    }
+    free_runtime((sld_runtime_t *)sld_runtime(&D));
+    sld_throttles_free(D.throttles);
+    sl_limiter_free(D.limiter);
+    sl_store_free(D.store);
+    sld_info("stopped");
+    return 0;
+}

@@ -1,0 +1,190 @@
+"""harness.py -- start a real sluiced for integration tests.
+
+Each daemon listens on a free port (--resp 127.0.0.1:0; the chosen port is
+read from its "ready" log line), runs on the manual test clock unless told
+otherwise (tests move time with SL.TESTCLOCK, so nothing waits for a window),
+and is stopped with SIGTERM, which must end it with exit status 0.
+
+The path of the daemon comes from the SLUICED environment variable (CTest
+sets it) or the first argument.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import redis
+
+SLUICED = os.environ.get("SLUICED", "")
+
+BASE_CONFIG = """\
+listen:
+  resp: 127.0.0.1:0
+  http: ""
+threads: 2
+policies:
+  - name: per_user
+    limits:
+      - {algorithm: sliding_window, limit: 5, period: 60s}
+  - name: strict
+    limits:
+      - {algorithm: gcra, limit: 1, period: 1s}
+  - name: two_limits
+    limits:
+      - {algorithm: sliding_log, limit: 10, period: 1h}
+      - {algorithm: fixed_window, limit: 3, period: 1m}
+  - name: tiered
+    limits:
+      - {algorithm: token_bucket, limit: 2, period: 1m}
+    tiers:
+      - name: premium
+        keys: [alice]
+        limits:
+          - {algorithm: token_bucket, limit: 10, period: 1m}
+"""
+
+
+class Daemon:
+    """A running sluiced. Use as a context manager or call stop()."""
+
+    def __init__(self, config=BASE_CONFIG, args=(), test_clock=0, workdir=None, expect_start=True):
+        self.dir = workdir or tempfile.mkdtemp(prefix="sluiced-test-")
+        self.config_path = os.path.join(self.dir, "sluice.yaml")
+        if config is not None:
+            self.write_config(config)
+        argv = [SLUICED, "--resp", "127.0.0.1:0"]
+        if config is not None:
+            argv += ["--config", self.config_path]
+        if test_clock is not None:
+            argv.append("--test-clock=%d" % test_clock)
+        argv += list(args)
+        self.log_path = os.path.join(self.dir, "sluiced.log")
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir)
+        self.port = None
+        if expect_start:
+            self.port = self.wait_ready()
+
+    def write_config(self, text):
+        with open(self.config_path, "w") as f:
+            f.write(text)
+
+    def output(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def wait_ready(self, timeout=20.0):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            m = re.search(r" ready: resp=\S+ port=(\d+)", self.output())
+            if m:
+                return int(m.group(1))
+            if self.proc.poll() is not None:
+                raise AssertionError("sluiced exited with %s:\n%s" % (self.proc.returncode, self.output()))
+            time.sleep(0.02)
+        raise AssertionError("sluiced did not become ready:\n" + self.output())
+
+    def wait_log(self, pattern, timeout=10.0):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            m = re.search(pattern, self.output())
+            if m:
+                return m
+            time.sleep(0.02)
+        raise AssertionError("no log line matching %r:\n%s" % (pattern, self.output()))
+
+    def client(self, **kw):
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10, **kw)
+
+    def raw(self):
+        """A plain socket, for bytes no client library would send."""
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        return s
+
+    def clock(self, client, op, value=None):
+        args = ["SL.TESTCLOCK", op] + ([str(value)] if value is not None else [])
+        return client.execute_command(*args)
+
+    def signal(self, signum):
+        self.proc.send_signal(signum)
+
+    def stop(self, expect=0):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError("sluiced did not stop on SIGTERM:\n" + self.output())
+        self.log.close()
+        if expect is not None and rc != expect:
+            raise AssertionError("sluiced exited with %d, expected %d:\n%s" % (rc, expect, self.output()))
+        return rc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.stop()
+        else:
+            self.stop(expect=None)
+
+
+def read_reply(sock, timeout=10.0):
+    """Everything the server sends until it stops talking for a moment or closes."""
+    sock.settimeout(0.5)
+    data = b""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            if data:
+                return data
+            continue
+        if not chunk:
+            return data
+        data += chunk
+    return data
+
+
+def read_lines(sock, lines, timeout=10.0):
+    """Reads until `lines` CRLF-terminated lines have arrived (a reply of
+    known shape), without waiting for silence."""
+    sock.settimeout(timeout)
+    data = b""
+    while data.count(b"\r\n") < lines:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def closed_by_peer(sock, timeout=5.0):
+    sock.settimeout(timeout)
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def main():
+    global SLUICED
+    if len(sys.argv) > 1 and os.path.isfile(sys.argv[1]) and os.access(sys.argv[1], os.X_OK):
+        SLUICED = sys.argv.pop(1)
+    if not SLUICED or not os.access(SLUICED, os.X_OK):
+        sys.exit("set SLUICED or pass the path of the sluiced binary")
+    os.environ["SLUICED"] = SLUICED
+    unittest.main(verbosity=2)
