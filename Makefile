@@ -15,7 +15,15 @@ all:
 run:
 	scripts/deps.sh run
 	$(MAKE) all
-	./$(BUILD)/sluice demo
+	@echo
+	@echo "sluiced is starting with sluice.example.yaml (Ctrl-C stops it). In another terminal:"
+	@echo "  redis-cli -p 6390 CL.THROTTLE user123 15 30 60     # redis-cell's command"
+	@echo "  redis-cli -p 6390 SL.CHECK per_user alice           # a configured policy"
+	@echo "  redis-cli -p 6390 SL.POLICIES                       # what is configured"
+	@echo "  redis-cli -p 6390 INFO"
+	@echo "(./$(BUILD)/sluice demo shows the library's algorithms on the articles' scenarios.)"
+	@echo
+	./$(BUILD)/sluiced --config sluice.example.yaml
 
 test:
 	scripts/deps.sh test

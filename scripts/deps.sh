@@ -5,7 +5,7 @@
 set -eu
 build="cmake make gcc pkg-config libxxhash-dev libuv1-dev libcyaml-dev libyaml-dev"
 case "${1:-test}" in
-  run)  want="$build" ;;
+  run)  want="$build redis-tools" ;;
   test) want="$build libcmocka-dev clang libclang-rt-dev python3 python3-redis redis-tools" ;;
   *) echo "usage: $0 run|test" >&2; exit 2 ;;
 esac
