@@ -19,6 +19,7 @@ typedef struct sld_client {
     sld_daemon_t *d;
     const sld_runtime_t *rt;  /* the configuration for this batch of commands */
     sld_buf_t *out;
+    sld_counters_t *counters; /* the worker's */
     uint64_t id;
     char name[64];            /* CLIENT SETNAME */
     bool quit;                /* close once the replies are sent */

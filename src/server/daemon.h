@@ -24,13 +24,22 @@ typedef struct sld_runtime {
     uint64_t generation;  /* 1 for the configuration loaded at start, +1 per reload */
 } sld_runtime_t;
 
+/* Counters of one worker thread: written by it alone, without locked
+ * instructions (sld_count), read by INFO from any thread. */
+typedef struct sld_counters {
+    _Alignas(64) _Atomic uint64_t commands;
+    _Atomic uint64_t allowed;               /* decisions that let the request through */
+    _Atomic uint64_t denied;
+} sld_counters_t;
+
+static inline void sld_count(_Atomic uint64_t *c) {
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
 typedef struct sld_stats {
     _Atomic uint64_t connections_received;
     _Atomic uint64_t connections_rejected;  /* over max_connections */
     _Atomic int64_t connected;
-    _Atomic uint64_t commands;
-    _Atomic uint64_t allowed;               /* decisions that let the request through */
-    _Atomic uint64_t denied;
     _Atomic uint64_t protocol_errors;       /* connections closed for bad input */
     _Atomic uint64_t idle_closed;
     _Atomic uint64_t reloads;
@@ -46,6 +55,8 @@ typedef struct sld_daemon {
     _Atomic(sld_runtime_t *) runtime;
     sld_throttles_t *throttles;             /* CL.THROTTLE / GCRA parameter sets */
     sld_stats_t stats;
+    sld_counters_t *counters;               /* one per worker thread (server.c) */
+    uint32_t ncounters;
     bool test_clock;                        /* SL.TESTCLOCK exists, the clock is manual */
     _Atomic int64_t test_now;               /* us, the manual clock */
     sl_usec_t started_at;                   /* us, wall clock */
@@ -55,8 +66,14 @@ typedef struct sld_daemon {
     atomic_bool stopping;
 } sld_daemon_t;
 
-/* The daemon's notion of now: the wall clock, or the manual test clock. */
+/* The daemon's notion of now: the wall clock, or the manual test clock;
+ * inside sld_batch_begin/end, the instant the batch began. */
 sl_usec_t sld_now(sld_daemon_t *d);
+
+/* Commands that arrived together are decided at one instant: one clock read
+ * per batch instead of one per decision. */
+void sld_batch_begin(sld_daemon_t *d);
+void sld_batch_end(void);
 
 /* The runtime in force. Valid until the calling worker's next loop
  * iteration; never hold it across callbacks. */

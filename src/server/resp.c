@@ -14,32 +14,21 @@
 /* "*" or "$", up to 20 digits and a sign, CRLF: more than this is garbage. */
 #define HEADER_MAX 32
 
-/* The line starting at p (of n bytes): its length without CRLF, or -1 when
- * no CRLF is in the first `max` bytes yet, or -2 when there cannot be one. */
-static ssize_t header_line(const char *p, size_t n, size_t max) {
-    size_t limit = n < max ? n : max;
-    for (size_t i = 0; i + 1 < limit; i++)
-        if (p[i] == '\r')
-            return p[i + 1] == '\n' ? (ssize_t)i : -2;
-    return n >= max ? -2 : -1;
-}
-
 /* Decimal integer of the whole span, optional leading '-'. */
 static bool parse_int(const char *p, size_t n, int64_t *out) {
     bool neg = n > 0 && p[0] == '-';
     size_t i = neg;
     if (i == n || n - i > 19)
         return false;
-    int64_t v = 0;
+    uint64_t v = 0; /* at most 19 digits: fits, checked against INT64_MAX once */
     for (; i < n; i++) {
         if (p[i] < '0' || p[i] > '9')
             return false;
-        int d = p[i] - '0';
-        if (v > (INT64_MAX - d) / 10)
-            return false;
-        v = v * 10 + d;
+        v = v * 10 + (uint64_t)(p[i] - '0');
     }
-    *out = neg ? -v : v;
+    if (v > INT64_MAX)
+        return false;
+    *out = neg ? -(int64_t)v : (int64_t)v;
     return true;
 }
 
@@ -48,15 +37,36 @@ static ssize_t fail(const char **why, const char *msg) {
     return SLD_RESP_ERROR;
 }
 
+/* The header at p[0..n) after its '*' or '$': an integer (optional '-', at
+ * most 19 digits) then CRLF, read in one pass. Returns the bytes it takes
+ * (> 0), 0 when it may still be coming, -1 when it is not a header. */
+static ssize_t read_header(const char *p, size_t n, int64_t *out) {
+    size_t i = 0, first;
+    bool neg = false;
+    uint64_t v = 0; /* 19 digits always fit; INT64_MAX is checked once */
+    if (i < n && p[i] == '-') {
+        neg = true;
+        i++;
+    }
+    for (first = i; i < n && i - first < 20 && p[i] >= '0' && p[i] <= '9'; i++)
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    if (i == n || (i + 1 == n && p[i] == '\r'))
+        return i < HEADER_MAX ? 0 : -1;
+    if (i == first || i - first > 19 || v > INT64_MAX || p[i] != '\r' || p[i + 1] != '\n')
+        return -1;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return (ssize_t)(i + 2);
+}
+
 static ssize_t parse_multibulk(const char *buf, size_t len, const sld_resp_limits_t *lim,
                                sld_arg_t *argv, size_t *argc, size_t *need, const char **why) {
-    ssize_t line = header_line(buf + 1, len - 1, HEADER_MAX);
-    if (line == -1)
-        return SLD_RESP_NEED_MORE;
     int64_t count;
-    if (line < 0 || !parse_int(buf + 1, (size_t)line, &count))
+    ssize_t h = read_header(buf + 1, len - 1, &count);
+    if (h == 0)
+        return SLD_RESP_NEED_MORE;
+    if (h < 0)
         return fail(why, "Protocol error: invalid multibulk length");
-    size_t pos = 1 + (size_t)line + 2;
+    size_t pos = 1 + (size_t)h;
     if (count <= 0) { /* "*0", "*-1": nothing to do, as Redis does */
         *argc = 0;
         return (ssize_t)pos;
@@ -68,15 +78,15 @@ static ssize_t parse_multibulk(const char *buf, size_t len, const sld_resp_limit
             return SLD_RESP_NEED_MORE;
         if (buf[pos] != '$')
             return fail(why, "Protocol error: expected '$'");
-        line = header_line(buf + pos + 1, len - pos - 1, HEADER_MAX);
-        if (line == -1)
-            return SLD_RESP_NEED_MORE;
         int64_t bulk;
-        if (line < 0 || !parse_int(buf + pos + 1, (size_t)line, &bulk) || bulk < 0)
+        h = read_header(buf + pos + 1, len - pos - 1, &bulk);
+        if (h == 0)
+            return SLD_RESP_NEED_MORE;
+        if (h < 0 || bulk < 0)
             return fail(why, "Protocol error: invalid bulk length");
         if ((uint64_t)bulk > lim->max_bulk)
             return fail(why, "Protocol error: argument too long");
-        size_t start = pos + 1 + (size_t)line + 2;
+        size_t start = pos + 1 + (size_t)h;
         size_t end = start + (size_t)bulk; /* bulk <= max_bulk: no overflow */
         if (len < end + 2) {
             *need = end + 2;
@@ -165,16 +175,28 @@ void sld_reply_errorf(sld_buf_t *out, const char *fmt, ...) {
     sld_reply_error(out, msg);
 }
 
-void sld_reply_int(sld_buf_t *out, int64_t n) {
-    char tmp[32];
-    int k = snprintf(tmp, sizeof tmp, ":%lld\r\n", (long long)n);
-    sld_buf_append(out, tmp, (size_t)k);
+/* "<prefix><n>\r\n" straight into the buffer: replies are mostly integers
+ * and headers, and printf would cost more than the decision. */
+static void append_number(sld_buf_t *out, char prefix, int64_t n) {
+    char tmp[24];
+    size_t i = sizeof tmp;
+    uint64_t v = n < 0 ? 0 - (uint64_t)n : (uint64_t)n;
+    tmp[--i] = '\n';
+    tmp[--i] = '\r';
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if (n < 0)
+        tmp[--i] = '-';
+    tmp[--i] = prefix;
+    sld_buf_append(out, tmp + i, sizeof tmp - i);
 }
 
+void sld_reply_int(sld_buf_t *out, int64_t n) { append_number(out, ':', n); }
+
 void sld_reply_bulk(sld_buf_t *out, const void *data, size_t len) {
-    char tmp[32];
-    int k = snprintf(tmp, sizeof tmp, "$%zu\r\n", len);
-    sld_buf_append(out, tmp, (size_t)k);
+    append_number(out, '$', (int64_t)len);
     sld_buf_append(out, data, len);
     sld_buf_append(out, "\r\n", 2);
 }
@@ -183,11 +205,7 @@ void sld_reply_bulk_str(sld_buf_t *out, const char *s) { sld_reply_bulk(out, s, 
 
 void sld_reply_null(sld_buf_t *out) { sld_buf_append(out, "$-1\r\n", 5); }
 
-void sld_reply_array(sld_buf_t *out, size_t n) {
-    char tmp[32];
-    int k = snprintf(tmp, sizeof tmp, "*%zu\r\n", n);
-    sld_buf_append(out, tmp, (size_t)k);
-}
+void sld_reply_array(sld_buf_t *out, size_t n) { append_number(out, '*', (int64_t)n); }
 
 int sld_arg_is(const sld_arg_t *a, const char *word) {
     size_t n = strlen(word);

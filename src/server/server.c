@@ -63,6 +63,7 @@ struct worker {
     uv_prepare_t prepare;
     _Atomic uint64_t seen_generation;
     conn_t *conns;
+    sld_counters_t *counters;
     bool stopping;
     uint64_t stop_deadline;  /* loop time, ms; force-close after it */
 };
@@ -150,10 +151,11 @@ static void process(conn_t *c) {
     size_t max_request = rt->cfg->max_request_bytes;
     sld_resp_limits_t lim = {.max_args = MAX_ARGS, .max_bulk = max_request,
                              .max_inline = max_request < 65536 ? max_request : 65536};
-    sld_client_t client = {.d = d, .rt = rt, .out = &c->out, .id = c->id};
+    sld_client_t client = {.d = d, .rt = rt, .out = &c->out, .counters = c->w->counters, .id = c->id};
     memcpy(client.name, c->name, sizeof c->name);
     sld_arg_t argv[MAX_ARGS];
     size_t off = 0;
+    sld_batch_begin(d);
     while (!c->closing && !c->paused && c->in.len - off >= c->need) {
         size_t argc, need;
         const char *why;
@@ -186,6 +188,7 @@ static void process(conn_t *c) {
             stop_reading(c);
         }
     }
+    sld_batch_end();
     memcpy(c->name, client.name, sizeof c->name);
     sld_buf_consume(&c->in, off);
     flush(c);
@@ -440,11 +443,19 @@ int sld_server_start(sld_daemon_t *d, const char *listen, uint32_t threads, sld_
     }
     s->d = d;
     s->workers = calloc(threads, sizeof *s->workers);
-    if (s->workers == NULL) {
+    d->counters = aligned_alloc(64, sizeof(sld_counters_t) * threads);
+    if (s->workers == NULL || d->counters == NULL) {
+        free(s->workers);
+        free(d->counters);
+        d->counters = NULL;
         free(s);
         snprintf(err, err_len, "out of memory");
         return SL_ENOMEM;
     }
+    memset(d->counters, 0, sizeof(sld_counters_t) * threads);
+    d->ncounters = threads;
+    for (uint32_t i = 0; i < threads; i++)
+        s->workers[i].counters = &d->counters[i];
     int port = -1, rc = SL_OK;
     for (uint32_t i = 0; i < threads && rc == SL_OK; i++) {
         /* The first bind picks the port (port 0: any free one); the others

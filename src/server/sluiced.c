@@ -404,6 +404,7 @@ int main(int argc, char **argv) {
     }
     free_runtime((sld_runtime_t *)sld_runtime(&D));
     sld_throttles_free(D.throttles);
+    free(D.counters);
     sl_limiter_free(D.limiter);
     sl_store_free(D.store);
     sld_info("stopped");

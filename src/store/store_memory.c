@@ -53,6 +53,9 @@
 #define DEFAULT_SHARDS 256u
 #define MIN_CAP 16u
 #define PAGE_BYTES 4096u
+/* Below this a shard's table grows without sweeping first: recovered
+ * states stay for their keys to reuse (64 MiB over 256 shards). */
+#define SWEEP_BEFORE_GROW_BYTES (256u * 1024u)
 
 typedef struct slot {
     uint64_t tag;         /* 0 = empty */
@@ -318,18 +321,20 @@ static bool evict_one(shard_t *sh, sl_usec_t now, const pins_t *pins, bool block
     return false;
 }
 
-/* Room for one more slot. A full sweep comes before any growth (it is as
- * costly as the growth it may spare); one that frees less than a quarter of
- * the table grows it anyway, so that under steady churn (states recovering
- * between a key's requests) sweeps and re-inserts stay amortised: the table
- * then holds up to a third more than the live states. At the
- * cap, CLOCK takes recovered states first and evicts only when there are none
- * on its way. */
+/* Room for one more slot. Small tables just grow: a recovered state left in
+ * place costs a key nothing when it comes back, where removing it and
+ * inserting it again costs more than the decision. Large tables are swept
+ * before they grow (the sweep is as costly as the growth it may spare), and
+ * grow anyway unless the sweep freed a quarter, so that under steady churn
+ * sweeps and re-inserts stay amortised. At the cap, CLOCK takes recovered
+ * states first and evicts only when there are none on its way. */
 static int make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins) {
     if (!over_load(sh->count + 1, sh->cap))
         return SL_OK;
     uint32_t want = grown_cap(sh->cap);
     if (m->budget == 0 || table_bytes(want) + sh->block_bytes <= m->budget) {
+        if (sh->table_bytes < SWEEP_BEFORE_GROW_BYTES)
+            return resize(sh, want);
         size_t freed = reclaim(sh, now, 0, pins);
         return freed < sh->cap / 4 ? resize(sh, want) : SL_OK;
     }
