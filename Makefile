@@ -45,6 +45,8 @@ fuzz:
 
 bench: all
 	./$(BUILD)/sluice-bench
+	scripts/deps.sh bench
+	bench/resp_vs_redis.sh
 
 install: all
 	cmake --install $(BUILD)

@@ -2,12 +2,14 @@
 # Installs the Debian packages a target needs, only those missing.
 #   scripts/deps.sh run    build and run
 #   scripts/deps.sh test   build and run every test
+#   scripts/deps.sh bench  the benchmarks against the peers (redis-server)
 set -eu
 build="cmake make gcc pkg-config libxxhash-dev libuv1-dev libcyaml-dev libyaml-dev"
 case "${1:-test}" in
   run)  want="$build redis-tools" ;;
   test) want="$build libcmocka-dev clang libclang-rt-dev python3 python3-redis redis-tools" ;;
-  *) echo "usage: $0 run|test" >&2; exit 2 ;;
+  bench) want="$build redis-server redis-tools" ;;
+  *) echo "usage: $0 run|test|bench" >&2; exit 2 ;;
 esac
 missing=""
 for p in $want; do
