@@ -560,6 +560,27 @@ static int mem_save(sl_store_t *s, const char *path, sl_usec_t now) {
     return rc;
 }
 
+/* A snapshot lists each shard's states in table order, that is in hash
+ * order: inserted one by one into a table that grows as they come, they
+ * would all crowd into its first slots (quadratic). Each table is sized for
+ * what is coming first, so their homes spread over the final table. */
+static void presize(memory_store_t *m, const sl__snapshot_t *snap) {
+    uint32_t *incoming = calloc(m->nshards, sizeof *incoming);
+    if (incoming == NULL)
+        return; /* only slower */
+    for (size_t i = 0; i < snap->count; i++)
+        incoming[shard_of(m, snap->records[i].tag)]++;
+    for (uint32_t i = 0; i < m->nshards; i++) {
+        shard_t *sh = &m->shards[i];
+        uint64_t want = ((uint64_t)sh->count + incoming[i]) * 25 / 23 + 1;
+        if (incoming[i] == 0 || want <= sh->cap || want > UINT32_MAX)
+            continue;
+        if (m->budget == 0 || table_bytes((uint32_t)want) + sh->block_bytes <= m->budget)
+            resize(sh, (uint32_t)want);
+    }
+    free(incoming);
+}
+
 static int mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded) {
     memory_store_t *m = (memory_store_t *)s;
     sl__snapshot_t snap;
@@ -575,6 +596,7 @@ static int mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *load
         rc = SL_ESEED;
     } else {
         atomic_store(&m->seed, snap.seed);
+        presize(m, &snap);
         for (size_t i = 0; rc == SL_OK && i < snap.count; i++) {
             sl__record_t *r = &snap.records[i];
             shard_t *sh = &m->shards[shard_of(m, r->tag)];
