@@ -179,11 +179,13 @@ typedef struct sl_store_stats {
 
 SL_EXPORT int sl_store_stats(sl_store_t *store, sl_store_stats_t *out);
 
-/* Frees recovered states, examining about `budget` slots (0 = all), spread
- * over the shards, from where the previous sweep stopped, and gives back the
- * memory of tables left mostly empty. *reclaimed (may be NULL) gets the number
- * freed. Checks only reclaim when they need room; a daemon calls this from a
- * timer so that memory follows the live keys down as well as up. */
+/* Frees recovered states, examining about `budget` slots, spread over the
+ * shards, from where the previous sweep stopped, and gives back the memory of
+ * tables left mostly empty. A budgeted sweep skips tables small enough that
+ * keeping recovered states costs less than re-creating them (256 KiB per
+ * shard); budget 0 sweeps every table entirely. *reclaimed (may be NULL) gets
+ * the number freed. Checks only reclaim when they need room; a daemon calls
+ * this from a timer so that memory follows the live keys down as well as up. */
 SL_EXPORT int sl_store_sweep(sl_store_t *store, sl_usec_t now, size_t budget,
                              size_t *reclaimed);
 

@@ -63,12 +63,10 @@ static void throttle(sld_client_t *c, const sld_throttle_args_t *a) {
         return;
     }
     count_decision(c, &d);
-    sld_reply_array(c->out, 5);
-    sld_reply_int(c->out, !d.allowed);
-    sld_reply_int(c->out, (int64_t)d.limit);
-    sld_reply_int(c->out, (int64_t)d.remaining);
-    sld_reply_int(c->out, d.allowed || d.retry_after == SL_NEVER ? -1 : sld_throttle_seconds(d.retry_after));
-    sld_reply_int(c->out, sld_throttle_seconds(d.reset_after));
+    int64_t reply[5] = {!d.allowed, (int64_t)d.limit, (int64_t)d.remaining,
+                        d.allowed || d.retry_after == SL_NEVER ? -1 : sld_throttle_seconds(d.retry_after),
+                        sld_throttle_seconds(d.reset_after)};
+    sld_reply_ints(c->out, reply, 5);
 }
 
 static void cmd_cl_throttle(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
@@ -118,15 +116,15 @@ static void decide(sld_client_t *c, const sld_arg_t *argv, size_t argc, bool pee
     }
     if (!peek)
         count_decision(c, &d);
-    sld_reply_array(c->out, 8);
-    sld_reply_int(c->out, d.allowed);
-    sld_reply_int(c->out, (int64_t)d.limit);
-    sld_reply_int(c->out, (int64_t)d.remaining);
-    sld_reply_int(c->out, d.retry_after == SL_NEVER ? -1 : ms_up(d.retry_after));
-    sld_reply_int(c->out, ms_up(d.reset_after));
-    sld_reply_int(c->out, ms_up(d.delay));
-    sld_reply_int(c->out, d.limited);
-    sld_reply_int(c->out, d.limit_index);
+    int64_t reply[8] = {d.allowed,
+                        (int64_t)d.limit,
+                        (int64_t)d.remaining,
+                        d.retry_after == SL_NEVER ? -1 : ms_up(d.retry_after),
+                        ms_up(d.reset_after),
+                        ms_up(d.delay),
+                        d.limited,
+                        d.limit_index};
+    sld_reply_ints(c->out, reply, 8);
 }
 
 static void cmd_sl_check(sld_client_t *c, const sld_arg_t *argv, size_t argc) {

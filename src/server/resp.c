@@ -175,9 +175,10 @@ void sld_reply_errorf(sld_buf_t *out, const char *fmt, ...) {
     sld_reply_error(out, msg);
 }
 
-/* "<prefix><n>\r\n" straight into the buffer: replies are mostly integers
- * and headers, and printf would cost more than the decision. */
-static void append_number(sld_buf_t *out, char prefix, int64_t n) {
+/* "<prefix><n>\r\n" into p (24 bytes of room); returns its length. Replies
+ * are mostly integers and headers, and printf would cost more than the
+ * decision. */
+static size_t format_number(char *p, char prefix, int64_t n) {
     char tmp[24];
     size_t i = sizeof tmp;
     uint64_t v = n < 0 ? 0 - (uint64_t)n : (uint64_t)n;
@@ -190,10 +191,24 @@ static void append_number(sld_buf_t *out, char prefix, int64_t n) {
     if (n < 0)
         tmp[--i] = '-';
     tmp[--i] = prefix;
-    sld_buf_append(out, tmp + i, sizeof tmp - i);
+    memcpy(p, tmp + i, sizeof tmp - i);
+    return sizeof tmp - i;
+}
+
+static void append_number(sld_buf_t *out, char prefix, int64_t n) {
+    if (sld_buf_reserve(out, 24))
+        out->len += format_number(out->data + out->len, prefix, n);
 }
 
 void sld_reply_int(sld_buf_t *out, int64_t n) { append_number(out, ':', n); }
+
+void sld_reply_ints(sld_buf_t *out, const int64_t *v, size_t n) {
+    if (!sld_buf_reserve(out, 24 * (n + 1)))
+        return;
+    out->len += format_number(out->data + out->len, '*', (int64_t)n);
+    for (size_t i = 0; i < n; i++)
+        out->len += format_number(out->data + out->len, ':', v[i]);
+}
 
 void sld_reply_bulk(sld_buf_t *out, const void *data, size_t len) {
     append_number(out, '$', (int64_t)len);

@@ -49,6 +49,8 @@ void sld_reply_simple(sld_buf_t *out, const char *text);
 void sld_reply_error(sld_buf_t *out, const char *text);
 void sld_reply_errorf(sld_buf_t *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sld_reply_int(sld_buf_t *out, int64_t n);
+/* An array of n integers, written in one go. */
+void sld_reply_ints(sld_buf_t *out, const int64_t *v, size_t n);
 void sld_reply_bulk(sld_buf_t *out, const void *data, size_t len);
 void sld_reply_bulk_str(sld_buf_t *out, const char *s);
 void sld_reply_null(sld_buf_t *out);

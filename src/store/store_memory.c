@@ -520,6 +520,13 @@ static int mem_sweep(sl_store_t *s, sl_usec_t now, size_t budget, size_t *reclai
     for (uint32_t i = 0; i < m->nshards; i++) {
         shard_t *sh = &m->shards[i];
         pthread_mutex_lock(&sh->lock);
+        /* A budgeted (background) sweep leaves small tables alone, for the
+         * reason they grow without sweeping: their keys reuse recovered
+         * states for nothing. */
+        if (budget > 0 && sh->table_bytes < SWEEP_BEFORE_GROW_BYTES) {
+            pthread_mutex_unlock(&sh->lock);
+            continue;
+        }
         uint32_t share = budget == 0 ? 0 : (uint32_t)sl__minu64(sh->cap, budget / m->nshards + 1);
         freed += reclaim(sh, now, share, NULL);
         /* A table left mostly empty by a burst gives its memory back. */
