@@ -143,17 +143,26 @@ static const char *interval(int64_t period_ns, int64_t count, int64_t *out) {
     return *out > 0 ? NULL : "ERR rate too high: more than one request per nanosecond";
 }
 
+/* key, max_burst and the count per period, common to both commands. */
+static const char *parse_head(const sld_arg_t *argv, sld_throttle_args_t *out, int64_t *count,
+                              const char *count_error) {
+    out->key = argv[1];
+    out->quantity = 1;
+    if (sld_arg_int(&argv[2], &out->max_burst) != SL_OK || out->max_burst < 0)
+        return "ERR max_burst must be an integer >= 0";
+    if (sld_arg_int(&argv[3], count) != SL_OK || *count < 1)
+        return count_error;
+    return NULL;
+}
+
 const char *sld_throttle_parse(const sld_arg_t *argv, size_t argc, sld_throttle_args_t *out) {
     if (argc != 5 && argc != 6)
         return "ERR wrong number of arguments for 'cl.throttle' command: "
                "CL.THROTTLE <key> <max_burst> <count per period> <period> [<quantity>]";
     int64_t period, count;
-    out->key = argv[1];
-    out->quantity = 1;
-    if (sld_arg_int(&argv[2], &out->max_burst) != SL_OK || out->max_burst < 0)
-        return "ERR max_burst must be an integer >= 0";
-    if (sld_arg_int(&argv[3], &count) != SL_OK || count < 1)
-        return "ERR count per period must be an integer >= 1";
+    const char *err = parse_head(argv, out, &count, "ERR count per period must be an integer >= 1");
+    if (err)
+        return err;
     if (sld_arg_int(&argv[4], &period) != SL_OK || period < 1)
         return "ERR period must be a number of seconds >= 1";
     if (period > INT64_MAX / 1000000000)
@@ -168,12 +177,9 @@ const char *sld_gcra_parse(const sld_arg_t *argv, size_t argc, sld_throttle_args
         return "ERR wrong number of arguments for 'gcra' command: "
                "GCRA <key> <max_burst> <tokens_per_period> <period> [TOKENS <n>]";
     int64_t period_ns, tokens;
-    out->key = argv[1];
-    out->quantity = 1;
-    if (sld_arg_int(&argv[2], &out->max_burst) != SL_OK || out->max_burst < 0)
-        return "ERR max_burst must be an integer >= 0";
-    if (sld_arg_int(&argv[3], &tokens) != SL_OK || tokens < 1)
-        return "ERR tokens_per_period must be an integer >= 1";
+    const char *err = parse_head(argv, out, &tokens, "ERR tokens_per_period must be an integer >= 1");
+    if (err)
+        return err;
     if (!parse_seconds_ns(&argv[4], &period_ns))
         return "ERR period must be a positive number of seconds (up to 9 decimals)";
     if (argc == 7) {

@@ -1,18 +1,8 @@
 #!/bin/sh
 # test_redis_cli.sh SLUICED -- the real redis-cli against a real sluiced.
 set -eu
-sluiced=$1
-dir=$(mktemp -d)
-trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
-"$sluiced" --resp 127.0.0.1:0 --test-clock=1000000000 >"$dir/log" 2>&1 &
-pid=$!
-port=""
-for _ in $(seq 200); do
-  port=$(sed -n 's/.* ready: resp=[^ ]* port=\([0-9]*\).*/\1/p' "$dir/log")
-  [ -n "$port" ] && break
-  sleep 0.05
-done
-[ -n "$port" ] || { cat "$dir/log"; exit 1; }
+. "$(dirname "$0")/start_sluiced.sh"
+start_sluiced "$1" --test-clock=1000000000
 cli() { redis-cli -p "$port" "$@"; }
 expect() { got=$(cli "$@" | tr '\n' ' '); [ "$got" = "$want" ] || { echo "redis-cli $*: got '$got', want '$want'"; exit 1; }; }
 want="PONG ";                  expect PING

@@ -1,0 +1,19 @@
+# start_sluiced.sh -- sourced by the shell integration tests:
+#   start_sluiced SLUICED [ARGS...]   starts it on a free port; sets $pid, $port, $dir
+# and stops it (SIGTERM) on exit.
+start_sluiced() {
+  _sluiced=$1
+  shift
+  dir=$(mktemp -d)
+  trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+  "$_sluiced" --resp 127.0.0.1:0 "$@" >"$dir/log" 2>&1 &
+  pid=$!
+  port=""
+  for _ in $(seq 200); do
+    port=$(sed -n 's/.* ready: resp=[^ ]* port=\([0-9]*\).*/\1/p' "$dir/log")
+    [ -n "$port" ] && return 0
+    sleep 0.05
+  done
+  cat "$dir/log"
+  exit 1
+}
