@@ -259,6 +259,25 @@ SL_EXPORT int sl_peek(sl_limiter_t *limiter, const sl_policy_t *policy,
                       const void *key, size_t key_len, uint64_t cost,
                       sl_decision_t *out);
 
+/* One limit's own view of a decision, for callers that report every limit
+ * (the HTTP RateLimit header has one item per limit). */
+typedef struct sl_limit_report {
+    bool allowed;           /* this limit alone would admit the request */
+    uint64_t limit;         /* its capacity, as sl_decision_t.limit */
+    uint64_t remaining;     /* unit-cost requests it would still admit */
+    sl_usec_t reset_after;  /* until it is as if the key were new */
+    sl_usec_t retry_after;  /* 0 when it admits; SL_NEVER when it never can */
+} sl_limit_report_t;
+
+#define SL_DECIDE_PEEK 1u  /* sl_decide(): charge nothing */
+
+/* sl_check() (or with SL_DECIDE_PEEK, sl_peek()) that also fills, when
+ * `limits` is not NULL, one report per limit of the policy
+ * (sl_policy_limit_count() entries, in configuration order). */
+SL_EXPORT int sl_decide(sl_limiter_t *limiter, const sl_policy_t *policy, const void *key,
+                        size_t key_len, uint64_t cost, unsigned flags, sl_decision_t *out,
+                        sl_limit_report_t *limits);
+
 typedef struct sl_request {
     const void *key;
     size_t key_len;

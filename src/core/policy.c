@@ -173,9 +173,24 @@ static void report(const sl_policy_t *p, const sl__verdict_t *v, bool all, bool 
     }
 }
 
+/* Each limit as reported: after this request when it was charged, as it
+ * is otherwise; the soft tolerance stays hidden, as in the decision. */
+static void report_limits(const sl_policy_t *p, const sl__verdict_t *v, bool after,
+                          sl_limit_report_t *limits) {
+    for (size_t i = 0; i < p->nlimits; i++) {
+        const sl__limit_t *l = &p->limits[i];
+        limits[i].allowed = v[i].allowed;
+        limits[i].limit = l->nominal;
+        limits[i].remaining = sl__sat_sub_u64(after ? v[i].remaining_charged : v[i].remaining_now,
+                                              l->capacity - l->nominal);
+        limits[i].reset_after = after ? v[i].reset_charged : v[i].reset_now;
+        limits[i].retry_after = v[i].allowed ? 0 : v[i].retry_after;
+    }
+}
+
 int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
                         bool peek, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
-                        sl_decision_t *out) {
+                        sl_decision_t *out, sl_limit_report_t *limits) {
     sl__verdict_t v[SL_MAX_LIMITS];
     bool all = true;
     *charged = 0;
@@ -207,5 +222,7 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
             mask |= 1u << i;
     *charged = mask;
     report(p, v, all, peek, out);
+    if (limits)
+        report_limits(p, v, all && !peek, limits);
     return SL_OK;
 }

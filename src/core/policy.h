@@ -32,9 +32,10 @@ typedef int (*sl__prepare_fn)(void *ctx, size_t i, sl__cell_t *cell, uint32_t bl
 /* Decides a request of `cost` at `now` over cells[0..nlimits). Unless peek,
  * charges every limit when all pass, or only count_denied limits when one
  * does not. *charged gets the mask of cells that changed and must be
- * written back (charged, or rebased after the clock went back). */
+ * written back (charged, or rebased after the clock went back). limits, when
+ * not NULL, gets one report per limit. */
 int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
                         bool peek, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
-                        sl_decision_t *out);
+                        sl_decision_t *out, sl_limit_report_t *limits);
 
 #endif

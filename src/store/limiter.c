@@ -54,16 +54,17 @@ static sl_usec_t now_of(const sl_limiter_t *l) {
 #define SL__LOOKAHEAD 8
 
 static int decide_at(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len,
-                     uint64_t cost, bool peek, sl_usec_t now, sl_decision_t *out) {
+                     uint64_t cost, bool peek, sl_usec_t now, sl_decision_t *out,
+                     sl_limit_report_t *limits) {
     if (key == NULL && key_len > 0)
         return SL_EINVAL;
     if (key == NULL)
         key = "";
-    int rc = l->store->ops->evaluate(l->store, p, key, key_len, cost, now, peek, out);
+    int rc = l->store->ops->evaluate(l->store, p, key, key_len, cost, now, peek, out, limits);
     if (rc != SL_OK || out->allowed || p->mode != SL_MODE_ELASTIC)
         return rc;
     sl_decision_t pool;
-    rc = l->store->ops->evaluate(l->store, p->pool, "", 0, cost, now, peek, &pool);
+    rc = l->store->ops->evaluate(l->store, p->pool, "", 0, cost, now, peek, &pool, NULL);
     if (rc != SL_OK)
         return rc;
     if (pool.allowed) { /* borrowed: the key's own limits stay as they were */
@@ -77,21 +78,21 @@ static int decide_at(sl_limiter_t *l, const sl_policy_t *p, const void *key, siz
     return SL_OK;
 }
 
-static int decide(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len,
-                  uint64_t cost, bool peek, sl_decision_t *out) {
+int sl_decide(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
+              unsigned flags, sl_decision_t *out, sl_limit_report_t *limits) {
     if (l == NULL || p == NULL || out == NULL)
         return SL_EINVAL;
-    return decide_at(l, p, key, key_len, cost, peek, now_of(l), out);
+    return decide_at(l, p, key, key_len, cost, flags & SL_DECIDE_PEEK, now_of(l), out, limits);
 }
 
 int sl_check(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
              sl_decision_t *out) {
-    return decide(l, p, key, key_len, cost, false, out);
+    return sl_decide(l, p, key, key_len, cost, 0, out, NULL);
 }
 
 int sl_peek(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
             sl_decision_t *out) {
-    return decide(l, p, key, key_len, cost, true, out);
+    return sl_decide(l, p, key, key_len, cost, SL_DECIDE_PEEK, out, NULL);
 }
 
 static void prefetch(sl_limiter_t *l, const sl_policy_t *p, const sl_request_t *r) {
@@ -116,7 +117,7 @@ int sl_check_batch(sl_limiter_t *l, const sl_policy_t *p, const sl_request_t *re
             __builtin_prefetch(reqs[i + 2 * SL__LOOKAHEAD].key);
         if (ahead && i + SL__LOOKAHEAD < n)
             prefetch(l, p, &reqs[i + SL__LOOKAHEAD]);
-        int rc = decide_at(l, p, reqs[i].key, reqs[i].key_len, reqs[i].cost, false, now, &out[i]);
+        int rc = decide_at(l, p, reqs[i].key, reqs[i].key_len, reqs[i].cost, false, now, &out[i], NULL);
         if (rc != SL_OK)
             return rc;
         if (done)

@@ -435,7 +435,8 @@ static uint64_t key_hash(const memory_store_t *m, const sl_policy_t *p, const vo
 }
 
 static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
-                        uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out) {
+                        uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out,
+                        sl_limit_report_t *limits) {
     memory_store_t *m = (memory_store_t *)s;
     eval_t e;
     e.m = m;
@@ -457,7 +458,7 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
     for (size_t i = 0; i < p->nlimits; i++)
         cells[i] = load_cell(&e, i);
     uint32_t charged = 0;
-    int rc = sl__policy_evaluate(p, cells, now, cost, peek, prepare, &e, &charged, out);
+    int rc = sl__policy_evaluate(p, cells, now, cost, peek, prepare, &e, &charged, out, limits);
     for (size_t i = 0; rc == SL_OK && i < p->nlimits; i++) {
         if (!(charged & (1u << i)))
             continue;

@@ -164,6 +164,40 @@ static void elastic_mode_borrows_from_a_shared_pool(void **state) {
     rig_free(r);
 }
 
+/* sl_decide() reports every limit as a one-limit policy would see it. */
+static void per_limit_reports(void **state) {
+    (void)state;
+    const sl_limit_t limits[] = {
+        {.algorithm = SL_SLIDING_LOG, .limit = 4, .period = SEC(10)},
+        {.algorithm = SL_GCRA, .limit = 1, .period = SEC(1), .burst = 2},
+    };
+    rig_t *both = rig_limits(limits, 2, SL_MODE_HARD);
+    rig_t *one[2] = {rig_one(limits[0]), rig_one(limits[1])};
+    uint64_t seed = 9;
+    for (int i = 0; i < 300; i++) {
+        sl_usec_t gap = (sl_usec_t)rng_below(&seed, MS(1500));
+        both->now += gap;
+        one[0]->now += gap;
+        one[1]->now += gap;
+        sl_limit_report_t rep[2];
+        sl_decision_t d;
+        assert_int_equal(sl_decide(both->limiter, both->policy, "k", 1, 1, 0, &d, rep), SL_OK);
+        for (int k = 0; k < 2; k++) {
+            /* charged when every limit passed: compare with the one-limit
+             * state after the same charge, else with it as it is */
+            sl_decision_t o = d.allowed ? rig_check(one[k], "k") : rig_peek_cost(one[k], "k", 1);
+            assert_int_equal(rep[k].allowed, o.allowed);
+            assert_int_equal(rep[k].limit, o.limit);
+            assert_int_equal(rep[k].remaining, o.remaining);
+            assert_int_equal(rep[k].reset_after, o.reset_after);
+            assert_int_equal(rep[k].retry_after, o.retry_after);
+        }
+    }
+    rig_free(both);
+    rig_free(one[0]);
+    rig_free(one[1]);
+}
+
 static void validation(void **state) {
     (void)state;
     char why[256];
@@ -242,6 +276,7 @@ int main(void) {
         cmocka_unit_test(soft_mode_tolerates_a_share_over),
         cmocka_unit_test(shadow_mode_reports_but_never_denies),
         cmocka_unit_test(elastic_mode_borrows_from_a_shared_pool),
+        cmocka_unit_test(per_limit_reports),
         cmocka_unit_test(validation),
         cmocka_unit_test(names_round_trip),
     };
