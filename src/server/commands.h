@@ -20,6 +20,7 @@ typedef struct sld_client {
     const sld_runtime_t *rt;  /* the configuration for this batch of commands */
     sld_buf_t *out;
     sld_counters_t *counters; /* the worker's */
+    uint32_t worker;          /* its index, for per-worker metrics */
     uint64_t id;
     char name[64];            /* CLIENT SETNAME */
     bool quit;                /* close once the replies are sent */

@@ -35,6 +35,7 @@
 #include <cyaml/cyaml.h>
 #include <yaml.h>
 
+#include "buf.h"
 #include "config.h"
 
 #define MAX_FILE_BYTES (16u << 20)   /* a configuration file, bytes */
@@ -105,7 +106,7 @@ typedef struct raw_config {
     raw_store_t *store;
     char **trusted_proxies;
     unsigned trusted_proxies_count;
-    char *ipv6_prefix, *user_header, *admin_token;
+    char *ipv6_prefix, *user_header, *admin_token, *auth_deny_status;
     raw_policy_t *policies;
     unsigned policies_count;
 } raw_config_t;
@@ -208,6 +209,7 @@ static const cyaml_schema_field_t config_fields[] = {
     STR("ipv6_prefix", OPT, raw_config_t, ipv6_prefix),
     STR("user_header", OPT, raw_config_t, user_header),
     STR("admin_token", OPT, raw_config_t, admin_token),
+    STR("auth_deny_status", OPT, raw_config_t, auth_deny_status),
     CYAML_FIELD_SEQUENCE("policies", NULLABLE, raw_config_t, policies, &policy_entry, 0,
                          MAX_POLICIES),
     CYAML_FIELD_END,
@@ -1444,6 +1446,13 @@ static int get_config(ctx_t *c, const raw_config_t *r, sld_config_t *cfg) {
     if (r->ipv6_prefix && (rc = get_u32(c, "ipv6_prefix", r->ipv6_prefix, 1, 128,
                                         &cfg->ipv6_prefix)))
         return rc;
+    if (r->auth_deny_status) {
+        if ((rc = get_u32(c, "auth_deny_status", r->auth_deny_status, 100, 599, &cfg->auth_deny_status)))
+            return rc;
+        uint32_t st = cfg->auth_deny_status;
+        if (st != 401 && st != 403 && st != 429 && st != 503)
+            return bad(c, "auth_deny_status", "expected one of 401, 403, 429, 503, got %u", st);
+    }
     if (r->user_header) {
         if (!is_token(r->user_header))
             return bad(c, "user_header", "expected an HTTP header name like X-User-Id, got "
@@ -1491,6 +1500,7 @@ static sld_config_t *config_defaults(ctx_t *c) {
     cfg->idle_timeout = 300 * SL_USEC_PER_SEC;
     cfg->snapshot_interval = 60 * SL_USEC_PER_SEC;
     cfg->ipv6_prefix = 64;
+    cfg->auth_deny_status = 429;
     cfg->source = strdup(c->name);
     cfg->user_header = strdup(DEFAULT_USER_HEADER);
     if (cfg->source == NULL || cfg->user_header == NULL) {
@@ -1634,4 +1644,145 @@ void sld_config_free(sld_config_t *config) {
     free(config->user_header);
     free(config->admin_token);
     free(config);
+}
+
+/* ---- copies, for the admin API ------------------------------------------------------ */
+
+static char *dup_or_null(const char *s, bool *ok) {
+    if (s == NULL)
+        return NULL;
+    char *d = strdup(s);
+    if (d == NULL)
+        *ok = false;
+    return d;
+}
+
+/* A deep copy of src into dst (zeroed); false on allocation failure, with
+ * whatever was copied left for free_policy(). */
+static bool copy_policy(sld_policy_t *dst, const sld_policy_t *src) {
+    bool ok = true;
+    *dst = *src;
+    dst->name = dup_or_null(src->name, &ok);
+    for (size_t i = 0; i < SLD_MAX_KEY_ATTRS; i++)
+        dst->key_attrs[i] = dup_or_null(src->key_attrs[i], &ok);
+    dst->tiers = NULL;
+    dst->ntiers = 0;
+    if (src->ntiers == 0)
+        return ok;
+    dst->tiers = calloc(src->ntiers, sizeof *dst->tiers);
+    if (dst->tiers == NULL)
+        return false;
+    for (size_t t = 0; t < src->ntiers; t++) {
+        sld_tier_t *d = &dst->tiers[t];
+        const sld_tier_t *from = &src->tiers[t];
+        *d = *from;
+        d->name = dup_or_null(from->name, &ok);
+        d->keys = NULL;
+        d->nkeys = 0;
+        dst->ntiers = t + 1;
+        if (from->nkeys == 0)
+            continue;
+        if ((d->keys = calloc(from->nkeys, sizeof *d->keys)) == NULL)
+            return false;
+        for (size_t k = 0; k < from->nkeys; k++, d->nkeys++)
+            d->keys[k] = dup_or_null(from->keys[k], &ok);
+    }
+    return ok;
+}
+
+sld_config_t *sld_config_edit(const sld_config_t *cfg, const sld_policy_t *put, const char *remove) {
+    sld_config_t *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    bool ok = true;
+    *c = *cfg;
+    c->policies = NULL;
+    c->npolicies = 0;
+    c->trusted_proxies = NULL;
+    c->ntrusted_proxies = 0;
+    c->source = dup_or_null(cfg->source, &ok);
+    c->snapshot_path = dup_or_null(cfg->snapshot_path, &ok);
+    c->user_header = dup_or_null(cfg->user_header, &ok);
+    c->admin_token = dup_or_null(cfg->admin_token, &ok);
+    if (cfg->ntrusted_proxies && (c->trusted_proxies = calloc(cfg->ntrusted_proxies, sizeof(char *))) == NULL)
+        ok = false;
+    for (size_t i = 0; ok && i < cfg->ntrusted_proxies; i++, c->ntrusted_proxies++)
+        c->trusted_proxies[i] = dup_or_null(cfg->trusted_proxies[i], &ok);
+    if (ok && (c->policies = calloc(cfg->npolicies + 1, sizeof *c->policies)) == NULL)
+        ok = false;
+    bool replaced = false;
+    for (size_t i = 0; ok && i < cfg->npolicies; i++) {
+        const sld_policy_t *src = &cfg->policies[i];
+        if (remove && strcmp(src->name, remove) == 0)
+            continue;
+        if (put && strcmp(src->name, put->name) == 0) {
+            src = put;
+            replaced = true;
+        }
+        ok = copy_policy(&c->policies[c->npolicies++], src);
+    }
+    if (ok && put && !replaced)
+        ok = copy_policy(&c->policies[c->npolicies++], put);
+    if (!ok) {
+        sld_config_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+int sld_config_parse_policy(const char *name, const char *json, size_t len, sld_policy_t **out,
+                            char *err, size_t err_len) {
+    /* The body is the policy as the file writes it, in JSON, which is YAML's
+     * flow syntax: it goes through the very same loader and checks. The name
+     * is checked first: it goes into that document unquoted by JSON rules. */
+    size_t n = strlen(name);
+    bool name_ok = n >= 1 && n <= 64;
+    for (size_t k = 0; name_ok && k < n; k++)
+        name_ok = isalnum((unsigned char)name[k]) || name[k] == '_' || name[k] == '.' || name[k] == '-';
+    if (!name_ok) {
+        snprintf(err, err_len, "policy name: expected 1 to 64 of A-Z a-z 0-9 _ . -");
+        return SL_EINVAL;
+    }
+    size_t i = 0;
+    while (i < len && (json[i] == ' ' || json[i] == '\t' || json[i] == '\r' || json[i] == '\n'))
+        i++;
+    if (i == len || json[i] != '{') {
+        snprintf(err, err_len, "request body: expected a JSON object");
+        return SL_EINVAL;
+    }
+    size_t rest = i + 1;
+    while (rest < len && (json[rest] == ' ' || json[rest] == '\t' || json[rest] == '\r' || json[rest] == '\n'))
+        rest++;
+    sld_buf_t doc = {0};
+    sld_buf_printf(&doc, "policies:\n  - {\"name\": \"%s\"", name);
+    if (rest < len && json[rest] != '}')
+        sld_buf_append(&doc, ", ", 2);
+    sld_buf_append(&doc, json + i + 1, len - i - 1);
+    sld_buf_append(&doc, "\n", 1);
+    if (doc.failed) {
+        sld_buf_free(&doc);
+        return SL_ENOMEM;
+    }
+    sld_config_t *cfg = NULL;
+    int rc = sld_config_parse("request body", doc.data, doc.len, &cfg, err, err_len);
+    sld_buf_free(&doc);
+    if (rc != SL_OK)
+        return rc;
+    sld_policy_t *p = malloc(sizeof *p);
+    if (p == NULL) {
+        sld_config_free(cfg);
+        return SL_ENOMEM;
+    }
+    *p = cfg->policies[0]; /* taken over: the config forgets it */
+    cfg->npolicies = 0;
+    sld_config_free(cfg);
+    *out = p;
+    return SL_OK;
+}
+
+void sld_config_policy_free(sld_policy_t *p) {
+    if (p == NULL)
+        return;
+    free_policy(p);
+    free(p);
 }

@@ -67,6 +67,8 @@ typedef struct sld_config {
     uint32_t ipv6_prefix;            /* key IPv6 clients by this prefix; default 64 */
     char *user_header;               /* HTTP header naming the user; default "Authorization" */
     char *admin_token;               /* NULL = admin API off; "env:NAME" reads $NAME at load */
+    uint32_t auth_deny_status;       /* forward-auth's answer to a denied request: 401, 403,
+                                        429 (default) or 503 */
 
     sld_policy_t *policies;
     size_t npolicies;                /* >= 1 */
@@ -82,6 +84,17 @@ int sld_config_parse(const char *name, const char *yaml, size_t len, sld_config_
                      char *err, size_t err_len);
 
 void sld_config_free(sld_config_t *config);
+
+/* A deep copy of cfg in which the policy named put->name is replaced by a
+ * copy of put (or put is appended), and the policy named `remove` (if not
+ * NULL) is left out. NULL when out of memory. For the admin API. */
+sld_config_t *sld_config_edit(const sld_config_t *cfg, const sld_policy_t *put, const char *remove);
+
+/* Parses one policy, written as in the file but in JSON, and validates it
+ * with the file's rules; `name` is its name. Errors as sld_config_parse(). */
+int sld_config_parse_policy(const char *name, const char *json, size_t len, sld_policy_t **out,
+                            char *err, size_t err_len);
+void sld_config_policy_free(sld_policy_t *policy);
 
 /* Parses "250ms", "2s", "1.5m", "1h", "7d", "100us" (a bare number = seconds)
  * into microseconds; SL_EINVAL if malformed, SL_ERANGE if too large. */

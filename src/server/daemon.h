@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "metrics.h"
 #include "policies.h"
 #include "sluice.h"
 #include "throttle.h"
@@ -49,6 +50,12 @@ typedef struct sld_stats {
     _Atomic int64_t snapshot_last_at;       /* us, 0 = never */
 } sld_stats_t;
 
+/* Loads (and completes with command-line overrides) a configuration file. */
+typedef int (*sld_load_fn)(const char *path, sld_config_t **out, char *err, size_t err_len);
+
+struct sld_server;
+struct sld_retired;
+
 typedef struct sld_daemon {
     sl_store_t *store;
     sl_limiter_t *limiter;
@@ -57,6 +64,11 @@ typedef struct sld_daemon {
     sld_stats_t stats;
     sld_counters_t *counters;               /* one per worker thread (server.c) */
     uint32_t ncounters;
+    sld_metrics_t *metrics;                 /* what /metrics reports */
+    uint32_t throttle_slot;                 /* its slot for CL.THROTTLE and GCRA */
+    struct sld_server *server;              /* the workers, once started */
+    struct sld_retired *retired;            /* runtimes replaced, not yet freed (runtime.c) */
+    sld_load_fn load_config;                /* for reloads */
     bool test_clock;                        /* SL.TESTCLOCK exists, the clock is manual */
     _Atomic int64_t test_now;               /* us, the manual clock */
     sl_usec_t started_at;                   /* us, wall clock */

@@ -27,6 +27,7 @@ typedef struct table {
 typedef struct compiled {
     sl_policy_t *policy;
     sl_policy_t **tiers;  /* one per configured tier */
+    uint32_t slot;        /* metrics */
 } compiled_t;
 
 struct sld_policies {
@@ -83,7 +84,8 @@ static int compile_one(const char *name, const sl_limit_t *limits, size_t n, con
     return sl_policy_new(&pc, out, err, err_len);
 }
 
-int sld_policies_build(const sld_config_t *cfg, sld_policies_t **out, char *err, size_t err_len) {
+int sld_policies_build(const sld_config_t *cfg, sld_metrics_t *metrics, sld_policies_t **out,
+                       char *err, size_t err_len) {
     sld_policies_t *t = calloc(1, sizeof *t);
     if (t == NULL)
         return SL_ENOMEM;
@@ -103,6 +105,7 @@ int sld_policies_build(const sld_config_t *cfg, sld_policies_t **out, char *err,
         if (rc != SL_OK)
             break;
         table_put(&t->names, p->name, strlen(p->name), (uint32_t)i, 0, false);
+        t->compiled[i].slot = metrics ? sld_metrics_slot(metrics, p->name) : 0;
         t->compiled[i].tiers = calloc(p->ntiers ? p->ntiers : 1, sizeof(sl_policy_t *));
         if (t->compiled[i].tiers == NULL) {
             rc = SL_ENOMEM;
@@ -143,12 +146,15 @@ void sld_policies_free(sld_policies_t *t) {
 }
 
 const sl_policy_t *sld_policies_find(const sld_policies_t *t, const char *name, size_t name_len,
-                                     const void *key, size_t key_len, const char **tier) {
+                                     const void *key, size_t key_len, const char **tier,
+                                     size_t *index) {
     if (tier)
         *tier = NULL;
     const entry_t *p = table_find(&t->names, name, name_len, 0, false);
     if (p == NULL)
         return NULL;
+    if (index)
+        *index = p->index;
     const sld_policy_t *cfg = &t->cfg->policies[p->index];
     if (cfg->ntiers > 0) {
         const entry_t *k = table_find(&t->tier_keys, key, key_len, p->index, true);
@@ -169,4 +175,8 @@ const sld_policy_t *sld_policies_config(const sld_policies_t *t, size_t i) {
 
 const sl_policy_t *sld_policies_compiled(const sld_policies_t *t, size_t i) {
     return i < t->cfg->npolicies ? t->compiled[i].policy : NULL;
+}
+
+uint32_t sld_policies_slot(const sld_policies_t *t, size_t i) {
+    return i < t->cfg->npolicies ? t->compiled[i].slot : 0;
 }

@@ -12,19 +12,27 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "metrics.h"
 #include "sluice.h"
 
 typedef struct sld_policies sld_policies_t;
 
-/* Compiles every policy and tier of `cfg` (which must outlive the table).
- * On error writes a message into err. */
-int sld_policies_build(const sld_config_t *cfg, sld_policies_t **out, char *err, size_t err_len);
+/* Compiles every policy and tier of `cfg` (which must outlive the table),
+ * giving each policy its metrics slot (metrics may be NULL: slot 0). On
+ * error writes a message into err. */
+int sld_policies_build(const sld_config_t *cfg, sld_metrics_t *metrics, sld_policies_t **out,
+                       char *err, size_t err_len);
 void sld_policies_free(sld_policies_t *t);
 
 /* The policy deciding `key` under the policy called name[0..name_len), or
- * NULL if there is none. *tier (may be NULL) gets the tier's name or NULL. */
+ * NULL if there is none. *tier (may be NULL) gets the tier's name or NULL;
+ * *index (may be NULL) the policy's index in the configuration. */
 const sl_policy_t *sld_policies_find(const sld_policies_t *t, const char *name, size_t name_len,
-                                     const void *key, size_t key_len, const char **tier);
+                                     const void *key, size_t key_len, const char **tier,
+                                     size_t *index);
+
+/* The metrics slot of the i-th policy. */
+uint32_t sld_policies_slot(const sld_policies_t *t, size_t i);
 
 size_t sld_policies_count(const sld_policies_t *t);
 /* The i-th policy as configured, and its compiled form. */

@@ -151,7 +151,8 @@ static void process(conn_t *c) {
     size_t max_request = rt->cfg->max_request_bytes;
     sld_resp_limits_t lim = {.max_args = MAX_ARGS, .max_bulk = max_request,
                              .max_inline = max_request < 65536 ? max_request : 65536};
-    sld_client_t client = {.d = d, .rt = rt, .out = &c->out, .counters = c->w->counters, .id = c->id};
+    sld_client_t client = {.d = d, .rt = rt, .out = &c->out, .counters = c->w->counters,
+                           .worker = (uint32_t)(c->w->counters - d->counters), .id = c->id};
     memcpy(client.name, c->name, sizeof c->name);
     sld_arg_t argv[MAX_ARGS];
     size_t off = 0;

@@ -24,6 +24,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "runtime.h"
 #include "server.h"
 
 #define MAINTENANCE_MS 1000
@@ -39,16 +40,9 @@ typedef struct overrides {
     long threads;  /* -1 = not given */
 } overrides_t;
 
-typedef struct retired {
-    sld_runtime_t *rt;
-    uint64_t until;  /* free once every worker has seen this generation */
-    struct retired *next;
-} retired_t;
-
 static sld_daemon_t D;
 static sld_server_t *server;
 static overrides_t overrides = {NULL, NULL, -1};
-static retired_t *retired;
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t maintenance;
 static sl_usec_t last_snapshot;
@@ -77,90 +71,6 @@ static int load_config(const char *path, sld_config_t **out, char *err, size_t e
     if (rc == SL_OK)
         apply_overrides(*out);
     return rc;
-}
-
-static int build_runtime(sld_config_t *cfg, uint64_t generation, sld_runtime_t **out, char *err,
-                         size_t err_len) {
-    sld_runtime_t *rt = calloc(1, sizeof *rt);
-    if (rt == NULL)
-        return SL_ENOMEM;
-    int rc = sld_policies_build(cfg, &rt->policies, err, err_len);
-    if (rc != SL_OK) {
-        free(rt);
-        return rc;
-    }
-    rt->cfg = cfg;
-    rt->generation = generation;
-    *out = rt;
-    return SL_OK;
-}
-
-static void free_runtime(sld_runtime_t *rt) {
-    if (rt == NULL)
-        return;
-    sld_policies_free(rt->policies);
-    sld_config_free(rt->cfg);
-    free(rt);
-}
-
-/* Settings a running daemon cannot change: they keep their old values. */
-static void keep_fixed_settings(const sld_config_t *old, sld_config_t *next) {
-    if (strcmp(old->resp_listen, next->resp_listen) != 0 || strcmp(old->http_listen, next->http_listen) != 0 ||
-        old->threads != next->threads || old->max_memory != next->max_memory || old->shards != next->shards)
-        sld_warn("reload: listen addresses, threads and store settings need a restart; "
-                 "they keep their running values");
-    memcpy(next->resp_listen, old->resp_listen, sizeof next->resp_listen);
-    memcpy(next->http_listen, old->http_listen, sizeof next->http_listen);
-    next->threads = old->threads;
-    next->max_memory = old->max_memory;
-    next->shards = old->shards;
-}
-
-static void reload(void) {
-    if (D.config_path == NULL) {
-        sld_warn("reload: running on the embedded default configuration, there is no file to reload");
-        return;
-    }
-    char err[SLD_MAX_ERROR];
-    const sld_runtime_t *old = sld_runtime(&D);
-    sld_config_t *cfg = NULL;
-    sld_runtime_t *rt = NULL;
-    int rc = load_config(D.config_path, &cfg, err, sizeof err);
-    if (rc == SL_OK) {
-        keep_fixed_settings(old->cfg, cfg);
-        rc = build_runtime(cfg, old->generation + 1, &rt, err, sizeof err);
-        if (rc != SL_OK)
-            sld_config_free(cfg);
-    }
-    if (rc != SL_OK) {
-        atomic_fetch_add(&D.stats.reload_failures, 1);
-        sld_error("reload failed, the running configuration stays: %s", err);
-        return;
-    }
-    atomic_store_explicit(&D.runtime, rt, memory_order_release);
-    retired_t *r = malloc(sizeof *r);
-    if (r) {
-        *r = (retired_t){(sld_runtime_t *)old, rt->generation, retired};
-        retired = r;
-    } /* else: the old runtime leaks rather than risk freeing it under a worker */
-    sld_server_wake(server);
-    atomic_fetch_add(&D.stats.reloads, 1);
-    sld_info("reloaded %s: %zu policies, generation %llu", D.config_path, cfg->npolicies,
-             (unsigned long long)rt->generation);
-}
-
-/* Frees runtimes no worker can still be using. */
-static void free_retired(void) {
-    for (retired_t **p = &retired; *p;) {
-        if (sld_server_quiescent(server, (*p)->until)) {
-            retired_t *r = *p;
-            *p = r->next;
-            free_runtime(r->rt);
-            free(r);
-        } else {
-            p = &(*p)->next;
-        }
-    }
 }
 
 /* ---- snapshots ------------------------------------------------------------------------------ */
@@ -209,7 +119,8 @@ static void load_snapshot(const char *path) {
 static void on_signal(uv_signal_t *h, int signum) {
     (void)h;
     if (signum == SIGHUP) {
-        reload();
+        char err[SLD_MAX_ERROR];
+        sld_runtime_reload(&D, err, sizeof err, NULL);
         return;
     }
     if (atomic_exchange(&D.stopping, true))
@@ -221,7 +132,7 @@ static void on_signal(uv_signal_t *h, int signum) {
 static void on_maintenance(uv_timer_t *t) {
     (void)t;
     sl_store_sweep(D.store, sld_now(&D), SWEEP_BUDGET, NULL);
-    free_retired();
+    sld_runtime_collect(&D);
     sl_usec_t interval = sld_runtime(&D)->cfg->snapshot_interval;
     if (interval > 0 && sl_clock_realtime(NULL) - last_snapshot >= interval)
         save_snapshot("periodic");
@@ -335,20 +246,27 @@ int main(int argc, char **argv) {
     sld_config_t *cfg = NULL;
     sld_runtime_t *rt = NULL;
     rc = load_config(D.config_path, &cfg, err, sizeof err);
+    if (rc == SL_OK && !check_only && sld_metrics_new(cfg->threads, &D.metrics) != SL_OK) {
+        snprintf(err, sizeof err, "out of memory");
+        rc = SL_ENOMEM;
+    }
     if (rc == SL_OK)
-        rc = build_runtime(cfg, 1, &rt, err, sizeof err);
+        rc = sld_runtime_build(&D, cfg, 1, &rt, err, sizeof err);
     if (rc != SL_OK) {
         fprintf(stderr, "sluiced: %s\n", err);
         sld_config_free(cfg);
+        sld_metrics_free(D.metrics);
         return 1;
     }
     if (check_only) {
         printf("%s: valid (%zu policies)\n", cfg->source, cfg->npolicies);
-        free_runtime(rt);
+        sld_runtime_free(rt);
         return 0;
     }
     atomic_store(&D.runtime, rt);
     D.threads = cfg->threads;
+    D.load_config = load_config;
+    D.throttle_slot = sld_metrics_slot(D.metrics, "CL.THROTTLE");
 
     sl_memory_options_t mo = {.max_memory = cfg->max_memory, .shards = cfg->shards};
     sl_limiter_options_t lo = {.clock = limiter_clock, .clock_ctx = &D};
@@ -381,6 +299,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sluiced: %s\n", err);
         return 1;
     }
+    D.server = server;
     if (cfg->http_listen[0])
         sld_info("the HTTP front is not part of this build yet; %s is not listened on", cfg->http_listen);
     sld_info("sluiced %s ready: resp=%s port=%d threads=%u policies=%zu config=%s%s", SL_VERSION_STRING,
@@ -390,6 +309,7 @@ int main(int argc, char **argv) {
     uv_run(loop, UV_RUN_DEFAULT);
 
     sld_server_stop(server, STOP_GRACE_MS);
+    D.server = NULL;
     save_snapshot("shutdown");
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
@@ -397,13 +317,9 @@ int main(int argc, char **argv) {
     uv_close((uv_handle_t *)&maintenance, NULL);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
-    for (retired_t *r = retired, *next; r; r = next) {
-        next = r->next;
-        free_runtime(r->rt);
-        free(r);
-    }
-    free_runtime((sld_runtime_t *)sld_runtime(&D));
+    sld_runtime_shutdown(&D);
     sld_throttles_free(D.throttles);
+    sld_metrics_free(D.metrics);
     free(D.counters);
     sl_limiter_free(D.limiter);
     sl_store_free(D.store);
