@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "decide.h"
 #include "log.h"
 
 typedef void (*handler_t)(sld_client_t *c, const sld_arg_t *argv, size_t argc);
@@ -23,26 +24,6 @@ typedef struct command {
     int key;           /* position of the key argument (COMMAND INFO), 0 = none */
     bool test_only;    /* exists only with the manual test clock */
 } command_t;
-
-static void count_decision(sld_client_t *c, const sl_decision_t *d, uint32_t slot) {
-    sld_count(d->allowed ? &c->counters->allowed : &c->counters->denied);
-    if (c->d->metrics)
-        sld_metrics_decision(c->d->metrics, c->worker, slot, d->allowed);
-}
-
-/* sl_decide(), timed one time in 64 for the latency histogram. */
-static int timed_decide(sld_client_t *c, const sl_policy_t *p, const sld_arg_t *key, uint64_t cost,
-                        unsigned flags, sl_decision_t *out) {
-    sld_metrics_t *m = c->d->metrics;
-    if (m == NULL || !sld_metrics_sample(m, c->worker))
-        return sl_decide(c->d->limiter, p, key->ptr, key->len, cost, flags, out, NULL);
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    int rc = sl_decide(c->d->limiter, p, key->ptr, key->len, cost, flags, out, NULL);
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    sld_metrics_latency(m, c->worker, (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec)));
-    return rc;
-}
 
 static bool key_ok(sld_client_t *c, const sld_arg_t *key) {
     if (key->len <= c->rt->cfg->max_key_bytes)
@@ -74,12 +55,12 @@ static void throttle(sld_client_t *c, const sld_throttle_args_t *a) {
     }
     sl_decision_t d;
     if (rc == SL_OK)
-        rc = timed_decide(c, p, &a->key, (uint64_t)a->quantity, 0, &d);
+        rc = sld_decide(c->d, c->worker, c->d->throttle_slot, p, a->key.ptr, a->key.len,
+                        (uint64_t)a->quantity, 0, &d, NULL);
     if (rc != SL_OK) {
         reply_library_error(c, rc);
         return;
     }
-    count_decision(c, &d, c->d->throttle_slot);
     int64_t reply[5] = {!d.allowed, (int64_t)d.limit, (int64_t)d.remaining,
                         d.allowed || d.retry_after == SL_NEVER ? -1 : sld_throttle_seconds(d.retry_after),
                         sld_throttle_seconds(d.reset_after)};
@@ -126,13 +107,12 @@ static void decide(sld_client_t *c, const sld_arg_t *argv, size_t argc, bool pee
         return;
     }
     sl_decision_t d;
-    int rc = timed_decide(c, p, &argv[2], (uint64_t)cost, peek ? SL_DECIDE_PEEK : 0, &d);
+    int rc = sld_decide(c->d, c->worker, sld_policies_slot(c->rt->policies, index), p, argv[2].ptr,
+                        argv[2].len, (uint64_t)cost, peek ? SL_DECIDE_PEEK : 0, &d, NULL);
     if (rc != SL_OK) {
         reply_library_error(c, rc);
         return;
     }
-    if (!peek)
-        count_decision(c, &d, sld_policies_slot(c->rt->policies, index));
     int64_t reply[8] = {d.allowed,
                         (int64_t)d.limit,
                         (int64_t)d.remaining,

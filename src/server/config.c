@@ -1156,6 +1156,9 @@ static int get_key_attrs(ctx_t *c, const char *path, const raw_policy_t *r, sld_
         if (!ok)
             return bad(c, p, "expected one of key, user, ip, endpoint, method, header:<Name>, "
                              "got \"%s\"", show(a, b));
+        if (strcmp(a, "key") == 0 && r->key_count > 1)
+            return bad(c, p, "\"key\" (the key the client gives) cannot be combined with other "
+                             "attributes");
         for (unsigned k = 0; k < i; k++)
             if (strcasecmp(a, r->key[k]) == 0)
                 return bad(c, p, "\"%s\" is already in the key", show(a, b));

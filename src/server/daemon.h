@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "forward.h"
 #include "metrics.h"
 #include "policies.h"
 #include "sluice.h"
@@ -22,6 +23,7 @@
 typedef struct sld_runtime {
     sld_config_t *cfg;
     sld_policies_t *policies;
+    sld_cidrs_t *trusted;  /* cfg->trusted_proxies, parsed */
     uint64_t generation;  /* 1 for the configuration loaded at start, +1 per reload */
 } sld_runtime_t;
 
@@ -73,6 +75,7 @@ typedef struct sld_daemon {
     _Atomic int64_t test_now;               /* us, the manual clock */
     sl_usec_t started_at;                   /* us, wall clock */
     int resp_port;                          /* the port actually listened on */
+    int http_port;                          /* 0 = no HTTP front */
     uint32_t threads;
     const char *config_path;                /* NULL = the embedded default */
     atomic_bool stopping;

@@ -27,6 +27,10 @@ int sld_runtime_build(sld_daemon_t *d, sld_config_t *cfg, uint64_t generation, s
         return SL_ENOMEM;
     }
     int rc = sld_policies_build(cfg, d->metrics, &rt->policies, err, err_len);
+    if (rc == SL_OK && cfg->ntrusted_proxies > 0 &&
+        (rc = sld_cidrs_parse(cfg->trusted_proxies, cfg->ntrusted_proxies, &rt->trusted, err,
+                              err_len)) != SL_OK)
+        sld_policies_free(rt->policies);
     if (rc != SL_OK) {
         free(rt);
         return rc;
@@ -41,6 +45,7 @@ void sld_runtime_free(sld_runtime_t *rt) {
     if (rt == NULL)
         return;
     sld_policies_free(rt->policies);
+    sld_cidrs_free(rt->trusted);
     sld_config_free(rt->cfg);
     free(rt);
 }
@@ -60,9 +65,9 @@ static void keep_fixed_settings(const sld_config_t *old, sld_config_t *next) {
     next->max_request_bytes = old->max_request_bytes;
 }
 
-int sld_runtime_apply(sld_daemon_t *d, sld_config_t *cfg, const char *why, char *err,
-                      size_t err_len, uint64_t *generation) {
-    pthread_mutex_lock(&apply_lock);
+/* Swaps cfg in; apply_lock held (and released here). */
+static int apply_locked(sld_daemon_t *d, sld_config_t *cfg, const char *why, char *err,
+                        size_t err_len, uint64_t *generation) {
     const sld_runtime_t *old = sld_runtime(d);
     keep_fixed_settings(old->cfg, cfg);
     sld_runtime_t *rt = NULL;
@@ -90,6 +95,34 @@ int sld_runtime_apply(sld_daemon_t *d, sld_config_t *cfg, const char *why, char 
     sld_info("%s: %zu policies, generation %llu", why, rt->cfg->npolicies,
              (unsigned long long)rt->generation);
     return SL_OK;
+}
+
+int sld_runtime_apply(sld_daemon_t *d, sld_config_t *cfg, const char *why, char *err,
+                      size_t err_len, uint64_t *generation) {
+    pthread_mutex_lock(&apply_lock);
+    return apply_locked(d, cfg, why, err, err_len, generation);
+}
+
+int sld_runtime_edit(sld_daemon_t *d, const sld_policy_t *put, const char *remove, const char *why,
+                     char *err, size_t err_len, uint64_t *generation) {
+    pthread_mutex_lock(&apply_lock);
+    const sld_config_t *now = sld_runtime(d)->cfg;
+    bool found = remove == NULL;
+    for (size_t i = 0; !found && i < now->npolicies; i++)
+        found = strcmp(now->policies[i].name, remove) == 0;
+    if (!found || (remove && put == NULL && now->npolicies == 1)) {
+        pthread_mutex_unlock(&apply_lock);
+        snprintf(err, err_len, found ? "'%s' is the only policy: a configuration needs one"
+                                     : "no policy named '%s'", remove);
+        return found ? SL_EINVAL : SL_ENOTSUP;
+    }
+    sld_config_t *cfg = sld_config_edit(now, put, remove);
+    if (cfg == NULL) {
+        pthread_mutex_unlock(&apply_lock);
+        snprintf(err, err_len, "out of memory");
+        return SL_ENOMEM;
+    }
+    return apply_locked(d, cfg, why, err, err_len, generation);
 }
 
 int sld_runtime_reload(sld_daemon_t *d, char *err, size_t err_len, uint64_t *generation) {

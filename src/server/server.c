@@ -24,6 +24,7 @@
 #include <uv.h>
 
 #include "commands.h"
+#include "http.h"
 #include "log.h"
 #include "server.h"
 
@@ -63,6 +64,7 @@ struct worker {
     uv_prepare_t prepare;
     _Atomic uint64_t seen_generation;
     conn_t *conns;
+    sld_http_worker_t *http;  /* NULL when the HTTP front is off */
     sld_counters_t *counters;
     bool stopping;
     uint64_t stop_deadline;  /* loop time, ms; force-close after it */
@@ -70,6 +72,7 @@ struct worker {
 
 struct sld_server {
     sld_daemon_t *d;
+    sld_http_t *http;
     worker_t *workers;
     uint32_t nworkers;
     _Atomic uint64_t next_id;
@@ -302,11 +305,10 @@ static void on_tick(uv_timer_t *t) {
             sld_buf_free(&c->sending);
         }
     }
-    if (w->stopping && w->conns == NULL) {
-        close_handle((uv_handle_t *)&w->tick);
-        close_handle((uv_handle_t *)&w->prepare);
-        close_handle((uv_handle_t *)&w->wake);
-    }
+    if (force)
+        sld_http_worker_force_close(w->http);
+    if (w->stopping && w->conns == NULL && sld_http_worker_idle(w->http))
+        uv_stop(&w->loop); /* h2o's own handles would keep it running: worker_run ends it */
 }
 
 static void begin_stop(worker_t *w) {
@@ -315,6 +317,7 @@ static void begin_stop(worker_t *w) {
     w->stopping = true;
     w->stop_deadline = uv_now(&w->loop) + w->s->grace_ms;
     close_handle((uv_handle_t *)&w->listener);
+    sld_http_worker_begin_stop(w->http);
     for (conn_t *c = w->conns, *next; c; c = next) {
         next = c->next;
         c->closing = true;
@@ -335,8 +338,15 @@ static void on_prepare(uv_prepare_t *p) {
     atomic_store(&w->seen_generation, sld_runtime(w->s->d)->generation);
 }
 
+/* Runs the loop until the worker has stopped (on_tick), then closes what is left. */
 static void worker_run(void *arg) {
     worker_t *w = arg;
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    sld_http_worker_dispose(w->http);
+    close_handle((uv_handle_t *)&w->tick);
+    close_handle((uv_handle_t *)&w->prepare);
+    close_handle((uv_handle_t *)&w->wake);
+    close_handle((uv_handle_t *)&w->listener);
     uv_run(&w->loop, UV_RUN_DEFAULT);
 }
 
@@ -442,8 +452,23 @@ static int worker_init(worker_t *w, sld_server_t *s, int fd, char *err, size_t e
     return rc;
 }
 
-int sld_server_start(sld_daemon_t *d, const char *listen, uint32_t threads, sld_server_t **out,
-                     char *err, size_t err_len) {
+/* Stops and frees the workers [0, s->nworkers) and the server; on the
+ * calling thread, for a start that failed half-way. */
+static void abandon(sld_server_t *s) {
+    atomic_store(&s->stop, true);
+    for (uint32_t k = 0; k < s->nworkers; k++) {
+        begin_stop(&s->workers[k]);
+        worker_run(&s->workers[k]);
+        uv_loop_close(&s->workers[k].loop);
+        sld_http_worker_free(s->workers[k].http);
+    }
+    sld_http_free(s->http);
+    free(s->workers);
+    free(s);
+}
+
+int sld_server_start(sld_daemon_t *d, const char *resp_listen, const char *http_listen, uint32_t threads,
+                     sld_server_t **out, char *err, size_t err_len) {
     sld_server_t *s = calloc(1, sizeof *s);
     if (s == NULL || threads == 0) {
         free(s);
@@ -453,7 +478,8 @@ int sld_server_start(sld_daemon_t *d, const char *listen, uint32_t threads, sld_
     s->d = d;
     s->workers = calloc(threads, sizeof *s->workers);
     d->counters = aligned_alloc(64, sizeof(sld_counters_t) * threads);
-    if (s->workers == NULL || d->counters == NULL) {
+    bool http = http_listen != NULL && http_listen[0] != '\0';
+    if (s->workers == NULL || d->counters == NULL || (http && sld_http_new(d, &s->http) != SL_OK)) {
         free(s->workers);
         free(d->counters);
         d->counters = NULL;
@@ -465,33 +491,34 @@ int sld_server_start(sld_daemon_t *d, const char *listen, uint32_t threads, sld_
     d->ncounters = threads;
     for (uint32_t i = 0; i < threads; i++)
         s->workers[i].counters = &d->counters[i];
-    int port = -1, rc = SL_OK;
+    int port = -1, http_port = -1, rc = SL_OK;
     for (uint32_t i = 0; i < threads && rc == SL_OK; i++) {
         /* The first bind picks the port (port 0: any free one); the others
          * share it through SO_REUSEPORT. */
-        int fd = open_listener(listen, i == 0 ? -1 : port, &port, err, err_len);
-        if (fd < 0)
+        worker_t *w = &s->workers[i];
+        int fd = open_listener(resp_listen, i == 0 ? -1 : port, &port, err, err_len);
+        if (fd < 0) {
             rc = SL_EIO;
-        else if (worker_init(&s->workers[i], s, fd, err, err_len) != 0)
+            break;
+        }
+        if (worker_init(w, s, fd, err, err_len) != 0) {
             rc = SL_EIO; /* a half-made loop is left as it is: libuv could not start it */
-        else
-            s->nworkers = i + 1;
-        if (rc == SL_OK)
-            atomic_store(&s->workers[i].seen_generation, sld_runtime(d)->generation);
+            break;
+        }
+        s->nworkers = i + 1;
+        atomic_store(&w->seen_generation, sld_runtime(d)->generation);
+        if (http) {
+            int hfd = open_listener(http_listen, i == 0 ? -1 : http_port, &http_port, err, err_len);
+            if (hfd < 0 || sld_http_worker_start(s->http, &w->loop, hfd, i, &w->http, err, err_len) != SL_OK)
+                rc = SL_EIO;
+        }
     }
     if (rc != SL_OK) {
-        atomic_store(&s->stop, true);
-        for (uint32_t k = 0; k < s->nworkers; k++) {
-            begin_stop(&s->workers[k]);
-            uv_run(&s->workers[k].loop, UV_RUN_DEFAULT);
-            uv_loop_close(&s->workers[k].loop);
-        }
-        free(s->workers);
-        free(s);
+        abandon(s);
         return rc;
     }
-    s->nworkers = threads;
     d->resp_port = port;
+    d->http_port = http ? http_port : 0;
     for (uint32_t i = 0; i < threads; i++)
         uv_thread_create(&s->workers[i].thread, worker_run, &s->workers[i]);
     *out = s;
@@ -519,7 +546,9 @@ void sld_server_stop(sld_server_t *s, uint64_t grace_ms) {
     for (uint32_t i = 0; i < s->nworkers; i++) {
         uv_thread_join(&s->workers[i].thread);
         uv_loop_close(&s->workers[i].loop);
+        sld_http_worker_free(s->workers[i].http);
     }
+    sld_http_free(s->http);
     free(s->workers);
     free(s);
 }

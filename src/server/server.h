@@ -1,4 +1,5 @@
-/* server.h -- the RESP front: worker threads, listeners, connections.
+/* server.h -- the worker threads, their listeners, and RESP connections
+ * (HTTP connections are http.c's, on the same loops).
  *
  * One libuv loop per worker thread, each with its own listening socket on the
  * same address (SO_REUSEPORT: the kernel spreads connections). Connections
@@ -16,10 +17,12 @@
 
 typedef struct sld_server sld_server_t;
 
-/* Listens on `listen` ("host:port", "[v6]:port"; port 0 = any free port) with
- * `threads` workers and starts serving. d->resp_port gets the actual port. */
-int sld_server_start(sld_daemon_t *d, const char *listen, uint32_t threads, sld_server_t **out,
-                     char *err, size_t err_len);
+/* Listens for RESP on `resp_listen` and, unless it is NULL or "", for HTTP
+ * on `http_listen` ("host:port", "[v6]:port"; port 0 = any free port) with
+ * `threads` workers and starts serving. d->resp_port and d->http_port get
+ * the actual ports. */
+int sld_server_start(sld_daemon_t *d, const char *resp_listen, const char *http_listen, uint32_t threads,
+                     sld_server_t **out, char *err, size_t err_len);
 
 /* Makes every worker go through a loop iteration soon (after a runtime swap). */
 void sld_server_wake(sld_server_t *s);

@@ -294,17 +294,15 @@ int main(int argc, char **argv) {
     uv_timer_init(loop, &maintenance);
     uv_timer_start(&maintenance, on_maintenance, MAINTENANCE_MS, MAINTENANCE_MS);
 
-    rc = sld_server_start(&D, cfg->resp_listen, cfg->threads, &server, err, sizeof err);
+    rc = sld_server_start(&D, cfg->resp_listen, cfg->http_listen, cfg->threads, &server, err, sizeof err);
     if (rc != SL_OK) {
         fprintf(stderr, "sluiced: %s\n", err);
         return 1;
     }
     D.server = server;
-    if (cfg->http_listen[0])
-        sld_info("the HTTP front is not part of this build yet; %s is not listened on", cfg->http_listen);
-    sld_info("sluiced %s ready: resp=%s port=%d threads=%u policies=%zu config=%s%s", SL_VERSION_STRING,
-             cfg->resp_listen, D.resp_port, cfg->threads, cfg->npolicies, cfg->source,
-             D.test_clock ? " test-clock" : "");
+    sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d threads=%u policies=%zu config=%s%s",
+             SL_VERSION_STRING, cfg->resp_listen, D.resp_port, cfg->http_listen[0] ? cfg->http_listen : "off",
+             D.http_port, cfg->threads, cfg->npolicies, cfg->source, D.test_clock ? " test-clock" : "");
 
     uv_run(loop, UV_RUN_DEFAULT);
 

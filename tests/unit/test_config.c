@@ -196,7 +196,7 @@ static const char every_key[] =
     "admin_token: 0123456789abcdef-token\n"
     "policies:\n"
     "  - name: per_user.v2\n"
-    "    key: [user, \"header:X-Tenant\", method, endpoint, ip, key]\n"
+    "    key: [user, \"header:X-Tenant\", method, endpoint, ip]\n"
     "    mode: soft\n"
     "    soft_percent: 25\n"
     "    limits:\n"
@@ -249,9 +249,9 @@ static void test_every_key(void **state) {
 
     const sld_policy_t *p = &cfg->policies[0];
     assert_string_equal(p->name, "per_user.v2");
-    assert_int_equal(p->nkey_attrs, 6);
+    assert_int_equal(p->nkey_attrs, 5);
     assert_string_equal(p->key_attrs[1], "header:X-Tenant");
-    assert_string_equal(p->key_attrs[5], "key");
+    assert_string_equal(p->key_attrs[4], "ip");
     assert_int_equal(p->mode, SL_MODE_SOFT);
     assert_int_equal(p->soft_percent, 25);
     assert_int_equal(p->nlimits, 6);
@@ -447,6 +447,8 @@ static const bad_case_t bad_cases[] = {
     {3, "policies[0].key[1]: \"ip\" is already in the key",
      "policies:\n  - name: a\n    key: [ip, ip]\n" LIM},
     {3, "header:<Name>", "policies:\n  - name: a\n    key: [\"header:\"]\n" LIM},
+    {3, "policies[0].key[0]: \"key\" (the key the client gives) cannot be combined",
+     "policies:\n  - name: a\n    key: [key, ip]\n" LIM},
     {1, "threads: 257 is out of range: expected a whole number from 0 to 256",
      "threads: 257\n" ONE_POLICY},
     {1, "threads: expected a whole number from 0 to 256, got \"-1\"", "threads: -1\n" ONE_POLICY},

@@ -1,0 +1,88 @@
+/* http_api.h -- what sluiced answers over HTTP, apart from the wire.
+ *
+ * A request comes in as spans (method, path, query, body, a header lookup,
+ * the peer's address); the answer goes out as a status, headers and a body
+ * in a reply the caller reuses from one request to the next. http.c puts
+ * both on the wire with libh2o; the unit tests call these directly.
+ * The endpoints and their answers are docs/protocol.md's "HTTP".
+ */
+#ifndef SL_SERVER_HTTP_API_H
+#define SL_SERVER_HTTP_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "buf.h"
+#include "daemon.h"
+#include "http_check.h"
+
+#define SLD_HTTP_MAX_HEADERS 8
+
+typedef struct sld_http_request {
+    sld_span_t method;
+    sld_span_t path;           /* without the query */
+    sld_span_t query;          /* after '?'; ptr NULL when there is none */
+    sld_span_t body;
+    const struct sockaddr *peer;
+    /* A request header by lower-case name; ptr NULL when absent. Repeated
+     * X-Forwarded-For headers come joined with ", ". */
+    sld_span_t (*header)(void *ctx, const char *name, size_t name_len);
+    void *header_ctx;
+} sld_http_request_t;
+
+typedef struct sld_http_header {
+    const char *name;          /* static, as it is written on the wire */
+    size_t off, len;           /* the value, in reply.values */
+} sld_http_header_t;
+
+typedef struct sld_http_reply {
+    int status;
+    const char *content_type;  /* static; NULL when there is no body */
+    sld_http_header_t headers[SLD_HTTP_MAX_HEADERS];
+    size_t nheaders;
+    sld_buf_t values;
+    sld_buf_t body;
+    sld_buf_t scratch;         /* decoded request fields, until the next request */
+    sld_buf_t key;             /* a key built from attributes */
+} sld_http_reply_t;
+
+/* Answers one request on worker `worker`. `out` is reset first. */
+void sld_http_handle(sld_daemon_t *d, uint32_t worker, const sld_http_request_t *req,
+                     sld_http_reply_t *out);
+
+void sld_http_reply_reset(sld_http_reply_t *r);
+void sld_http_reply_free(sld_http_reply_t *r);
+
+/* The reason phrase of a status ("Too Many Requests"). */
+const char *sld_http_reason(int status);
+
+/* ---- for the endpoint modules (http_api.c, http_admin.c) ---------------------------------- */
+
+/* Adds a header whose value is printf'd. */
+void sld_http_add_header(sld_http_reply_t *r, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A JSON error: {"error": code, "parameter": param (if not NULL), "message": ...}. */
+void sld_http_error(sld_http_reply_t *r, int status, const char *code, const char *param,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* The admin API: `rest` is the path after "/v1/admin". */
+void sld_http_admin(sld_daemon_t *d, const sld_runtime_t *rt, const sld_http_request_t *req,
+                    sld_span_t rest, sld_http_reply_t *out);
+
+/* The configured policy named `name` (and *index, its index), or NULL. */
+const sld_policy_t *sld_http_policy_named(const sld_runtime_t *rt, sld_span_t name, size_t *index);
+/* 404, no policy named `name`. */
+void sld_http_unknown_policy(sld_http_reply_t *r, sld_span_t name);
+
+/* The key of a check request: as given, or built from its attributes by the
+ * policy's key list (into r->key). False when r already says why not. */
+bool sld_http_check_key(const sld_runtime_t *rt, const sld_policy_t *pc, const sld_check_request_t *cr,
+                        sld_http_reply_t *r, sld_span_t *key);
+
+/* Whether s[0..len) is the C string lit. */
+bool sld_span_is(sld_span_t s, const char *lit);
+
+#endif
