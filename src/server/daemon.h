@@ -44,6 +44,7 @@ typedef struct sld_stats {
     _Atomic uint64_t connections_rejected;  /* over max_connections */
     _Atomic int64_t connected;
     _Atomic uint64_t protocol_errors;       /* connections closed for bad input */
+    _Atomic uint64_t decision_errors;       /* the store could not decide (full, failing) */
     _Atomic uint64_t idle_closed;
     _Atomic uint64_t reloads;
     _Atomic uint64_t reload_failures;

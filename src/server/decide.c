@@ -17,6 +17,8 @@ int sld_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, const sl_policy_
         clock_gettime(CLOCK_MONOTONIC, &b);
         sld_metrics_latency(m, worker, (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec)));
     }
+    if (rc != SL_OK && rc != SL_EINVAL && rc != SL_ERANGE) /* not the client's mistake */
+        atomic_fetch_add(&d->stats.decision_errors, 1);
     if (rc != SL_OK || (flags & SL_DECIDE_PEEK))
         return rc;
     sld_counters_t *c = &d->counters[worker];

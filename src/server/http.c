@@ -3,10 +3,12 @@
  * h2o parses and writes HTTP; one handler on "/" hands every request to
  * sld_http_handle() and puts its reply back. Connections are counted with
  * RESP's against max_connections; over it, a connection gets a bare 503 and
- * is closed. Limits: a request line and headers as h2o allows (8 KiB: 413
- * beyond, and the connection is closed), a body up to max_request_bytes
- * (413), and a request that takes longer than idle_timeout to arrive, or a
- * keep-alive connection idle that long, is closed.
+ * is closed. Limits: a request target up to 8 KiB (414), a request line
+ * and headers up to 64 KiB or max_request_bytes if less (431; past about
+ * 400 KiB h2o itself closes the connection), a body up to
+ * max_request_bytes (413); a request that takes longer than idle_timeout
+ * (as it was at start) to arrive, or a keep-alive connection idle that
+ * long, is closed.
  *
  * Stopping: no new connections, h2o stops keeping connections alive, and
  * each connection's reading side is shut so that idle keep-alive

@@ -12,7 +12,7 @@ static const uint64_t bucket_ns[SLD_LATENCY_BUCKETS] = {
     500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000, 1000000, 10000000};
 
 /* HTTP statuses counted one by one; others fall into their class. */
-static const int statuses[] = {200, 400, 401, 403, 404, 405, 413, 429, 431, 500, 503};
+static const int statuses[] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 414, 429, 431, 500, 503};
 #define NSTATUS (sizeof statuses / sizeof statuses[0])
 
 typedef struct worker_metrics {
@@ -189,6 +189,8 @@ void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out) 
          (double)atomic_load(&d->stats.connections_rejected)},
         {"sluice_protocol_errors_total", "counter", "RESP connections closed for bad input.",
          (double)atomic_load(&d->stats.protocol_errors)},
+        {"sluice_decision_errors_total", "counter", "Decisions the store could not make (full, failing).",
+         (double)atomic_load(&d->stats.decision_errors)},
         {"sluice_idle_timeouts_total", "counter", "Connections closed for idleness.",
          (double)atomic_load(&d->stats.idle_closed)},
         {"sluice_config_reloads_total", "counter", "Configurations applied since start.",

@@ -89,14 +89,16 @@ class Daemon:
             time.sleep(0.02)
         raise AssertionError("sluiced did not become ready:\n" + self.output())
 
-    def wait_log(self, pattern, timeout=10.0):
+    def wait_log(self, pattern, timeout=10.0, count=1):
+        """Waits until `count` log lines match (a pattern seen before must
+        be waited for by its next occurrence)."""
         deadline = time.time() + timeout
         while time.time() < deadline:
-            m = re.search(pattern, self.output())
-            if m:
-                return m
+            found = list(re.finditer(pattern, self.output()))
+            if len(found) >= count:
+                return found[count - 1]
             time.sleep(0.02)
-        raise AssertionError("no log line matching %r:\n%s" % (pattern, self.output()))
+        raise AssertionError("no %d log lines matching %r:\n%s" % (count, pattern, self.output()))
 
     def client(self, **kw):
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10, **kw)

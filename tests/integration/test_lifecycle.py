@@ -43,11 +43,11 @@ class Reload(unittest.TestCase):
         with Daemon(test_clock=100 * S) as d:
             r = d.client()
             self.assertEqual(allowed(r, "per_user", "u", 2), [1, 1])
-            for bad in ["policies: [\n", BASE_CONFIG.replace("limit: 5", "limit: -5"),
-                        BASE_CONFIG.replace("sliding_window", "sliding_windw"), "threads: 2\n"]:
+            for n, bad in enumerate(["policies: [\n", BASE_CONFIG.replace("limit: 5", "limit: -5"),
+                                     BASE_CONFIG.replace("sliding_window", "sliding_windw"), "threads: 2\n"]):
                 d.write_config(bad)
                 d.signal(signal.SIGHUP)
-                d.wait_log(r"reload failed.*sluice\.yaml")
+                d.wait_log(r"reload failed.*sluice\.yaml", count=n + 1)
             info = r.info()
             self.assertEqual(info["config_reload_failures"], 4)
             self.assertEqual(info["config_generation"], 1)
