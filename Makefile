@@ -16,14 +16,16 @@ run:
 	scripts/deps.sh run
 	$(MAKE) all
 	@echo
-	@echo "sluiced is starting with sluice.example.yaml (Ctrl-C stops it). In another terminal:"
+	@echo "sluiced is starting on its built-in default, sluice.example.yaml (Ctrl-C stops it). In another terminal:"
 	@echo "  redis-cli -p 6390 CL.THROTTLE user123 15 30 60     # redis-cell's command"
 	@echo "  redis-cli -p 6390 SL.CHECK per_user alice           # a configured policy"
 	@echo "  redis-cli -p 6390 SL.POLICIES                       # what is configured"
 	@echo "  redis-cli -p 6390 INFO"
+	@echo "  curl -i 'localhost:8090/v1/check?policy=search&key=k1'   # HTTP: 200, or 429 with Retry-After"
+	@echo "  curl -s localhost:8090/metrics"
 	@echo "(./$(BUILD)/sluice demo shows the library's algorithms on the articles' scenarios.)"
 	@echo
-	./$(BUILD)/sluiced --config sluice.example.yaml
+	./$(BUILD)/sluiced
 
 test:
 	scripts/deps.sh test
@@ -47,6 +49,7 @@ bench: all
 	./$(BUILD)/sluice-bench
 	scripts/deps.sh bench
 	bench/resp_vs_redis.sh
+	bench/http_vs_nginx.sh
 
 install: all
 	cmake --install $(BUILD)
