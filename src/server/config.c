@@ -154,7 +154,7 @@ static const cyaml_schema_value_t tier_entry = {
 };
 
 static const cyaml_schema_field_t policy_fields[] = {
-    STR("name", 0, raw_policy_t, name),
+    STR("name", OPT, raw_policy_t, name),  /* required: get_policy() says so, or names it */
     CYAML_FIELD_SEQUENCE("key", NULLABLE | OPT, raw_policy_t, key, &string_entry, 0,
                          SLD_MAX_KEY_ATTRS),
     STR("mode", OPT, raw_policy_t, mode),
@@ -233,6 +233,7 @@ typedef struct frame {
 
 typedef struct ctx {
     const char *name;  /* stands for the path in messages */
+    const char *policy_name; /* one policy from the admin API: its name, from the path */
     const char *yaml;
     size_t len;
     char *err;
@@ -1274,9 +1275,16 @@ static int get_tiers(ctx_t *c, const char *path, const raw_policy_t *r, sld_poli
 
 static int get_policy(ctx_t *c, const char *path, const raw_policy_t *r, sld_policy_t *pol,
                       uint32_t max_key_bytes) {
-    char p[PATH_BUF], b[SHOW_MAX + 8];
+    char p[PATH_BUF], b[SHOW_MAX + 8], in[PATH_BUF + 8];
     int rc;
-    if ((rc = get_name(c, join(p, sizeof p, path, "name"), r->name, &pol->name)))
+    const char *name = r->name ? r->name : c->policy_name;
+    if (name == NULL)
+        return report(c, path_line(c, path, 1), "missing required key \"name\" %s",
+                      where(path, in, sizeof in));
+    if (r->name && c->policy_name && strcmp(r->name, c->policy_name) != 0)
+        return bad(c, join(p, sizeof p, path, "name"), "\"%s\" is not the name in the path, \"%s\"",
+                   show(r->name, b), c->policy_name);
+    if ((rc = get_name(c, join(p, sizeof p, path, "name"), name, &pol->name)))
         return rc;
     if ((rc = get_key_attrs(c, join(p, sizeof p, path, "key"), r, pol)))
         return rc;
@@ -1513,10 +1521,10 @@ static sld_config_t *config_defaults(ctx_t *c) {
     return cfg;
 }
 
-int sld_config_parse(const char *name, const char *yaml, size_t len, sld_config_t **out,
-                     char *err, size_t err_len) {
-    ctx_t c = {.name = name ? name : "(embedded default)", .yaml = yaml, .len = len,
-               .err = err, .err_len = err_len};
+static int parse(const char *name, const char *policy_name, const char *yaml, size_t len,
+                 sld_config_t **out, char *err, size_t err_len) {
+    ctx_t c = {.name = name ? name : "(embedded default)", .policy_name = policy_name, .yaml = yaml,
+               .len = len, .err = err, .err_len = err_len};
     if (err && err_len)
         err[0] = '\0';
     if (out == NULL || (yaml == NULL && len != 0))
@@ -1560,6 +1568,11 @@ int sld_config_parse(const char *name, const char *yaml, size_t len, sld_config_
     }
     *out = cfg;
     return SL_OK;
+}
+
+int sld_config_parse(const char *name, const char *yaml, size_t len, sld_config_t **out,
+                     char *err, size_t err_len) {
+    return parse(name, NULL, yaml, len, out, err, err_len);
 }
 
 int sld_config_load(const char *path, sld_config_t **out, char *err, size_t err_len) {
@@ -1733,11 +1746,45 @@ sld_config_t *sld_config_edit(const sld_config_t *cfg, const sld_policy_t *put, 
     return c;
 }
 
-int sld_config_parse_policy(const char *name, const char *json, size_t len, sld_policy_t **out,
-                            char *err, size_t err_len) {
+/* Messages about the wrapped document, told about the body instead: lines
+ * counted from the body's first, "policies[0]." left out. */
+static void unwrap_error(char *err, size_t err_len, long shift) {
+    const char *prefix = "request body:";
+    size_t pl = strlen(prefix);
+    char out[SLD_MAX_ERROR], *o = out;
+    size_t room = sizeof out;
+    const char *m = err;
+    if (strncmp(m, prefix, pl) == 0 && isdigit((unsigned char)m[pl])) {
+        char *end;
+        long line = strtol(m + pl, &end, 10) - shift;
+        int n = snprintf(o, room, "request body:%ld", line > 0 ? line : 1);
+        o += n;
+        room -= (size_t)n;
+        m = end;
+    }
+    while (*m && room > 1) {
+        if (strncmp(m, "policies[0].", 12) == 0) {
+            m += 12;
+        } else if (strncmp(m, "in policies[0]", 14) == 0) {
+            int n = snprintf(o, room, "in the policy");
+            o += n < (int)room ? n : (int)room - 1;
+            room -= n < (int)room ? (size_t)n : room - 1;
+            m += 14;
+        } else {
+            *o++ = *m++;
+            room--;
+        }
+    }
+    *o = '\0';
+    snprintf(err, err_len, "%s", out);
+}
+
+int sld_config_parse_policy(const char *name, const char *json, size_t len, uint32_t max_key_bytes,
+                            sld_policy_t **out, char *err, size_t err_len) {
     /* The body is the policy as the file writes it, in JSON, which is YAML's
-     * flow syntax: it goes through the very same loader and checks. The name
-     * is checked first: it goes into that document unquoted by JSON rules. */
+     * flow syntax: it goes through the very same loader and checks, in a
+     * document with the running key size limit. The name comes from the
+     * path; the body may repeat it. */
     size_t n = strlen(name);
     bool name_ok = n >= 1 && n <= 64;
     for (size_t k = 0; name_ok && k < n; k++)
@@ -1753,24 +1800,25 @@ int sld_config_parse_policy(const char *name, const char *json, size_t len, sld_
         snprintf(err, err_len, "request body: expected a JSON object");
         return SL_EINVAL;
     }
-    size_t rest = i + 1;
-    while (rest < len && (json[rest] == ' ' || json[rest] == '\t' || json[rest] == '\r' || json[rest] == '\n'))
-        rest++;
     sld_buf_t doc = {0};
-    sld_buf_printf(&doc, "policies:\n  - {\"name\": \"%s\"", name);
-    if (rest < len && json[rest] != '}')
-        sld_buf_append(&doc, ", ", 2);
-    sld_buf_append(&doc, json + i + 1, len - i - 1);
+    sld_buf_printf(&doc, "limits: {max_key_bytes: %u}\npolicies:\n  - ", max_key_bytes);
+    sld_buf_append(&doc, json + i, len - i);
     sld_buf_append(&doc, "\n", 1);
     if (doc.failed) {
         sld_buf_free(&doc);
         return SL_ENOMEM;
     }
+    long shift = 2; /* the document's lines before the body's '{' ... */
+    for (size_t k = 0; k < i; k++)
+        shift -= json[k] == '\n'; /* ... less the body's own, which were dropped */
     sld_config_t *cfg = NULL;
-    int rc = sld_config_parse("request body", doc.data, doc.len, &cfg, err, err_len);
+    int rc = parse("request body", name, doc.data, doc.len, &cfg, err, err_len);
     sld_buf_free(&doc);
-    if (rc != SL_OK)
+    if (rc != SL_OK) {
+        if (err && err_len)
+            unwrap_error(err, err_len, shift);
         return rc;
+    }
     sld_policy_t *p = malloc(sizeof *p);
     if (p == NULL) {
         sld_config_free(cfg);

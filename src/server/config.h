@@ -91,9 +91,11 @@ void sld_config_free(sld_config_t *config);
 sld_config_t *sld_config_edit(const sld_config_t *cfg, const sld_policy_t *put, const char *remove);
 
 /* Parses one policy, written as in the file but in JSON, and validates it
- * with the file's rules; `name` is its name. Errors as sld_config_parse(). */
-int sld_config_parse_policy(const char *name, const char *json, size_t len, sld_policy_t **out,
-                            char *err, size_t err_len);
+ * with the file's rules, tier keys against max_key_bytes; `name` is its name
+ * (the body may give it too, the same). Errors as sld_config_parse(), lines
+ * counted in the body ("request body:1: limits[0].limit: ..."). */
+int sld_config_parse_policy(const char *name, const char *json, size_t len, uint32_t max_key_bytes,
+                            sld_policy_t **out, char *err, size_t err_len);
 void sld_config_policy_free(sld_policy_t *policy);
 
 /* Parses "250ms", "2s", "1.5m", "1h", "7d", "100us" (a bare number = seconds)

@@ -145,8 +145,8 @@ static void put_policy(sld_daemon_t *d, const sld_runtime_t *rt, const char *nam
                        const sld_http_request_t *req, sld_http_reply_t *r) {
     char err[SLD_MAX_ERROR] = "", why[128];
     sld_policy_t *pol = NULL;
-    int rc = sld_config_parse_policy(name, req->body.ptr ? req->body.ptr : "", req->body.len, &pol, err,
-                                     sizeof err);
+    int rc = sld_config_parse_policy(name, req->body.ptr ? req->body.ptr : "", req->body.len,
+                                     rt->cfg->max_key_bytes, &pol, err, sizeof err);
     if (rc != SL_OK) {
         sld_http_error(r, rc == SL_ENOMEM ? 503 : 400, "invalid_policy", "body", "%s",
                        rc == SL_ENOMEM ? "out of memory" : err);

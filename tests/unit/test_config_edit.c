@@ -27,7 +27,7 @@ static void parse_policy_from_json(void **state) {
     sld_policy_t *p = NULL;
     const char ok[] = " {\"mode\": \"soft\", \"soft_percent\": 20, \"key\": [\"ip\"],"
                       " \"limits\": [{\"algorithm\": \"sliding_window\", \"limit\": 100, \"period\": \"1m\", \"precision\": 6}]}";
-    assert_int_equal(sld_config_parse_policy("per_ip", ok, sizeof ok - 1, &p, err, sizeof err), SL_OK);
+    assert_int_equal(sld_config_parse_policy("per_ip", ok, sizeof ok - 1, 1024, &p, err, sizeof err), SL_OK);
     assert_string_equal(p->name, "per_ip");
     assert_int_equal(p->mode, SL_MODE_SOFT);
     assert_int_equal(p->limits[0].precision, 6);
@@ -44,15 +44,50 @@ static void parse_policy_from_json(void **state) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         p = NULL;
         err[0] = '\0';
-        int rc = sld_config_parse_policy("x", bad[i], strlen(bad[i]), &p, err, sizeof err);
+        int rc = sld_config_parse_policy("x", bad[i], strlen(bad[i]), 1024, &p, err, sizeof err);
         if (rc == SL_OK)
             fail_msg("accepted: %s", bad[i]);
         assert_null(p);
         assert_true(strlen(err) > 0);
     }
     const char good[] = "{\"limits\": [{\"algorithm\": \"gcra\", \"limit\": 1, \"period\": \"1s\"}]}";
-    assert_int_equal(sld_config_parse_policy("bad\"name", good, sizeof good - 1, &p, err, sizeof err), SL_EINVAL);
-    assert_int_equal(sld_config_parse_policy("", good, sizeof good - 1, &p, err, sizeof err), SL_EINVAL);
+    assert_int_equal(sld_config_parse_policy("bad\"name", good, sizeof good - 1, 1024, &p, err, sizeof err), SL_EINVAL);
+    assert_int_equal(sld_config_parse_policy("", good, sizeof good - 1, 1024, &p, err, sizeof err), SL_EINVAL);
+}
+
+/* The body may name itself (the same name), errors are told about the body,
+ * and tier keys obey the running max_key_bytes. */
+static void parse_policy_body_and_errors(void **state) {
+    (void)state;
+    char err[SLD_MAX_ERROR];
+    sld_policy_t *p = NULL;
+    const char named[] = "{\"name\": \"x\", \"limits\": [{\"algorithm\": \"gcra\", \"limit\": 1, \"period\": \"1s\"}]}";
+    assert_int_equal(sld_config_parse_policy("x", named, sizeof named - 1, 1024, &p, err, sizeof err), SL_OK);
+    assert_string_equal(p->name, "x");
+    sld_config_policy_free(p);
+    p = NULL;
+    assert_int_equal(sld_config_parse_policy("y", named, sizeof named - 1, 1024, &p, err, sizeof err), SL_EINVAL);
+    assert_non_null(strstr(err, "request body:1: name: \"x\" is not the name in the path, \"y\""));
+
+    const char line3[] = "\n{\n  \"limits\": [{\"algorithm\": \"gcra\", \"limit\": 0, \"period\": \"1s\"}]}";
+    assert_int_equal(sld_config_parse_policy("x", line3, sizeof line3 - 1, 1024, &p, err, sizeof err), SL_EINVAL);
+    if (strncmp(err, "request body:3: limits[0].limit:", 32) != 0)
+        fail_msg("got: %s", err);
+    assert_null(strstr(err, "policies["));
+
+    char body[4096];
+    char key[2001];
+    memset(key, 'k', 2000);
+    key[2000] = '\0';
+    snprintf(body, sizeof body, "{\"limits\": [{\"algorithm\": \"gcra\", \"limit\": 1, \"period\": \"1s\"}], "
+             "\"tiers\": [{\"name\": \"t\", \"keys\": [\"%s\"], \"limits\": [{\"algorithm\": \"gcra\", "
+             "\"limit\": 2, \"period\": \"1s\"}]}]}", key);
+    assert_int_equal(sld_config_parse_policy("x", body, strlen(body), 4096, &p, err, sizeof err), SL_OK);
+    sld_config_policy_free(p);
+    p = NULL;
+    assert_int_equal(sld_config_parse_policy("x", body, strlen(body), 1999, &p, err, sizeof err), SL_EINVAL);
+    assert_non_null(strstr(err, "tiers[0].keys[0]: a key must be 1 to 1999 bytes"));
+    assert_null(p);
 }
 
 static void edit_replaces_adds_removes(void **state) {
@@ -61,7 +96,7 @@ static void edit_replaces_adds_removes(void **state) {
     char err[SLD_MAX_ERROR];
     sld_policy_t *p = NULL;
     const char json[] = "{\"limits\": [{\"algorithm\": \"token_bucket\", \"limit\": 5, \"period\": \"1s\"}]}";
-    assert_int_equal(sld_config_parse_policy("a", json, sizeof json - 1, &p, err, sizeof err), SL_OK);
+    assert_int_equal(sld_config_parse_policy("a", json, sizeof json - 1, 1024, &p, err, sizeof err), SL_OK);
 
     sld_config_t *replaced = sld_config_edit(cfg, p, NULL);
     assert_non_null(replaced);
@@ -73,7 +108,7 @@ static void edit_replaces_adds_removes(void **state) {
 
     sld_config_policy_free(p);
     const char json2[] = "{\"limits\": [{\"algorithm\": \"gcra\", \"limit\": 3, \"period\": \"1s\"}]}";
-    assert_int_equal(sld_config_parse_policy("c", json2, sizeof json2 - 1, &p, err, sizeof err), SL_OK);
+    assert_int_equal(sld_config_parse_policy("c", json2, sizeof json2 - 1, 1024, &p, err, sizeof err), SL_OK);
     sld_config_t *added = sld_config_edit(replaced, p, "b");
     assert_non_null(added);
     assert_int_equal(added->npolicies, 2);
@@ -91,6 +126,7 @@ static void edit_replaces_adds_removes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parse_policy_from_json),
+        cmocka_unit_test(parse_policy_body_and_errors),
         cmocka_unit_test(edit_replaces_adds_removes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
