@@ -8,7 +8,7 @@ build="cmake make gcc pkg-config libxxhash-dev libuv1-dev libcyaml-dev libyaml-d
 case "${1:-test}" in
   run)  want="$build redis-tools curl" ;;
   test) want="$build libcmocka-dev clang libclang-rt-dev python3 python3-redis redis-tools curl nginx" ;;
-  bench) want="$build redis-server redis-tools nginx wrk" ;;
+  bench) want="$build redis-server redis-tools nginx wrk curl" ;;
   *) echo "usage: $0 run|test|bench" >&2; exit 2 ;;
 esac
 missing=""

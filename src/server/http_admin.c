@@ -148,7 +148,8 @@ static void put_policy(sld_daemon_t *d, const sld_runtime_t *rt, const char *nam
     int rc = sld_config_parse_policy(name, req->body.ptr ? req->body.ptr : "", req->body.len,
                                      rt->cfg->max_key_bytes, &pol, err, sizeof err);
     if (rc != SL_OK) {
-        sld_http_error(r, rc == SL_ENOMEM ? 503 : 400, "invalid_policy", "body", "%s",
+        bool bad_name = strncmp(err, "policy name:", 12) == 0;
+        sld_http_error(r, rc == SL_ENOMEM ? 503 : 400, "invalid_policy", bad_name ? "policy" : "body", "%s",
                        rc == SL_ENOMEM ? "out of memory" : err);
         return;
     }

@@ -326,7 +326,8 @@ static bool decide(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt, si
 
 static void check(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
                   const sld_http_request_t *req, sld_http_reply_t *r) {
-    bool get = sld_span_is(req->method, "GET") || sld_span_is(req->method, "HEAD");
+    /* Not HEAD: it would be charged like a GET, and HEAD must change nothing. */
+    bool get = sld_span_is(req->method, "GET");
     if (!get && !sld_span_is(req->method, "POST")) {
         method_not_allowed(r, "GET, POST");
         return;

@@ -434,8 +434,10 @@ static void check_get_allowed(void **state) {
     assert_string_equal(hval(f, "X-RateLimit-Reset"), "7");
     expect_no_header(f, "Retry-After");
 
-    /* HEAD is a GET; another key has its own budget */
+    /* HEAD would charge like a GET but must change nothing: refused */
     call(f, "HEAD", "/v1/check?policy=fw&key=bob", NULL, NULL);
+    expect_status(f, 405);
+    call(f, "GET", "/v1/check?policy=fw&key=bob", NULL, NULL);
     expect_status(f, 200);
     assert_int_equal(jnum(f, "remaining"), 2);
 }
@@ -1131,7 +1133,7 @@ static void admin_put_and_delete(void **state) {
     admin(f, "PUT", "/v1/admin/policies/fresh", NULL);
     expect_error(f, 400, "invalid_policy", "body");
     admin(f, "PUT", "/v1/admin/policies/bad%20name", policy);
-    expect_error(f, 400, "invalid_policy", "body");
+    expect_error(f, 400, "invalid_policy", "policy");
     admin(f, "GET", "/v1/admin/policies", NULL);
     expect_contains(body(f), "{\"generation\":4,");
     assert_null(strstr(body(f), "bad%20name"));

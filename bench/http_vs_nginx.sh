@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# http_vs_nginx.sh -- sluiced's HTTP front against nginx limit_req, in one run.
+#
+# wrk (-t2 --latency, CONNS connections, a random key out of KEYSPACE per
+# request) drives, with the same settings:
+#   nginx     the peer kit's pass/spread case: `limit_req zone=z burst=1000
+#             nodelay` keyed by $arg_key (rate 1000000r/s), answering
+#             empty_gif, with WORKERS worker processes; the peer kit's
+#             wrk/randkey.lua appends ?key=<k>;
+#   sluiced   GET /v1/check?policy=bench&key=<k> on its HTTP port, a policy
+#             that allows everything (token_bucket 1000000 per 1s), with
+#             THREADS worker threads; a copy of randkey.lua that appends
+#             &key=<k> (written to the output directory).
+# Both allow every request, so this compares the cost of a decision over
+# HTTP/1.1 keep-alive. Every case runs RUNS times for DUR seconds; the median
+# is reported with its spread. Output: JSON lines, then a table with the
+# ratio sluiced/nginx (same thread count, same connections) and both p99s.
+# Servers are started and stopped here (by PID, loopback only), with the
+# peer kit's helpers (../../shared/bench/peers/common.sh).
+#
+#   bench/http_vs_nginx.sh                       # everything (~5 min)
+#   RUNS=5 PIN=1 bench/http_vs_nginx.sh          # PIN=1: servers on CPU 0, wrk on CPU 1
+#   RUNS=1 DUR=2 CONNS=64 THREADS=1 WORKERS=1 bench/http_vs_nginx.sh   # smoke
+#
+# Knobs: RUNS (3), DUR (10, seconds), CONNS ("64 256"), KEYSPACE (100000),
+# PIN (0), THREADS ("1 2", sluiced), WORKERS ("1 2", nginx), WRK_THREADS (2),
+# SLUICED (build/sluiced), NGINX (nginx on PATH, else /usr/sbin/nginx),
+# NGINX_PORT (18080), SLUICED_PORT (18091).
+set -u
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PEERS="${PEERS:-$ROOT/../shared/bench/peers}"
+# shellcheck source=/dev/null
+source "$PEERS/common.sh"
+# shellcheck source=/dev/null
+source "$PEERS/wrk_common.sh"   # to_ms
+
+DUR=${DUR:-10}
+CONNS=${CONNS:-"64 256"}
+KEYSPACE=${KEYSPACE:-100000}
+PIN=${PIN:-0}
+THREADS=${THREADS:-"1 2"}
+WORKERS=${WORKERS:-"1 2"}
+WRK_THREADS=${WRK_THREADS:-2}
+SLUICED=${SLUICED:-$ROOT/build/sluiced}
+NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+NGINX_PORT=${NGINX_PORT:-18080}
+SLUICED_PORT=${SLUICED_PORT:-18091}
+OUT=$(mktemp -d /tmp/http-vs-nginx.XXXXXX)
+
+SRV_PIN=(); CLI_PIN=()
+if [ "$PIN" = 1 ]; then SRV_PIN=(taskset -c 0); CLI_PIN=(taskset -c 1); fi
+
+[ -x "$SLUICED" ] || { echo "no sluiced at $SLUICED (make first)" >&2; exit 1; }
+[ -x "$NGINX" ] || { echo "no nginx at $NGINX (apt-get install nginx)" >&2; exit 1; }
+command -v wrk >/dev/null || { echo "no wrk (apt-get install wrk)" >&2; exit 1; }
+
+# The peer kit's randkey.lua with one change: "&key=" when the path already
+# has a query (sluiced's /v1/check?policy=bench), "?key=" otherwise.
+sed -e '1i -- written by bench/http_vs_nginx.sh: the peer kit randkey.lua, with &key= after a query' \
+    -e 's/wrk\.path \.\. "?key=" \.\. k/wrk.path .. sep .. "key=" .. k/' \
+    -e 's/^function init(args)$/function init(args)\n  sep = wrk.path:find("?", 1, true) and "\&" or "?"/' \
+    "$PEERS/wrk/randkey.lua" >"$OUT/randkey_query.lua"
+grep -q 'sep .. "key="' "$OUT/randkey_query.lua" && grep -q '^  sep = ' "$OUT/randkey_query.lua" \
+  || { echo "could not adapt $PEERS/wrk/randkey.lua" >&2; exit 1; }
+
+# run_wrk SCRIPT URL CONNS LOG -> "rps p50_ms p99_ms total non2xx sockerr"
+run_wrk() {
+  local script=$1 url=$2 conns=$3 log=$4
+  "${CLI_PIN[@]}" wrk -t"$WRK_THREADS" -c"$conns" -d"${DUR}s" --latency -s "$script" "$url" -- "$KEYSPACE" >"$log" 2>&1
+  local rps p50 p99 total non2xx errs
+  rps=$(awk '/^Requests\/sec:/{print $2}' "$log")
+  p50=$(to_ms "$(awk '$1=="50%"{print $2}' "$log")")
+  p99=$(to_ms "$(awk '$1=="99%"{print $2}' "$log")")
+  total=$(awk '/requests in/{print $1}' "$log")
+  non2xx=$(awk '/Non-2xx or 3xx responses:/{print $NF}' "$log")
+  errs=$(awk '/Socket errors:/{sub(/.*Socket errors: /,""); gsub(/ /,""); print}' "$log")
+  echo "${rps:-NA} ${p50:-NA} ${p99:-NA} ${total:-0} ${non2xx:-0} ${errs:-none}"
+}
+
+# measure SERVER THREADS SCRIPT URL CONNS: one JSON line
+measure() {
+  local server=$1 threads=$2 script=$3 url=$4 conns=$5
+  local rps=() p50=() p99=() bad=0 errs=none i r q50 q99 tot n2 er
+  for i in $(seq "$RUNS"); do
+    read -r r q50 q99 tot n2 er <<<"$(run_wrk "$script" "$url" "$conns" "$OUT/wrk-$server-$threads-$conns-$i.log")"
+    rps+=("$r"); p50+=("$q50"); p99+=("$q99")
+    bad=$((bad + n2)); [ "$er" != none ] && errs=$er
+  done
+  local m lo hi m50 m99
+  read -r m lo hi <<<"$(printf '%s\n' "${rps[@]}" | grep -v NA | stats)"
+  read -r m50 _ _ <<<"$(printf '%s\n' "${p50[@]}" | grep -v NA | stats)"
+  read -r m99 _ _ <<<"$(printf '%s\n' "${p99[@]}" | grep -v NA | stats)"
+  [ "$bad" -gt 0 ] && echo "warning: $server threads=$threads c=$conns: $bad answers were not 2xx" >&2
+  [ "$errs" != none ] && echo "warning: $server threads=$threads c=$conns: socket errors $errs" >&2
+  printf '{"bench":"http","server":"%s","threads":%s,"case":"pass/spread","conns":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"non2xx":%s,"runs":%s,"dur_s":%s,"keyspace":%s}\n' \
+    "$server" "$threads" "$conns" "$m" "$lo" "$hi" "$m50" "$m99" "$bad" "$RUNS" "$DUR" "$KEYSPACE" | tee -a "$OUT/lines"
+}
+
+write_nginx_conf() {  # WORKERS
+  mkdir -p "$OUT/nginx"/{body,proxy,fastcgi,uwsgi,scgi}
+  chmod 755 "$OUT"   # as root, nginx's workers run as nobody
+  cat >"$OUT/nginx/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes $1;
+pid $OUT/nginx/nginx.pid;
+error_log $OUT/nginx/error.log warn;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  keepalive_requests 100000000;   # default 1000 would make wrk reconnect
+  keepalive_timeout 65s;
+  client_body_temp_path $OUT/nginx/body;
+  proxy_temp_path $OUT/nginx/proxy;
+  fastcgi_temp_path $OUT/nginx/fastcgi;
+  uwsgi_temp_path $OUT/nginx/uwsgi;
+  scgi_temp_path $OUT/nginx/scgi;
+  default_type text/plain;
+  limit_req_zone \$arg_key zone=z:64m rate=1000000r/s;
+  limit_req_status 429;
+  limit_req_log_level info;
+  server {
+    listen 127.0.0.1:$NGINX_PORT backlog=4096;
+    location = /pass { limit_req zone=z burst=1000 nodelay; empty_gif; }
+  }
+}
+EOF
+}
+
+cat >"$OUT/sluice.yaml" <<EOF
+listen: {resp: 127.0.0.1:0, http: 127.0.0.1:$SLUICED_PORT}
+limits: {max_connections: 10000}
+policies:
+  - name: bench
+    limits: [{algorithm: token_bucket, limit: 1000000, period: 1s}]
+EOF
+
+port_free "$NGINX_PORT" || exit 1
+port_free "$SLUICED_PORT" || exit 1
+
+{
+  echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cores; pin=$PIN conns=\"$CONNS\" keyspace=$KEYSPACE runs=$RUNS dur=${DUR}s wrk -t$WRK_THREADS"
+  echo "# $("$NGINX" -v 2>&1); $("$SLUICED" --version); wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}')"
+  echo "# nginx: limit_req burst=1000 nodelay on \$arg_key, empty_gif; sluiced: GET /v1/check, token_bucket 1000000/s"
+} | tee "$OUT/header"
+
+for w in $WORKERS; do
+  write_nginx_conf "$w"
+  "$NGINX" -t -p "$OUT/nginx/" -c "$OUT/nginx/nginx.conf" -e "$OUT/nginx/error.log" >/dev/null 2>&1 \
+    || { "$NGINX" -t -p "$OUT/nginx/" -c "$OUT/nginx/nginx.conf" -e "$OUT/nginx/error.log"; exit 1; }
+  start_bg nginx "$OUT/nginx-$w.log" "${SRV_PIN[@]}" "$NGINX" -p "$OUT/nginx/" -c "$OUT/nginx/nginx.conf" -e "$OUT/nginx/error.log"
+  wait_port 127.0.0.1 "$NGINX_PORT" || exit 1
+  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NGINX_PORT/pass?key=probe")
+  [ "$code" = 200 ] || { echo "nginx /pass answered $code, not 200" >&2; exit 1; }
+  for c in $CONNS; do
+    measure nginx "$w" "$PEERS/wrk/randkey.lua" "http://127.0.0.1:$NGINX_PORT/pass" "$c"
+  done
+  stop_named nginx
+done
+
+for t in $THREADS; do
+  start_bg sluiced "$OUT/sluiced-$t.log" "${SRV_PIN[@]}" "$SLUICED" --config "$OUT/sluice.yaml" --threads "$t"
+  if ! wait_port 127.0.0.1 "$SLUICED_PORT"; then
+    echo "sluiced did not open its HTTP port $SLUICED_PORT (no HTTP front in this build?):" >&2
+    cat "$OUT/sluiced-$t.log" >&2
+    exit 1
+  fi
+  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SLUICED_PORT/v1/check?policy=bench&key=probe")
+  [ "$code" = 200 ] || { echo "sluiced /v1/check answered $code, not 200" >&2; exit 1; }
+  for c in $CONNS; do
+    measure sluiced "$t" "$OUT/randkey_query.lua" "http://127.0.0.1:$SLUICED_PORT/v1/check?policy=bench" "$c"
+  done
+  stop_named sluiced
+done
+
+echo
+awk -F'[:,{}"]+' '
+  { for (i = 2; i < NF; i += 2) v[$i] = $(i + 1)
+    key = v["server"] "|" v["threads"] "|" v["conns"]
+    rps[key] = v["rps"]; lo[key] = v["rps_min"]; hi[key] = v["rps_max"]
+    p50[key] = v["p50_ms"]; p99[key] = v["p99_ms"]; order[++n] = key }
+  END {
+    printf "%-8s %3s %5s %10s %22s %8s %8s %14s %14s\n", "server", "thr", "conns", "req/s", "[min..max]", "p50 ms", "p99 ms", "sluiced/nginx", "nginx p99 ms"
+    for (k = 1; k <= n; k++) {
+      split(order[k], f, "|")
+      ng = "nginx|" f[2] "|" f[3]
+      ratio = ""; np99 = ""
+      if (f[1] == "sluiced" && (ng in rps) && rps[ng] > 0) { ratio = sprintf("%.2fx", rps[order[k]] / rps[ng]); np99 = p99[ng] }
+      printf "%-8s %3s %5s %10d %22s %8s %8s %14s %14s\n", f[1], f[2], f[3], rps[order[k]],
+        "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]], ratio, np99 }
+  }' "$OUT/lines"
+echo "# thr: nginx worker processes / sluiced threads; the ratio compares equal thread counts and connections"
+echo "# raw: $OUT"
