@@ -69,3 +69,22 @@ void sld_buf_free(sld_buf_t *b) {
     free(b->data);
     *b = (sld_buf_t){0};
 }
+
+void sld_buf_append_u64(sld_buf_t *b, uint64_t v) {
+    char tmp[20];
+    size_t i = sizeof tmp;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    sld_buf_append(b, tmp + i, sizeof tmp - i);
+}
+
+void sld_buf_append_i64(sld_buf_t *b, int64_t v) {
+    if (v < 0) {
+        sld_buf_append(b, "-", 1);
+        sld_buf_append_u64(b, 0 - (uint64_t)v);
+    } else {
+        sld_buf_append_u64(b, (uint64_t)v);
+    }
+}

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct sld_buf {
     char *data;
@@ -20,6 +21,11 @@ typedef struct sld_buf {
 bool sld_buf_reserve(sld_buf_t *b, size_t more);
 void sld_buf_append(sld_buf_t *b, const void *data, size_t len);
 void sld_buf_append_str(sld_buf_t *b, const char *s);
+/* A decimal number, without printf (which costs more than a decision). */
+void sld_buf_append_u64(sld_buf_t *b, uint64_t v);
+void sld_buf_append_i64(sld_buf_t *b, int64_t v);
+/* A string literal, its length known at compile time. */
+#define sld_buf_append_lit(b, lit) sld_buf_append((b), (lit), sizeof(lit) - 1)
 /* printf into the buffer. */
 void sld_buf_printf(sld_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Drops the first n bytes (what has been sent or consumed). */

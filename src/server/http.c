@@ -97,12 +97,31 @@ static sld_span_t find_header(void *ctx, const char *name, size_t len) {
     return (sld_span_t){joined, at};
 }
 
-static char *lower_copy(h2o_mem_pool_t *pool, const char *s, size_t *len) {
-    *len = strlen(s);
-    char *out = h2o_mem_alloc_pool(pool, *len);
-    for (size_t i = 0; i < *len; i++)
-        out[i] = (char)((s[i] >= 'A' && s[i] <= 'Z') ? s[i] + 32 : s[i]);
-    return out;
+/* The wire forms of sluiced's response headers: the lower-case names
+ * HTTP/2 needs, h2o's token where it has one; nothing is looked up per
+ * request. */
+static const struct wire_header {
+    const char *lower;
+    size_t len;
+    const h2o_token_t *token;
+} wire[SLD_H_COUNT] = {
+    [SLD_H_RATELIMIT_POLICY] = {"ratelimit-policy", 16, NULL},
+    [SLD_H_RATELIMIT] = {"ratelimit", 9, NULL},
+    [SLD_H_X_RATELIMIT_LIMIT] = {"x-ratelimit-limit", 17, NULL},
+    [SLD_H_X_RATELIMIT_REMAINING] = {"x-ratelimit-remaining", 21, NULL},
+    [SLD_H_X_RATELIMIT_RESET] = {"x-ratelimit-reset", 17, NULL},
+    [SLD_H_RETRY_AFTER] = {"retry-after", 11, H2O_TOKEN_RETRY_AFTER},
+    [SLD_H_ALLOW] = {"allow", 5, H2O_TOKEN_ALLOW},
+    [SLD_H_WWW_AUTHENTICATE] = {"www-authenticate", 16, H2O_TOKEN_WWW_AUTHENTICATE},
+};
+
+static void add_header(h2o_req_t *req, const sld_http_header_t *h, const char *value) {
+    h2o_iovec_t v = h2o_strdup(&req->pool, value, h->len);
+    const struct wire_header *w = &wire[h->id];
+    if (w->token)
+        h2o_add_header(&req->pool, &req->res.headers, w->token, h->name, v.base, v.len);
+    else
+        h2o_add_header_by_str(&req->pool, &req->res.headers, w->lower, w->len, 0, h->name, v.base, v.len);
 }
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req) {
@@ -152,13 +171,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     if (r->content_type)
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, "Content-Type", r->content_type,
                        strlen(r->content_type));
-    for (size_t i = 0; i < r->nheaders; i++) {
-        size_t nlen;
-        char *name = lower_copy(&req->pool, r->headers[i].name, &nlen);
-        h2o_iovec_t value = h2o_strdup(&req->pool, r->values.data + r->headers[i].off, r->headers[i].len);
-        h2o_add_header_by_str(&req->pool, &req->res.headers, name, nlen, 1, r->headers[i].name, value.base,
-                              value.len);
-    }
+    for (size_t i = 0; i < r->nheaders; i++)
+        add_header(req, &r->headers[i], r->values.data + r->headers[i].off);
     req->res.content_length = r->body.len;
     h2o_send_inline(req, r->body.len ? r->body.data : "", r->body.len);
     return 0;

@@ -210,7 +210,7 @@ static void policy_endpoint(sld_daemon_t *d, const sld_runtime_t *rt, const sld_
         delete_policy(d, cname, r);
     } else {
         sld_http_error(r, 405, "method_not_allowed", NULL, "this path takes GET, PUT, DELETE");
-        sld_http_add_header(r, "Allow", "GET, PUT, DELETE");
+        sld_http_add_header(r, SLD_H_ALLOW, "GET, PUT, DELETE");
     }
 }
 
@@ -267,7 +267,7 @@ static bool post_only(const sld_http_request_t *req, sld_http_reply_t *r) {
     if (sld_span_is(req->method, "POST"))
         return true;
     sld_http_error(r, 405, "method_not_allowed", NULL, "this path takes POST");
-    sld_http_add_header(r, "Allow", "POST");
+    sld_http_add_header(r, SLD_H_ALLOW, "POST");
     return false;
 }
 
@@ -280,7 +280,7 @@ void sld_http_admin(sld_daemon_t *d, const sld_runtime_t *rt, const sld_http_req
     }
     if (!authorised(cfg, req)) {
         sld_http_error(r, 401, "unauthorized", NULL, "the admin API needs Authorization: Bearer <admin_token>");
-        sld_http_add_header(r, "WWW-Authenticate", "Bearer realm=\"sluice admin\"");
+        sld_http_add_header(r, SLD_H_WWW_AUTHENTICATE, "Bearer realm=\"sluice admin\"");
         return;
     }
     if (sld_span_is(rest, "/policies")) {
@@ -288,7 +288,7 @@ void sld_http_admin(sld_daemon_t *d, const sld_runtime_t *rt, const sld_http_req
             list_policies(rt, r);
         } else {
             sld_http_error(r, 405, "method_not_allowed", NULL, "this path takes GET");
-            sld_http_add_header(r, "Allow", "GET");
+            sld_http_add_header(r, SLD_H_ALLOW, "GET");
         }
     } else if (rest.len > 10 && memcmp(rest.ptr, "/policies/", 10) == 0) {
         policy_endpoint(d, rt, req, (sld_span_t){rest.ptr + 10, rest.len - 10}, r);

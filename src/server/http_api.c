@@ -71,7 +71,18 @@ void sld_http_reply_free(sld_http_reply_t *r) {
     sld_buf_free(&r->key);
 }
 
-void sld_http_add_header(sld_http_reply_t *r, const char *name, const char *fmt, ...) {
+const char *const sld_http_header_names[SLD_H_COUNT] = {
+    [SLD_H_RATELIMIT_POLICY] = "RateLimit-Policy",
+    [SLD_H_RATELIMIT] = "RateLimit",
+    [SLD_H_X_RATELIMIT_LIMIT] = "X-RateLimit-Limit",
+    [SLD_H_X_RATELIMIT_REMAINING] = "X-RateLimit-Remaining",
+    [SLD_H_X_RATELIMIT_RESET] = "X-RateLimit-Reset",
+    [SLD_H_RETRY_AFTER] = "Retry-After",
+    [SLD_H_ALLOW] = "Allow",
+    [SLD_H_WWW_AUTHENTICATE] = "WWW-Authenticate",
+};
+
+void sld_http_add_header(sld_http_reply_t *r, sld_http_header_id_t id, const char *fmt, ...) {
     if (r->nheaders == SLD_HTTP_MAX_HEADERS)
         return;
     size_t off = r->values.len;
@@ -90,15 +101,15 @@ void sld_http_add_header(sld_http_reply_t *r, const char *name, const char *fmt,
         va_end(ap);
         r->values.len += (size_t)n;
     }
-    r->headers[r->nheaders++] = (sld_http_header_t){name, off, r->values.len - off};
+    r->headers[r->nheaders++] = (sld_http_header_t){id, sld_http_header_names[id], off, r->values.len - off};
 }
 
 /* A header value built piece by piece: begin, append to r->values, end. */
 static size_t header_begin(sld_http_reply_t *r) { return r->values.len; }
 
-static void header_end(sld_http_reply_t *r, const char *name, size_t off) {
+static void header_end(sld_http_reply_t *r, sld_http_header_id_t id, size_t off) {
     if (r->nheaders < SLD_HTTP_MAX_HEADERS)
-        r->headers[r->nheaders++] = (sld_http_header_t){name, off, r->values.len - off};
+        r->headers[r->nheaders++] = (sld_http_header_t){id, sld_http_header_names[id], off, r->values.len - off};
 }
 
 static void json_reply(sld_http_reply_t *r, int status) {
@@ -133,30 +144,40 @@ static void text_reply(sld_http_reply_t *r, int status, const char *text) {
 
 static void method_not_allowed(sld_http_reply_t *r, const char *allow) {
     sld_http_error(r, 405, "method_not_allowed", NULL, "this path takes %s", allow);
-    sld_http_add_header(r, "Allow", "%s", allow);
+    sld_http_add_header(r, SLD_H_ALLOW, "%s", allow);
 }
 
 /* ---- rate limit headers ---------------------------------------------------------------------- */
 
-static long long secs_up(sl_usec_t us) {
-    return us <= 0 ? 0 : (long long)(us / SL_USEC_PER_SEC + (us % SL_USEC_PER_SEC != 0));
+static int64_t secs_up(sl_usec_t us) {
+    return us <= 0 ? 0 : us / SL_USEC_PER_SEC + (us % SL_USEC_PER_SEC != 0);
 }
 
-static long long ms_up(sl_usec_t us) {
-    return us <= 0 ? 0 : (long long)(us / USEC_PER_MS + (us % USEC_PER_MS != 0));
+static int64_t ms_up(sl_usec_t us) {
+    return us <= 0 ? 0 : us / USEC_PER_MS + (us % USEC_PER_MS != 0);
 }
 
 static void item_name(sld_buf_t *b, const char *policy, size_t i, size_t n) {
-    if (n == 1)
-        sld_buf_printf(b, "\"%s\"", policy);
-    else
-        sld_buf_printf(b, "\"%s-%zu\"", policy, i + 1);
+    sld_buf_append_lit(b, "\"");
+    sld_buf_append_str(b, policy);
+    if (n > 1) {
+        sld_buf_append_lit(b, "-");
+        sld_buf_append_u64(b, i + 1);
+    }
+    sld_buf_append_lit(b, "\"");
+}
+
+/* A header whose value is a number (the hot path: no printf). */
+static void number_header(sld_http_reply_t *r, sld_http_header_id_t id, int64_t v) {
+    size_t off = header_begin(r);
+    sld_buf_append_i64(&r->values, v);
+    header_end(r, id, off);
 }
 
 static void rate_headers(sld_http_reply_t *r, const char *policy, const sl_policy_t *p,
                          const sl_decision_t *dec, const sl_limit_report_t *lr) {
     size_t n = sl_policy_limit_count(p);
-    long long retry = !dec->allowed && dec->retry_after != SL_NEVER ? secs_up(dec->retry_after) : -1;
+    int64_t retry = !dec->allowed && dec->retry_after != SL_NEVER ? secs_up(dec->retry_after) : -1;
     if (retry == 0) /* denied now: come back no sooner than in a second */
         retry = 1;
     size_t off = header_begin(r);
@@ -165,26 +186,32 @@ static void rate_headers(sld_http_reply_t *r, const char *policy, const sl_polic
         if (i > 0)
             sld_buf_append(&r->values, ", ", 2);
         item_name(&r->values, policy, i, n);
-        sld_buf_printf(&r->values, ";q=%llu;w=%lld", (unsigned long long)l->limit, secs_up(l->period));
+        sld_buf_append_lit(&r->values, ";q=");
+        sld_buf_append_u64(&r->values, l->limit);
+        sld_buf_append_lit(&r->values, ";w=");
+        sld_buf_append_i64(&r->values, secs_up(l->period));
     }
-    header_end(r, "RateLimit-Policy", off);
+    header_end(r, SLD_H_RATELIMIT_POLICY, off);
     off = header_begin(r);
     for (size_t i = 0; i < n; i++) {
-        long long t = secs_up(lr[i].reset_after);
+        int64_t t = secs_up(lr[i].reset_after);
         if (t < retry)
             t = retry;
         if (i > 0)
             sld_buf_append(&r->values, ", ", 2);
         item_name(&r->values, policy, i, n);
-        sld_buf_printf(&r->values, ";r=%llu;t=%lld", (unsigned long long)lr[i].remaining, t);
+        sld_buf_append_lit(&r->values, ";r=");
+        sld_buf_append_u64(&r->values, lr[i].remaining);
+        sld_buf_append_lit(&r->values, ";t=");
+        sld_buf_append_i64(&r->values, t);
     }
-    header_end(r, "RateLimit", off);
-    long long reset = secs_up(dec->reset_after);
-    sld_http_add_header(r, "X-RateLimit-Limit", "%llu", (unsigned long long)dec->limit);
-    sld_http_add_header(r, "X-RateLimit-Remaining", "%llu", (unsigned long long)dec->remaining);
-    sld_http_add_header(r, "X-RateLimit-Reset", "%lld", reset > retry ? reset : retry);
+    header_end(r, SLD_H_RATELIMIT, off);
+    int64_t reset = secs_up(dec->reset_after);
+    number_header(r, SLD_H_X_RATELIMIT_LIMIT, dec->limit > INT64_MAX ? INT64_MAX : (int64_t)dec->limit);
+    number_header(r, SLD_H_X_RATELIMIT_REMAINING, dec->remaining > INT64_MAX ? INT64_MAX : (int64_t)dec->remaining);
+    number_header(r, SLD_H_X_RATELIMIT_RESET, reset > retry ? reset : retry);
     if (retry > 0)
-        sld_http_add_header(r, "Retry-After", "%lld", retry);
+        number_header(r, SLD_H_RETRY_AFTER, retry);
 }
 
 /* ---- keys ------------------------------------------------------------------------------------ */
@@ -346,17 +373,24 @@ static void check(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
         return;
     }
     size_t index = 0;
-    const sld_policy_t *pc = sld_http_policy_named(rt, cr.policy, &index);
+    const char *tier = NULL;
+    const sl_policy_t *p = NULL;
+    const sld_policy_t *pc;
+    sld_span_t key;
+    if (cr.nattrs == 0 && cr.has_key) { /* the common case: one lookup finds policy and tier */
+        p = sld_policies_find(rt->policies, cr.policy.ptr, cr.policy.len, cr.key.ptr, cr.key.len, &tier, &index);
+        pc = p ? sld_policies_config(rt->policies, index) : NULL;
+    } else {
+        pc = sld_http_policy_named(rt, cr.policy, &index);
+    }
     if (pc == NULL) {
         sld_http_unknown_policy(r, cr.policy);
         return;
     }
-    sld_span_t key;
     if (!sld_http_check_key(rt, pc, &cr, r, &key))
         return;
-    const char *tier = NULL;
-    const sl_policy_t *p = sld_policies_find(rt->policies, cr.policy.ptr, cr.policy.len, key.ptr, key.len,
-                                             &tier, &index);
+    if (p == NULL)
+        p = sld_policies_find(rt->policies, cr.policy.ptr, cr.policy.len, key.ptr, key.len, &tier, &index);
     sl_decision_t dec;
     if (p == NULL) { /* cannot be: the policy was found above, in this same runtime */
         sld_http_unknown_policy(r, cr.policy);
@@ -366,19 +400,34 @@ static void check(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
         return;
     json_reply(r, dec.allowed ? 200 : 429);
     sld_buf_t *b = &r->body;
-    sld_buf_printf(b, "{\"allowed\":%s,\"policy\":", dec.allowed ? "true" : "false");
-    sld_json_string(b, pc->name, strlen(pc->name));
-    if (tier)
-        sld_buf_printf(b, ",\"tier\":\"%s\"", tier);
-    sld_buf_printf(b, ",\"limit\":%llu,\"remaining\":%llu,\"reset_after_ms\":%lld,\"retry_after_ms\":%lld",
-                   (unsigned long long)dec.limit, (unsigned long long)dec.remaining, ms_up(dec.reset_after),
-                   dec.retry_after == SL_NEVER ? -1 : ms_up(dec.retry_after));
-    sld_buf_printf(b, ",\"limited\":%s", dec.limited ? "true" : "false");
+    if (dec.allowed)
+        sld_buf_append_lit(b, "{\"allowed\":true,\"policy\":\"");
+    else
+        sld_buf_append_lit(b, "{\"allowed\":false,\"policy\":\"");
+    sld_buf_append_str(b, pc->name); /* [A-Za-z0-9_.-]: nothing to escape */
+    if (tier) {
+        sld_buf_append_lit(b, "\",\"tier\":\"");
+        sld_buf_append_str(b, tier);
+    }
+    sld_buf_append_lit(b, "\",\"limit\":");
+    sld_buf_append_u64(b, dec.limit);
+    sld_buf_append_lit(b, ",\"remaining\":");
+    sld_buf_append_u64(b, dec.remaining);
+    sld_buf_append_lit(b, ",\"reset_after_ms\":");
+    sld_buf_append_i64(b, ms_up(dec.reset_after));
+    sld_buf_append_lit(b, ",\"retry_after_ms\":");
+    sld_buf_append_i64(b, dec.retry_after == SL_NEVER ? -1 : ms_up(dec.retry_after));
+    if (dec.limited)
+        sld_buf_append_lit(b, ",\"limited\":true");
+    else
+        sld_buf_append_lit(b, ",\"limited\":false");
     bool shaper = false;
     for (size_t i = 0; i < sl_policy_limit_count(p); i++)
         shaper |= sl_policy_limit(p, i)->shaper;
-    if (shaper) /* a shaper's clients look for it on every answer, 0 included */
-        sld_buf_printf(b, ",\"delay_ms\":%lld", ms_up(dec.delay));
+    if (shaper) { /* a shaper's clients look for it on every answer, 0 included */
+        sld_buf_append_lit(b, ",\"delay_ms\":");
+        sld_buf_append_i64(b, ms_up(dec.delay));
+    }
     sld_buf_append_str(b, "}\n");
 }
 
@@ -468,9 +517,9 @@ static void forward_auth(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *
                        cfg->user_header);
         /* A 401 names how to authenticate (RFC 9110, 11.6.1). */
         if (strcasecmp(cfg->user_header, "authorization") == 0)
-            sld_http_add_header(r, "WWW-Authenticate", "Bearer realm=\"sluice\"");
+            sld_http_add_header(r, SLD_H_WWW_AUTHENTICATE, "Bearer realm=\"sluice\"");
         else
-            sld_http_add_header(r, "WWW-Authenticate", "ApiKey realm=\"sluice\", header=\"%s\"",
+            sld_http_add_header(r, SLD_H_WWW_AUTHENTICATE, "ApiKey realm=\"sluice\", header=\"%s\"",
                                 cfg->user_header);
         return;
     }

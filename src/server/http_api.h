@@ -32,8 +32,25 @@ typedef struct sld_http_request {
     void *header_ctx;
 } sld_http_request_t;
 
+/* The response headers sluiced writes (http.c keeps their wire forms). */
+typedef enum sld_http_header_id {
+    SLD_H_RATELIMIT_POLICY,
+    SLD_H_RATELIMIT,
+    SLD_H_X_RATELIMIT_LIMIT,
+    SLD_H_X_RATELIMIT_REMAINING,
+    SLD_H_X_RATELIMIT_RESET,
+    SLD_H_RETRY_AFTER,
+    SLD_H_ALLOW,
+    SLD_H_WWW_AUTHENTICATE,
+    SLD_H_COUNT
+} sld_http_header_id_t;
+
+/* "RateLimit-Policy", ... as written on the wire, by id. */
+extern const char *const sld_http_header_names[SLD_H_COUNT];
+
 typedef struct sld_http_header {
-    const char *name;          /* static, as it is written on the wire */
+    sld_http_header_id_t id;
+    const char *name;          /* sld_http_header_names[id] */
     size_t off, len;           /* the value, in reply.values */
 } sld_http_header_t;
 
@@ -61,7 +78,7 @@ const char *sld_http_reason(int status);
 /* ---- for the endpoint modules (http_api.c, http_admin.c) ---------------------------------- */
 
 /* Adds a header whose value is printf'd. */
-void sld_http_add_header(sld_http_reply_t *r, const char *name, const char *fmt, ...)
+void sld_http_add_header(sld_http_reply_t *r, sld_http_header_id_t id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* A JSON error: {"error": code, "parameter": param (if not NULL), "message": ...}. */
