@@ -4,10 +4,10 @@
 #   scripts/deps.sh test   build and run every test
 #   scripts/deps.sh bench  the benchmarks against the peers (redis-server, nginx, wrk)
 set -eu
-build="cmake make gcc pkg-config libxxhash-dev libuv1-dev libcyaml-dev libyaml-dev libh2o-dev"
+build="cmake make gcc pkg-config libxxhash-dev libuv1-dev libcyaml-dev libyaml-dev libh2o-dev libhiredis-dev"
 case "${1:-test}" in
   run)  want="$build redis-tools curl" ;;
-  test) want="$build libcmocka-dev clang libclang-rt-dev python3 python3-redis redis-tools curl nginx" ;;
+  test) want="$build libcmocka-dev clang libclang-rt-dev python3 python3-redis redis-server redis-tools curl nginx" ;;
   bench) want="$build redis-server redis-tools nginx wrk curl" ;;
   *) echo "usage: $0 run|test|bench" >&2; exit 2 ;;
 esac
