@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "decide.h"
 #include "log.h"
+#include "remote.h"
 
 typedef void (*handler_t)(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 
@@ -39,6 +40,81 @@ static void reply_library_error(sld_client_t *c, int rc) {
 
 /* ---- redis-cell and Redis GCRA ----------------------------------------------------------- */
 
+/* ---- decisions, now or later ------------------------------------------------------------ */
+
+typedef enum reply_kind { REPLY_THROTTLE, REPLY_NATIVE, REPLY_RESET } reply_kind_t;
+
+static int64_t ms_up(sl_usec_t us) { return us / 1000 + (us % 1000 != 0); }
+
+static void write_reply(sld_buf_t *out, reply_kind_t kind, int rc, const sl_decision_t *d) {
+    if (rc != SL_OK) {
+        sld_reply_errorf(out, "ERR %s", rc == SL_EIO ? "the store did not answer" : sl_strerror(rc));
+        return;
+    }
+    if (kind == REPLY_RESET) {
+        sld_reply_ok(out);
+    } else if (kind == REPLY_THROTTLE) {
+        int64_t reply[5] = {!d->allowed, (int64_t)d->limit, (int64_t)d->remaining,
+                            d->allowed || d->retry_after == SL_NEVER ? -1
+                                                                     : sld_throttle_seconds(d->retry_after),
+                            sld_throttle_seconds(d->reset_after)};
+        sld_reply_ints(out, reply, 5);
+    } else {
+        int64_t reply[8] = {d->allowed,
+                            (int64_t)d->limit,
+                            (int64_t)d->remaining,
+                            d->retry_after == SL_NEVER ? -1 : ms_up(d->retry_after),
+                            ms_up(d->reset_after),
+                            ms_up(d->delay),
+                            d->limited,
+                            d->limit_index};
+        sld_reply_ints(out, reply, 8);
+    }
+}
+
+typedef struct later {
+    sld_deferred_t *slot;
+    reply_kind_t kind;
+} later_t;
+
+static void on_decided(void *arg, int rc, const sl_decision_t *d, const sl_limit_report_t *limits) {
+    (void)limits;
+    later_t *l = arg;
+    write_reply(sld_deferred_out(l->slot), l->kind, rc, d);
+    sld_deferred_done(l->slot);
+    free(l);
+}
+
+/* Decides (or resets) and replies: at once with the memory store, or when
+ * Redis answers, in the command's place in the pipeline. */
+static void decide_and_reply(sld_client_t *c, reply_kind_t kind, const sld_origin_t *origin,
+                             const sl_policy_t *p, const sld_arg_t *key, uint64_t cost,
+                             unsigned flags) {
+    later_t *l = NULL;
+    if (c->d->remote) {
+        if ((l = malloc(sizeof *l)) == NULL || (l->slot = sld_client_defer(c)) == NULL) {
+            free(l);
+            sld_reply_error(c->out, "ERR out of memory");
+            return;
+        }
+        l->kind = kind;
+    }
+    sl_decision_t d = {0};
+    int rc = kind == REPLY_RESET
+                 ? sld_reset_start(c->d, c->worker, origin, p, key->ptr, key->len, on_decided, l)
+                 : sld_decide_start(c->d, c->worker, origin, p, key->ptr, key->len, cost, flags,
+                                    &d, NULL, on_decided, l);
+    if (rc == SLD_PENDING)
+        return;
+    if (l) {
+        sld_client_undefer(c, l->slot);
+        free(l);
+    }
+    write_reply(c->out, kind, rc, &d);
+}
+
+/* ---- redis-cell and Redis GCRA ----------------------------------------------------------- */
+
 static void throttle(sld_client_t *c, const sld_throttle_args_t *a) {
     if (!key_ok(c, &a->key))
         return;
@@ -53,18 +129,17 @@ static void throttle(sld_client_t *c, const sld_throttle_args_t *a) {
                          SLD_THROTTLE_MAX_SETS);
         return;
     }
-    sl_decision_t d;
-    if (rc == SL_OK)
-        rc = sld_decide(c->d, c->worker, c->d->throttle_slot, p, a->key.ptr, a->key.len,
-                        (uint64_t)a->quantity, 0, &d, NULL);
     if (rc != SL_OK) {
         reply_library_error(c, rc);
         return;
     }
-    int64_t reply[5] = {!d.allowed, (int64_t)d.limit, (int64_t)d.remaining,
-                        d.allowed || d.retry_after == SL_NEVER ? -1 : sld_throttle_seconds(d.retry_after),
-                        sld_throttle_seconds(d.reset_after)};
-    sld_reply_ints(c->out, reply, 5);
+    const char *why = NULL;
+    if (c->d->remote && !sld_remote_supports(p, &why)) {
+        sld_reply_errorf(c->out, "ERR these parameters cannot be decided exactly in Redis: %s", why);
+        return;
+    }
+    sld_origin_t origin = {.rt = c->rt, .index = SIZE_MAX, .slot = c->d->throttle_slot};
+    decide_and_reply(c, REPLY_THROTTLE, &origin, p, &a->key, (uint64_t)a->quantity, 0);
 }
 
 static void cmd_cl_throttle(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
@@ -87,8 +162,6 @@ static void cmd_gcra(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
 
 /* ---- native commands ------------------------------------------------------------------------ */
 
-static int64_t ms_up(sl_usec_t us) { return us / 1000 + (us % 1000 != 0); }
-
 /* SL.CHECK / SL.PEEK policy key [cost] */
 static void decide(sld_client_t *c, const sld_arg_t *argv, size_t argc, bool peek) {
     int64_t cost = 1;
@@ -106,22 +179,10 @@ static void decide(sld_client_t *c, const sld_arg_t *argv, size_t argc, bool pee
                          (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].ptr);
         return;
     }
-    sl_decision_t d;
-    int rc = sld_decide(c->d, c->worker, sld_policies_slot(c->rt->policies, index), p, argv[2].ptr,
-                        argv[2].len, (uint64_t)cost, peek ? SL_DECIDE_PEEK : 0, &d, NULL);
-    if (rc != SL_OK) {
-        reply_library_error(c, rc);
-        return;
-    }
-    int64_t reply[8] = {d.allowed,
-                        (int64_t)d.limit,
-                        (int64_t)d.remaining,
-                        d.retry_after == SL_NEVER ? -1 : ms_up(d.retry_after),
-                        ms_up(d.reset_after),
-                        ms_up(d.delay),
-                        d.limited,
-                        d.limit_index};
-    sld_reply_ints(c->out, reply, 8);
+    sld_origin_t origin = {.rt = c->rt, .index = index,
+                           .slot = sld_policies_slot(c->rt->policies, index)};
+    decide_and_reply(c, REPLY_NATIVE, &origin, p, &argv[2], (uint64_t)cost,
+                     peek ? SL_DECIDE_PEEK : 0);
 }
 
 static void cmd_sl_check(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
@@ -134,17 +195,16 @@ static void cmd_sl_peek(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
 
 static void cmd_sl_reset(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     (void)argc;
+    size_t index = 0;
     const sl_policy_t *p = sld_policies_find(c->rt->policies, argv[1].ptr, argv[1].len,
-                                             argv[2].ptr, argv[2].len, NULL, NULL);
+                                             argv[2].ptr, argv[2].len, NULL, &index);
     if (p == NULL) {
         sld_reply_error(c->out, "ERR no such policy");
         return;
     }
-    int rc = sl_reset(c->d->limiter, p, argv[2].ptr, argv[2].len);
-    if (rc == SL_OK)
-        sld_reply_ok(c->out);
-    else
-        reply_library_error(c, rc);
+    sld_origin_t origin = {.rt = c->rt, .index = index,
+                           .slot = sld_policies_slot(c->rt->policies, index)};
+    decide_and_reply(c, REPLY_RESET, &origin, p, &argv[2], 0, 0);
 }
 
 static void reply_limit(sld_buf_t *out, const sl_limit_t *l) {
@@ -417,6 +477,24 @@ static void cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
                        (unsigned long long)atomic_load(&s->reloads),
                        (unsigned long long)atomic_load(&s->reload_failures),
                        (unsigned long long)c->rt->generation, sld_policies_count(c->rt->policies));
+    if (wants(argv, argc, "store")) {
+        if (c->d->remote == NULL) {
+            sld_buf_printf(&b, "# Store\r\nstore_type:memory\r\n\r\n");
+        } else {
+            sld_remote_stats_t rs;
+            sld_remote_stats(c->d->remote, &rs);
+            sld_buf_printf(&b,
+                           "# Store\r\nstore_type:redis\r\nstore_url:%s\r\nstore_up:%d\r\n"
+                           "store_breaker_open:%d\r\nstore_calls:%llu\r\nstore_failures:%llu\r\n"
+                           "store_timeouts:%llu\r\nstore_reconnects:%llu\r\nstore_fallback_open:%llu\r\n"
+                           "store_fallback_closed:%llu\r\nstore_fallback_local:%llu\r\n\r\n",
+                           sld_remote_describe(c->d->remote), rs.up, rs.breaker_open,
+                           (unsigned long long)rs.calls, (unsigned long long)rs.failures,
+                           (unsigned long long)rs.timeouts, (unsigned long long)rs.reconnects,
+                           (unsigned long long)rs.fallback_open, (unsigned long long)rs.fallback_closed,
+                           (unsigned long long)rs.fallback_local);
+        }
+    }
     if (wants(argv, argc, "keyspace"))
         sld_buf_printf(&b, "# Keyspace\r\ndb0:keys=%llu,expires=%llu,avg_ttl=0\r\n",
                        (unsigned long long)st.states, (unsigned long long)st.states);

@@ -80,6 +80,7 @@ typedef struct raw_policy {
     unsigned limits_count;
     raw_tier_t *tiers;
     unsigned tiers_count;
+    char *on_store_failure;
 } raw_policy_t;
 
 typedef struct raw_listen {
@@ -94,9 +95,15 @@ typedef struct raw_snapshot {
     char *path, *interval;
 } raw_snapshot_t;
 
+typedef struct raw_breaker {
+    char *failures, *cooldown;
+} raw_breaker_t;
+
 typedef struct raw_store {
     char *type, *max_memory, *shards;
     raw_snapshot_t *snapshot;
+    char *url, *sync, *sync_interval, *timeout, *clock, *on_store_failure, *nodes;
+    raw_breaker_t *breaker;
 } raw_store_t;
 
 typedef struct raw_config {
@@ -164,6 +171,7 @@ static const cyaml_schema_field_t policy_fields[] = {
                          SL_MAX_LIMITS),
     CYAML_FIELD_SEQUENCE("tiers", NULLABLE | OPT, raw_policy_t, tiers, &tier_entry, 0,
                          SLD_MAX_TIERS),
+    STR("on_store_failure", OPT, raw_policy_t, on_store_failure),
     CYAML_FIELD_END,
 };
 
@@ -191,8 +199,22 @@ static const cyaml_schema_field_t snapshot_fields[] = {
     CYAML_FIELD_END,
 };
 
+static const cyaml_schema_field_t breaker_fields[] = {
+    STR("failures", OPT, raw_breaker_t, failures),
+    STR("cooldown", OPT, raw_breaker_t, cooldown),
+    CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t store_fields[] = {
     STR("type", OPT, raw_store_t, type),
+    STR("url", OPT, raw_store_t, url),
+    STR("sync", OPT, raw_store_t, sync),
+    STR("sync_interval", OPT, raw_store_t, sync_interval),
+    STR("timeout", OPT, raw_store_t, timeout),
+    STR("clock", OPT, raw_store_t, clock),
+    STR("on_store_failure", OPT, raw_store_t, on_store_failure),
+    STR("nodes", OPT, raw_store_t, nodes),
+    CYAML_FIELD_MAPPING_PTR("breaker", NULLABLE | OPT, raw_store_t, breaker, breaker_fields),
     STR("max_memory", OPT, raw_store_t, max_memory),
     STR("shards", OPT, raw_store_t, shards),
     CYAML_FIELD_MAPPING_PTR("snapshot", NULLABLE | OPT, raw_store_t, snapshot, snapshot_fields),
@@ -1273,6 +1295,34 @@ static int get_tiers(ctx_t *c, const char *path, const raw_policy_t *r, sld_poli
     return check_tier_keys(c, path, r);
 }
 
+static const char *const failure_names[] = {
+    [SLD_FAIL_DEFAULT] = "default",
+    [SLD_FAIL_OPEN] = "open",
+    [SLD_FAIL_CLOSED] = "closed",
+    [SLD_FAIL_LOCAL] = "local",
+};
+
+int sld_store_failure_parse(const char *text, sld_store_failure_t *out) {
+    for (int f = SLD_FAIL_OPEN; text && f <= SLD_FAIL_LOCAL; f++) {
+        if (strcmp(text, failure_names[f]) == 0) {
+            *out = (sld_store_failure_t)f;
+            return SL_OK;
+        }
+    }
+    return SL_EINVAL;
+}
+
+const char *sld_store_failure_name(sld_store_failure_t f) {
+    return (unsigned)f <= SLD_FAIL_LOCAL ? failure_names[f] : "?";
+}
+
+static int get_failure(ctx_t *c, const char *path, const char *text, sld_store_failure_t *out) {
+    char b[SHOW_MAX + 8];
+    if (sld_store_failure_parse(text, out) != SL_OK)
+        return bad(c, path, "expected open, closed or local, got \"%s\"", show(text, b));
+    return SL_OK;
+}
+
 static int get_policy(ctx_t *c, const char *path, const raw_policy_t *r, sld_policy_t *pol,
                       uint32_t max_key_bytes) {
     char p[PATH_BUF], b[SHOW_MAX + 8], in[PATH_BUF + 8];
@@ -1327,6 +1377,10 @@ static int get_policy(ctx_t *c, const char *path, const raw_policy_t *r, sld_pol
     }
     if ((rc = compile_check(c, join(p, sizeof p, path, "limits"), true, pol, pol->limits, pol->nlimits)))
         return rc;
+    if (r->on_store_failure &&
+        (rc = get_failure(c, join(p, sizeof p, path, "on_store_failure"), r->on_store_failure,
+                          &pol->on_store_failure)))
+        return rc;
     return get_tiers(c, path, r, pol, max_key_bytes);
 }
 
@@ -1362,14 +1416,82 @@ static int get_admin_token(ctx_t *c, const char *text, char **out) {
     return (*out = dup_or_fail(c, token)) ? SL_OK : SL_ENOMEM;
 }
 
+/* The store's URL: its scheme here, the rest when the client parses it
+ * (sluiced checks it before it serves, so --check-config catches it too). */
+static int get_store_url(ctx_t *c, const char *text, char **out) {
+    static const char *const schemes[] = {"redis://", "sentinel://", "redis-cluster://"};
+    char b[SHOW_MAX + 8];
+    for (size_t i = 0; i < 3; i++)
+        if (strncmp(text, schemes[i], strlen(schemes[i])) == 0 && strlen(text) <= MAX_PATH_BYTES)
+            return (*out = dup_or_fail(c, text)) ? SL_OK : SL_ENOMEM;
+    if (strncmp(text, "rediss://", 9) == 0)
+        return bad(c, "store.url", "TLS (rediss://) is not supported; use redis:// on a trusted "
+                                   "network or a TLS tunnel");
+    return bad(c, "store.url", "expected redis://host:port, sentinel://host:port,.../master or "
+                               "redis-cluster://host:port,..., got \"%s\"", show(text, b));
+}
+
 static int get_store(ctx_t *c, const raw_store_t *s, sld_config_t *cfg) {
     char b[SHOW_MAX + 8];
     int rc;
-    if (s->type && strcmp(s->type, "memory") != 0) {
-        if (strncmp(s->type, "redis", 5) == 0)
-            return bad(c, "store.type", "store type \"%s\" is not supported yet (distributed "
-                                        "mode); use memory", show(s->type, b));
-        return bad(c, "store.type", "expected memory, got \"%s\"", show(s->type, b));
+    bool redis = false;
+    if (s->type && strcmp(s->type, "redis") == 0)
+        redis = true;
+    else if (s->type && strcmp(s->type, "memory") != 0)
+        return bad(c, "store.type", "expected memory or redis, got \"%s\"", show(s->type, b));
+    if (redis && s->url == NULL)
+        return bad(c, "store.type", "type redis needs store.url, like redis://127.0.0.1:6379");
+    if (!redis && s->url)
+        return bad(c, "store.url", "a url applies to type: redis only");
+    if (s->url && (rc = get_store_url(c, s->url, &cfg->store_url)))
+        return rc;
+    if (s->sync) {
+        if (strcmp(s->sync, "strict") == 0)
+            cfg->store_write_back = false;
+        else if (strcmp(s->sync, "write_back") == 0)
+            return bad(c, "store.sync", "write_back is not available yet; use strict");
+        else
+            return bad(c, "store.sync", "expected strict or write_back, got \"%s\"",
+                       show(s->sync, b));
+    }
+    if (s->sync_interval) {
+        if ((rc = get_duration(c, "store.sync_interval", s->sync_interval, 60 * SL_USEC_PER_SEC,
+                               &cfg->store_sync_interval)))
+            return rc;
+        if (cfg->store_sync_interval < 1000)
+            return bad(c, "store.sync_interval", "must be at least 1ms");
+    }
+    if (s->timeout) {
+        if ((rc = get_duration(c, "store.timeout", s->timeout, 60 * SL_USEC_PER_SEC,
+                               &cfg->store_timeout)))
+            return rc;
+        if (cfg->store_timeout < 1000)
+            return bad(c, "store.timeout", "must be at least 1ms");
+    }
+    if (s->clock) {
+        if (strcmp(s->clock, "server") == 0)
+            cfg->store_clock_local = false;
+        else if (strcmp(s->clock, "local") == 0)
+            cfg->store_clock_local = true;
+        else
+            return bad(c, "store.clock", "expected server (Redis TIME) or local, got \"%s\"",
+                       show(s->clock, b));
+    }
+    if (s->on_store_failure &&
+        (rc = get_failure(c, "store.on_store_failure", s->on_store_failure, &cfg->on_store_failure)))
+        return rc;
+    if (s->nodes && (rc = get_u32(c, "store.nodes", s->nodes, 1, 10000, &cfg->store_nodes)))
+        return rc;
+    if (s->breaker && s->breaker->failures &&
+        (rc = get_u32(c, "store.breaker.failures", s->breaker->failures, 1, 1000000,
+                      &cfg->breaker_failures)))
+        return rc;
+    if (s->breaker && s->breaker->cooldown) {
+        if ((rc = get_duration(c, "store.breaker.cooldown", s->breaker->cooldown,
+                               3600 * SL_USEC_PER_SEC, &cfg->breaker_cooldown)))
+            return rc;
+        if (cfg->breaker_cooldown < 1000)
+            return bad(c, "store.breaker.cooldown", "must be at least 1ms");
     }
     if (s->max_memory) {
         if ((rc = get_size(c, "store.max_memory", s->max_memory, &cfg->max_memory)))
@@ -1512,6 +1634,12 @@ static sld_config_t *config_defaults(ctx_t *c) {
     cfg->snapshot_interval = 60 * SL_USEC_PER_SEC;
     cfg->ipv6_prefix = 64;
     cfg->auth_deny_status = 429;
+    cfg->store_sync_interval = 10 * 1000;
+    cfg->store_timeout = 200 * 1000;
+    cfg->on_store_failure = SLD_FAIL_LOCAL;
+    cfg->store_nodes = 1;
+    cfg->breaker_failures = 5;
+    cfg->breaker_cooldown = SL_USEC_PER_SEC;
     cfg->source = strdup(c->name);
     cfg->user_header = strdup(DEFAULT_USER_HEADER);
     if (cfg->source == NULL || cfg->user_header == NULL) {
@@ -1657,6 +1785,7 @@ void sld_config_free(sld_config_t *config) {
     free(config->trusted_proxies);
     free(config->source);
     free(config->snapshot_path);
+    free(config->store_url);
     free(config->user_header);
     free(config->admin_token);
     free(config);
@@ -1718,6 +1847,7 @@ sld_config_t *sld_config_edit(const sld_config_t *cfg, const sld_policy_t *put, 
     c->ntrusted_proxies = 0;
     c->source = dup_or_null(cfg->source, &ok);
     c->snapshot_path = dup_or_null(cfg->snapshot_path, &ok);
+    c->store_url = dup_or_null(cfg->store_url, &ok);
     c->user_header = dup_or_null(cfg->user_header, &ok);
     c->admin_token = dup_or_null(cfg->admin_token, &ok);
     if (cfg->ntrusted_proxies && (c->trusted_proxies = calloc(cfg->ntrusted_proxies, sizeof(char *))) == NULL)

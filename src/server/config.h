@@ -29,6 +29,14 @@ typedef struct sld_tier {
     size_t nlimits;                  /* >= 1 */
 } sld_tier_t;
 
+/* What a policy's decisions become while the shared store cannot answer. */
+typedef enum sld_store_failure {
+    SLD_FAIL_DEFAULT = 0,  /* a policy's: the store's setting */
+    SLD_FAIL_OPEN,         /* admit (availability before the limit) */
+    SLD_FAIL_CLOSED,       /* deny (the limit before availability) */
+    SLD_FAIL_LOCAL         /* decide in this daemon's memory, each limit / store.nodes */
+} sld_store_failure_t;
+
 typedef struct sld_policy {
     char *name;                      /* [A-Za-z0-9_.-]{1,64}, unique */
     sl_mode_t mode;                  /* default hard */
@@ -44,6 +52,7 @@ typedef struct sld_policy {
     size_t nkey_attrs;
     sld_tier_t *tiers;
     size_t ntiers;
+    sld_store_failure_t on_store_failure; /* default: store.on_store_failure */
 } sld_policy_t;
 
 typedef struct sld_config {
@@ -56,6 +65,18 @@ typedef struct sld_config {
     uint32_t max_request_bytes;      /* one command or HTTP request; default 1 MiB */
     uint32_t max_key_bytes;          /* default 1024 */
     sl_usec_t idle_timeout;          /* 0 = never; default 300 s */
+
+    char *store_url;                 /* store.url: NULL = the memory store (store.type memory);
+                                        redis://, sentinel://, redis-cluster:// */
+    bool store_write_back;           /* store.sync: strict (default) or write_back */
+    sl_usec_t store_sync_interval;   /* store.sync_interval; default 10 ms */
+    sl_usec_t store_timeout;         /* store.timeout: one Redis call; default 200 ms */
+    bool store_clock_local;          /* store.clock: server (default, Redis TIME) or local */
+    sld_store_failure_t on_store_failure; /* store.on_store_failure; default local */
+    uint32_t store_nodes;            /* store.nodes: daemons sharing the store, for local
+                                        fallback; default 1 */
+    uint32_t breaker_failures;       /* store.breaker.failures; default 5 */
+    sl_usec_t breaker_cooldown;      /* store.breaker.cooldown; default 1 s */
 
     uint64_t max_memory;             /* store.max_memory, bytes; 0 = unbounded (default) */
     uint32_t shards;                 /* store.shards; 0 = library default */
@@ -97,6 +118,10 @@ sld_config_t *sld_config_edit(const sld_config_t *cfg, const sld_policy_t *put, 
 int sld_config_parse_policy(const char *name, const char *json, size_t len, uint32_t max_key_bytes,
                             sld_policy_t **out, char *err, size_t err_len);
 void sld_config_policy_free(sld_policy_t *policy);
+
+/* "open", "closed", "local" -> SLD_FAIL_*; SL_EINVAL otherwise. */
+int sld_store_failure_parse(const char *text, sld_store_failure_t *out);
+const char *sld_store_failure_name(sld_store_failure_t f);
 
 /* Parses "250ms", "2s", "1.5m", "1h", "7d", "100us" (a bare number = seconds)
  * into microseconds; SL_EINVAL if malformed, SL_ERANGE if too large. */

@@ -25,6 +25,7 @@ typedef struct sld_runtime {
     sld_policies_t *policies;
     sld_cidrs_t *trusted;  /* cfg->trusted_proxies, parsed */
     uint64_t generation;  /* 1 for the configuration loaded at start, +1 per reload */
+    _Atomic uint32_t pins; /* decisions waiting on the shared store that use it */
 } sld_runtime_t;
 
 /* Counters of one worker thread: written by it alone, without locked
@@ -58,10 +59,14 @@ typedef int (*sld_load_fn)(const char *path, sld_config_t **out, char *err, size
 
 struct sld_server;
 struct sld_retired;
+struct sld_remote;
+struct sld_rules;
 
 typedef struct sld_daemon {
     sl_store_t *store;
     sl_limiter_t *limiter;
+    struct sld_remote *remote;              /* the Redis store; NULL = memory only */
+    struct sld_rules *rules;                /* policies kept in Redis (with remote) */
     _Atomic(sld_runtime_t *) runtime;
     sld_throttles_t *throttles;             /* CL.THROTTLE / GCRA parameter sets */
     sld_stats_t stats;

@@ -124,6 +124,42 @@ static void add_header(h2o_req_t *req, const sld_http_header_t *h, const char *v
         h2o_add_header_by_str(&req->pool, &req->res.headers, w->lower, w->len, 0, h->name, v.base, v.len);
 }
 
+static void respond(sld_daemon_t *d, uint32_t worker, h2o_req_t *req, const sld_http_reply_t *r) {
+    if (d->metrics)
+        sld_metrics_http(d->metrics, worker, r->status);
+    req->res.status = r->status;
+    req->res.reason = sld_http_reason(r->status);
+    if (r->content_type)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, "Content-Type", r->content_type,
+                       strlen(r->content_type));
+    for (size_t i = 0; i < r->nheaders; i++)
+        add_header(req, &r->headers[i], r->values.data + r->headers[i].off);
+    req->res.content_length = r->body.len;
+    h2o_send_inline(req, r->body.len ? r->body.data : "", r->body.len);
+}
+
+/* A request whose answer comes from the store later. */
+typedef struct waiting {
+    h2o_req_t *req;                /* NULL once the request is gone */
+    sld_http_pending_t *pending;   /* NULL once answered */
+    sld_daemon_t *d;
+    uint32_t worker;
+} waiting_t;
+
+static void on_answer(void *arg, const sld_http_reply_t *reply) {
+    waiting_t *wt = arg;
+    wt->pending = NULL;
+    if (wt->req)
+        respond(wt->d, wt->worker, wt->req, reply);
+}
+
+static void on_waiting_disposed(void *arg) {
+    waiting_t *wt = arg;
+    wt->req = NULL;
+    if (wt->pending) /* the answer will find nobody */
+        sld_http_pending_wait(wt->pending, NULL, NULL);
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     sld_http_t *h = ((handler_t *)self)->h;
     sld_http_worker_t *w = H2O_STRUCT_FROM_MEMBER(sld_http_worker_t, ctx, req->conn->ctx);
@@ -161,20 +197,22 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
                            "the request line and headers take more than %zu bytes", max_head);
         req->http1_is_persistent = 0;
     } else {
-        sld_http_handle(h->d, w->index, &in, r);
+        sld_http_pending_t *later = NULL;
+        sld_http_handle_async(h->d, w->index, &in, r, &later);
+        if (later) {
+            /* The request waits for the store. Its pool outlives it only as
+             * long as the request does: if the client goes, the holder's
+             * dispose tells the pending answer nobody wants it. */
+            waiting_t *wt = h2o_mem_alloc_shared(&req->pool, sizeof *wt, on_waiting_disposed);
+            wt->req = req;
+            wt->pending = later;
+            wt->worker = w->index;
+            wt->d = h->d;
+            sld_http_pending_wait(later, on_answer, wt);
+            return 0;
+        }
     }
-    if (h->d->metrics)
-        sld_metrics_http(h->d->metrics, w->index, r->status);
-
-    req->res.status = r->status;
-    req->res.reason = sld_http_reason(r->status);
-    if (r->content_type)
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, "Content-Type", r->content_type,
-                       strlen(r->content_type));
-    for (size_t i = 0; i < r->nheaders; i++)
-        add_header(req, &r->headers[i], r->values.data + r->headers[i].off);
-    req->res.content_length = r->body.len;
-    h2o_send_inline(req, r->body.len ? r->body.data : "", r->body.len);
+    respond(h->d, w->index, req, r);
     return 0;
 }
 

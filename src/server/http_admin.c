@@ -4,14 +4,21 @@
  * "Authorization: Bearer <token>", compared in constant time so the answer's
  * timing says nothing about how much of a guess was right. Edits go through
  * sld_runtime_edit(): applied at once and atomically, like a reload, and
- * kept until the next reload from the file or restart.
+ * kept until the next reload from the file or restart. With the Redis
+ * store they are also written to Redis's rules (rules.h), so every daemon
+ * applies them, and the answer waits until Redis has them.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include <hiredis/hiredis.h>
+
+#include "decide.h"
 #include "http_api.h"
+#include "remote.h"
+#include "rules.h"
 #include "runtime.h"
 
 #define MAX_POLICY_NAME 64
@@ -128,6 +135,75 @@ static void ok_json(sld_http_reply_t *r, int status) {
     r->content_type = "application/json";
 }
 
+/* ---- sharing edits through Redis ------------------------------------------------------------- */
+
+typedef struct share {
+    sld_http_pending_t *pd;
+    int replies;       /* of the three commands */
+    bool failed;
+} share_t;
+
+static void on_shared(void *arg, const redisReply *reply) {
+    share_t *sh = arg;
+    if (reply == NULL || reply->type == REDIS_REPLY_ERROR)
+        sh->failed = true;
+    if (++sh->replies < 3)
+        return;
+    sld_http_reply_t *r = sld_http_pending_reply(sh->pd);
+    if (sh->failed) {
+        sld_http_reply_reset(r);
+        sld_http_error(r, 503, "store_unavailable", NULL,
+                       "applied on this daemon, but Redis did not store it for the others: try again");
+    }
+    sld_http_pending_deliver(sh->pd);
+    free(sh);
+}
+
+/* Stores policy `name` (json NULL: its removal) in Redis. *r holds the
+ * answer so far; it moves into a pending answer given when Redis confirms.
+ * False when nothing could be sent (r then says why). */
+static bool share_edit(sld_daemon_t *d, uint32_t worker, const char *name, const char *json, size_t json_len,
+                       sld_http_reply_t *r, sld_http_pending_t **later) {
+    const char *argv[3][4];
+    size_t argvlen[3][4];
+    int argc[3];
+    share_t *sh = calloc(1, sizeof *sh);
+    sld_http_pending_t *pd = sh ? sld_http_pending_new() : NULL;
+    if (pd == NULL) {
+        free(sh);
+        sld_http_error(r, 503, "out_of_memory", NULL, "out of memory");
+        return false;
+    }
+    sh->pd = pd;
+    sld_rules_write_commands(name, json, json_len, argv, argvlen, argc);
+    int sent = 0;
+    for (int i = 0; i < 3; i++) {
+        /* one slot (the {sluice} tag), one connection: they arrive in order */
+        if (sld_remote_command(d->remote, worker, SLD_RULES_KEY, sizeof SLD_RULES_KEY - 1, argc[i], argv[i],
+                               argvlen[i], on_shared, sh) != SL_OK)
+            break;
+        sent++;
+    }
+    if (sent < 3) {
+        sh->failed = true;
+        sh->replies += 3 - sent;
+        if (sent == 0) {
+            free(sh);
+            sld_http_pending_deliver(pd);
+            sld_http_error(r, 503, "store_unavailable", NULL,
+                           "applied on this daemon, but Redis cannot be reached to store it for the others");
+            return false;
+        }
+    }
+    /* the answer so far becomes the pending one's */
+    sld_http_reply_t *pr = sld_http_pending_reply(pd);
+    sld_http_reply_t tmp = *pr;
+    *pr = *r;
+    *r = tmp;
+    *later = pd;
+    return true;
+}
+
 /* ---- endpoints --------------------------------------------------------------------------------- */
 
 static void list_policies(const sld_runtime_t *rt, sld_http_reply_t *r) {
@@ -141,8 +217,8 @@ static void list_policies(const sld_runtime_t *rt, sld_http_reply_t *r) {
     sld_buf_append_str(&r->body, "]}\n");
 }
 
-static void put_policy(sld_daemon_t *d, const sld_runtime_t *rt, const char *name,
-                       const sld_http_request_t *req, sld_http_reply_t *r) {
+static void put_policy(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt, const char *name,
+                       const sld_http_request_t *req, sld_http_reply_t *r, sld_http_pending_t **later) {
     char err[SLD_MAX_ERROR] = "", why[128];
     sld_policy_t *pol = NULL;
     int rc = sld_config_parse_policy(name, req->body.ptr ? req->body.ptr : "", req->body.len,
@@ -165,9 +241,12 @@ static void put_policy(sld_daemon_t *d, const sld_runtime_t *rt, const char *nam
     ok_json(r, created ? 201 : 200);
     sld_buf_printf(&r->body, "{\"policy\":\"%s\",\"created\":%s,\"generation\":%llu}\n", name,
                    created ? "true" : "false", (unsigned long long)generation);
+    if (d->remote && later)
+        share_edit(d, worker, name, req->body.ptr ? req->body.ptr : "", req->body.len, r, later);
 }
 
-static void delete_policy(sld_daemon_t *d, const char *name, sld_http_reply_t *r) {
+static void delete_policy(sld_daemon_t *d, uint32_t worker, const char *name, sld_http_reply_t *r,
+                          sld_http_pending_t **later) {
     char err[SLD_MAX_ERROR] = "", why[128];
     uint64_t generation = 0;
     snprintf(why, sizeof why, "admin: removed policy %s", name);
@@ -183,10 +262,13 @@ static void delete_policy(sld_daemon_t *d, const char *name, sld_http_reply_t *r
     }
     ok_json(r, 200);
     sld_buf_printf(&r->body, "{\"deleted\":\"%s\",\"generation\":%llu}\n", name, (unsigned long long)generation);
+    if (d->remote && later)
+        share_edit(d, worker, name, NULL, 0, r, later);
 }
 
-static void policy_endpoint(sld_daemon_t *d, const sld_runtime_t *rt, const sld_http_request_t *req,
-                            sld_span_t name, sld_http_reply_t *r) {
+static void policy_endpoint(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
+                            const sld_http_request_t *req, sld_span_t name, sld_http_reply_t *r,
+                            sld_http_pending_t **later) {
     char cname[MAX_POLICY_NAME + 1];
     bool ok = name.len >= 1 && name.len <= MAX_POLICY_NAME && memchr(name.ptr, '/', name.len) == NULL;
     if (!ok) {
@@ -205,17 +287,37 @@ static void policy_endpoint(sld_daemon_t *d, const sld_runtime_t *rt, const sld_
         policy_json(&r->body, p);
         sld_buf_append_str(&r->body, "\n");
     } else if (sld_span_is(req->method, "PUT")) {
-        put_policy(d, rt, cname, req, r);
+        put_policy(d, worker, rt, cname, req, r, later);
     } else if (sld_span_is(req->method, "DELETE")) {
-        delete_policy(d, cname, r);
+        delete_policy(d, worker, cname, r, later);
     } else {
         sld_http_error(r, 405, "method_not_allowed", NULL, "this path takes GET, PUT, DELETE");
         sld_http_add_header(r, SLD_H_ALLOW, "GET, PUT, DELETE");
     }
 }
 
-static void reset_key(sld_daemon_t *d, const sld_runtime_t *rt, const sld_http_request_t *req,
-                      sld_http_reply_t *r) {
+static void reset_answer(sld_http_reply_t *r, int rc, const char *policy) {
+    if (rc != SL_OK) {
+        sld_http_error(r, 503, "store_unavailable", NULL, "%s", sl_strerror(rc));
+        return;
+    }
+    ok_json(r, 200);
+    sld_buf_printf(&r->body, "{\"reset\":true,\"policy\":\"%s\"}\n", policy);
+}
+
+static void on_reset(void *arg, int rc, const sl_decision_t *d, const sl_limit_report_t *limits) {
+    (void)d;
+    (void)limits;
+    sld_http_pending_t *pd = arg;
+    sld_http_reply_t *r = sld_http_pending_reply(pd);
+    char policy[MAX_POLICY_NAME + 1];
+    snprintf(policy, sizeof policy, "%.*s", (int)r->scratch.len, r->scratch.data ? r->scratch.data : "");
+    reset_answer(r, rc, policy);
+    sld_http_pending_deliver(pd);
+}
+
+static void reset_key(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt, const sld_http_request_t *req,
+                      sld_http_reply_t *r, sld_http_pending_t **later) {
     if (!sld_buf_reserve(&r->scratch, req->body.len + 1)) {
         sld_http_error(r, 503, "out_of_memory", NULL, "out of memory");
         return;
@@ -238,13 +340,26 @@ static void reset_key(sld_daemon_t *d, const sld_runtime_t *rt, const sld_http_r
         return;
     const sl_policy_t *p = sld_policies_find(rt->policies, cr.policy.ptr, cr.policy.len, key.ptr, key.len,
                                              NULL, NULL);
-    int rc = p ? sl_reset(d->limiter, p, key.ptr, key.len) : SL_EINVAL;
-    if (rc != SL_OK) {
-        sld_http_error(r, 503, "store_unavailable", NULL, "%s", sl_strerror(rc));
+    if (p == NULL) {
+        sld_http_unknown_policy(r, cr.policy);
         return;
     }
-    ok_json(r, 200);
-    sld_buf_printf(&r->body, "{\"reset\":true,\"policy\":\"%s\"}\n", pc->name);
+    sld_origin_t origin = {.rt = rt, .index = index, .slot = sld_policies_slot(rt->policies, index)};
+    sld_http_pending_t *pd = d->remote && later ? sld_http_pending_new() : NULL;
+    if (d->remote && later && pd == NULL) {
+        sld_http_error(r, 503, "out_of_memory", NULL, "out of memory");
+        return;
+    }
+    int rc = sld_reset_start(d, worker, &origin, p, key.ptr, key.len, on_reset, pd);
+    if (rc == SLD_PENDING) {
+        /* the policy's name outlives the request in the pending answer */
+        sld_buf_append_str(&sld_http_pending_reply(pd)->scratch, pc->name);
+        *later = pd;
+        return;
+    }
+    if (pd)
+        sld_http_pending_deliver(pd);
+    reset_answer(r, rc, pc->name);
 }
 
 static void reload(sld_daemon_t *d, sld_http_reply_t *r) {
@@ -271,8 +386,9 @@ static bool post_only(const sld_http_request_t *req, sld_http_reply_t *r) {
     return false;
 }
 
-void sld_http_admin(sld_daemon_t *d, const sld_runtime_t *rt, const sld_http_request_t *req,
-                    sld_span_t rest, sld_http_reply_t *r) {
+void sld_http_admin(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
+                    const sld_http_request_t *req, sld_span_t rest, sld_http_reply_t *r,
+                    sld_http_pending_t **later) {
     const sld_config_t *cfg = rt->cfg;
     if (cfg->admin_token == NULL) {
         sld_http_error(r, 404, "not_found", NULL, "the admin API is off: configure admin_token to turn it on");
@@ -291,10 +407,10 @@ void sld_http_admin(sld_daemon_t *d, const sld_runtime_t *rt, const sld_http_req
             sld_http_add_header(r, SLD_H_ALLOW, "GET");
         }
     } else if (rest.len > 10 && memcmp(rest.ptr, "/policies/", 10) == 0) {
-        policy_endpoint(d, rt, req, (sld_span_t){rest.ptr + 10, rest.len - 10}, r);
+        policy_endpoint(d, worker, rt, req, (sld_span_t){rest.ptr + 10, rest.len - 10}, r, later);
     } else if (sld_span_is(rest, "/reset")) {
         if (post_only(req, r))
-            reset_key(d, rt, req, r);
+            reset_key(d, worker, rt, req, r, later);
     } else if (sld_span_is(rest, "/reload")) {
         if (post_only(req, r))
             reload(d, r);

@@ -12,12 +12,14 @@
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "decide.h"
 #include "forward.h"
 #include "http_api.h"
+#include "remote.h"
 
 #define USEC_PER_MS 1000
 
@@ -332,27 +334,98 @@ void sld_http_unknown_policy(sld_http_reply_t *r, sld_span_t name) {
                    (int)(name.len > 64 ? 64 : name.len), name.ptr);
 }
 
-/* Decides, with the headers; false when the reply already says it failed. */
-static bool decide(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt, size_t index,
-                   const sl_policy_t *p, sld_span_t key, uint64_t cost, sl_decision_t *dec,
-                   sld_http_reply_t *r) {
-    sl_limit_report_t lr[SL_MAX_LIMITS];
-    int rc = sld_decide(d, worker, sld_policies_slot(rt->policies, index), p, key.ptr, key.len, cost, 0,
-                        dec, lr);
+/* What a decision answers: the check's JSON, or forward-auth's status. */
+typedef struct finish {
+    const sld_runtime_t *rt;
+    size_t index;
+    const sl_policy_t *p;
+    const char *tier;
+    bool auth;
+} finish_t;
+
+struct sld_http_pending {
+    sld_http_reply_t reply;
+    finish_t f;
+    sld_http_done_fn done;  /* set by the wire layer; NULL: nobody waits any more */
+    void *done_arg;
+};
+
+static void check_body(sld_http_reply_t *r, const finish_t *f, const sl_decision_t *dec);
+
+/* The reply to a decision: headers, then the check's body or auth's status. */
+static void finish(sld_http_reply_t *r, const finish_t *f, int rc, const sl_decision_t *dec,
+                   const sl_limit_report_t *lr) {
     if (rc == SL_EFULL || rc == SL_ENOMEM || rc == SL_EIO) {
         sld_http_error(r, 503, "store_unavailable", NULL, "%s", sl_strerror(rc));
-        return false;
+        return;
     }
     if (rc != SL_OK) {
         sld_http_error(r, 400, "bad_request", "cost", "cost: %s", sl_strerror(rc));
-        return false;
+        return;
     }
-    rate_headers(r, sld_policies_config(rt->policies, index)->name, p, dec, lr);
-    return true;
+    rate_headers(r, sld_policies_config(f->rt->policies, f->index)->name, f->p, dec, lr);
+    if (f->auth)
+        r->status = dec->allowed ? 200 : (int)f->rt->cfg->auth_deny_status;
+    else
+        check_body(r, f, dec);
+}
+
+static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *lr) {
+    sld_http_pending_t *pd = arg;
+    finish(&pd->reply, &pd->f, rc, dec, lr);
+    sld_http_pending_deliver(pd);
+}
+
+sld_http_pending_t *sld_http_pending_new(void) { return calloc(1, sizeof(sld_http_pending_t)); }
+
+sld_http_reply_t *sld_http_pending_reply(sld_http_pending_t *pd) { return &pd->reply; }
+
+void sld_http_pending_deliver(sld_http_pending_t *pd) {
+    if (pd->reply.body.failed || pd->reply.values.failed) {
+        sld_http_reply_reset(&pd->reply);
+        sld_http_error(&pd->reply, 503, "out_of_memory", NULL, "out of memory");
+    }
+    if (pd->done)
+        pd->done(pd->done_arg, &pd->reply);
+    sld_http_reply_free(&pd->reply);
+    free(pd);
+}
+
+void sld_http_pending_wait(sld_http_pending_t *pd, sld_http_done_fn done, void *arg) {
+    pd->done = done;
+    pd->done_arg = arg;
+}
+
+/* Decides and answers, now or (with *later) when the store answers. */
+static void decide(sld_daemon_t *d, uint32_t worker, const finish_t *f, sld_span_t key,
+                   uint64_t cost, sld_http_reply_t *r, sld_http_pending_t **later) {
+    sl_decision_t dec;
+    sl_limit_report_t lr[SL_MAX_LIMITS];
+    sld_origin_t origin = {.rt = f->rt, .index = f->index,
+                           .slot = sld_policies_slot(f->rt->policies, f->index)};
+    int rc;
+    if (later == NULL || d->remote == NULL) {
+        rc = sld_decide(d, worker, origin.slot, f->p, key.ptr, key.len, cost, 0, &dec, lr);
+    } else {
+        sld_http_pending_t *pd = calloc(1, sizeof *pd);
+        if (pd == NULL) {
+            sld_http_error(r, 503, "out_of_memory", NULL, "out of memory");
+            return;
+        }
+        pd->f = *f;
+        rc = sld_decide_start(d, worker, &origin, f->p, key.ptr, key.len, cost, 0, &dec, lr,
+                              on_decided, pd);
+        if (rc == SLD_PENDING) {
+            *later = pd;
+            return;
+        }
+        free(pd);
+    }
+    finish(r, f, rc, &dec, lr);
 }
 
 static void check(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
-                  const sld_http_request_t *req, sld_http_reply_t *r) {
+                  const sld_http_request_t *req, sld_http_reply_t *r, sld_http_pending_t **later) {
     /* Not HEAD: it would be charged like a GET, and HEAD must change nothing. */
     bool get = sld_span_is(req->method, "GET");
     if (!get && !sld_span_is(req->method, "POST")) {
@@ -391,16 +464,21 @@ static void check(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
         return;
     if (p == NULL)
         p = sld_policies_find(rt->policies, cr.policy.ptr, cr.policy.len, key.ptr, key.len, &tier, &index);
-    sl_decision_t dec;
     if (p == NULL) { /* cannot be: the policy was found above, in this same runtime */
         sld_http_unknown_policy(r, cr.policy);
         return;
     }
-    if (!decide(d, worker, rt, index, p, key, cr.cost, &dec, r))
-        return;
-    json_reply(r, dec.allowed ? 200 : 429);
+    finish_t f = {.rt = rt, .index = index, .p = p, .tier = tier, .auth = false};
+    decide(d, worker, &f, key, cr.cost, r, later);
+}
+
+static void check_body(sld_http_reply_t *r, const finish_t *f, const sl_decision_t *dec) {
+    const sld_policy_t *pc = sld_policies_config(f->rt->policies, f->index);
+    const char *tier = f->tier;
+    const sl_policy_t *p = f->p;
+    json_reply(r, dec->allowed ? 200 : 429);
     sld_buf_t *b = &r->body;
-    if (dec.allowed)
+    if (dec->allowed)
         sld_buf_append_lit(b, "{\"allowed\":true,\"policy\":\"");
     else
         sld_buf_append_lit(b, "{\"allowed\":false,\"policy\":\"");
@@ -410,14 +488,14 @@ static void check(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
         sld_buf_append_str(b, tier);
     }
     sld_buf_append_lit(b, "\",\"limit\":");
-    sld_buf_append_u64(b, dec.limit);
+    sld_buf_append_u64(b, dec->limit);
     sld_buf_append_lit(b, ",\"remaining\":");
-    sld_buf_append_u64(b, dec.remaining);
+    sld_buf_append_u64(b, dec->remaining);
     sld_buf_append_lit(b, ",\"reset_after_ms\":");
-    sld_buf_append_i64(b, ms_up(dec.reset_after));
+    sld_buf_append_i64(b, ms_up(dec->reset_after));
     sld_buf_append_lit(b, ",\"retry_after_ms\":");
-    sld_buf_append_i64(b, dec.retry_after == SL_NEVER ? -1 : ms_up(dec.retry_after));
-    if (dec.limited)
+    sld_buf_append_i64(b, dec->retry_after == SL_NEVER ? -1 : ms_up(dec->retry_after));
+    if (dec->limited)
         sld_buf_append_lit(b, ",\"limited\":true");
     else
         sld_buf_append_lit(b, ",\"limited\":false");
@@ -426,7 +504,7 @@ static void check(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
         shaper |= sl_policy_limit(p, i)->shaper;
     if (shaper) { /* a shaper's clients look for it on every answer, 0 included */
         sld_buf_append_lit(b, ",\"delay_ms\":");
-        sld_buf_append_i64(b, ms_up(dec.delay));
+        sld_buf_append_i64(b, ms_up(dec->delay));
     }
     sld_buf_append_str(b, "}\n");
 }
@@ -469,7 +547,8 @@ static bool keys_on(const sld_policy_t *pc, const char *attr) {
 
 /* /v1/auth/<policy>[/original path]: `rest` is what follows "/v1/auth/". */
 static void forward_auth(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
-                         const sld_http_request_t *req, sld_span_t rest, sld_http_reply_t *r) {
+                         const sld_http_request_t *req, sld_span_t rest, sld_http_reply_t *r,
+                         sld_http_pending_t **later) {
     const sld_config_t *cfg = rt->cfg;
     sld_span_t name = rest, tail = {NULL, 0};
     const char *slash = memchr(rest.ptr, '/', rest.len);
@@ -537,30 +616,41 @@ static void forward_auth(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *
     }
     sld_span_t key = {r->key.data, n};
     const sl_policy_t *p = sld_policies_find(rt->policies, name.ptr, name.len, key.ptr, key.len, NULL, &index);
-    sl_decision_t dec;
     if (p == NULL) {
         sld_http_unknown_policy(r, name);
         return;
     }
-    if (!decide(d, worker, rt, index, p, key, 1, &dec, r))
-        return;
-    r->status = dec.allowed ? 200 : (int)cfg->auth_deny_status;
+    finish_t f = {.rt = rt, .index = index, .p = p, .tier = NULL, .auth = true};
+    decide(d, worker, &f, key, 1, r, later);
+}
+
+static bool store_up(sld_daemon_t *d) {
+    sld_remote_stats_t st;
+    sld_remote_stats(d->remote, &st);
+    return st.up;
 }
 
 /* ---- routes ------------------------------------------------------------------------------------ */
 
 void sld_http_handle(sld_daemon_t *d, uint32_t worker, const sld_http_request_t *req,
                      sld_http_reply_t *r) {
+    sld_http_handle_async(d, worker, req, r, NULL);
+}
+
+void sld_http_handle_async(sld_daemon_t *d, uint32_t worker, const sld_http_request_t *req,
+                           sld_http_reply_t *r, sld_http_pending_t **later) {
+    if (later)
+        *later = NULL;
     sld_http_reply_reset(r);
     const sld_runtime_t *rt = sld_runtime(d);
     sld_span_t path = req->path;
     bool get = sld_span_is(req->method, "GET") || sld_span_is(req->method, "HEAD");
     if (sld_span_is(path, "/v1/check")) {
-        check(d, worker, rt, req, r);
+        check(d, worker, rt, req, r, later);
     } else if (span_starts(path, "/v1/auth/")) {
-        forward_auth(d, worker, rt, req, (sld_span_t){path.ptr + 9, path.len - 9}, r);
+        forward_auth(d, worker, rt, req, (sld_span_t){path.ptr + 9, path.len - 9}, r, later);
     } else if (sld_span_is(path, "/v1/admin") || span_starts(path, "/v1/admin/")) {
-        sld_http_admin(d, rt, req, (sld_span_t){path.ptr + 9, path.len - 9}, r);
+        sld_http_admin(d, worker, rt, req, (sld_span_t){path.ptr + 9, path.len - 9}, r, later);
     } else if (sld_span_is(path, "/metrics")) {
         if (!get) {
             method_not_allowed(r, "GET");
@@ -579,6 +669,8 @@ void sld_http_handle(sld_daemon_t *d, uint32_t worker, const sld_http_request_t 
             method_not_allowed(r, "GET");
         else if (atomic_load(&d->stopping))
             text_reply(r, 503, "stopping\n");
+        else if (d->remote && !store_up(d))
+            text_reply(r, 503, "store unavailable: deciding by on_store_failure\n");
         else
             text_reply(r, 200, "ready\n");
     } else {

@@ -65,9 +65,30 @@ typedef struct sld_http_reply {
     sld_buf_t key;             /* a key built from attributes */
 } sld_http_reply_t;
 
-/* Answers one request on worker `worker`. `out` is reset first. */
+/* Answers one request on worker `worker`. `out` is reset first. Decisions
+ * are made in this daemon's memory store. */
 void sld_http_handle(sld_daemon_t *d, uint32_t worker, const sld_http_request_t *req,
                      sld_http_reply_t *out);
+
+/* An answer that comes later (a decision in Redis). */
+typedef struct sld_http_pending sld_http_pending_t;
+/* Called on the worker's loop with the whole reply, valid during the call. */
+typedef void (*sld_http_done_fn)(void *arg, const sld_http_reply_t *reply);
+
+/* Like sld_http_handle(), through the configured store: when *later comes
+ * back non-NULL the answer is not in `out` but will be given to the
+ * function set with sld_http_pending_wait(), which the caller must call at
+ * once (the request's spans need not outlive this call). */
+void sld_http_handle_async(sld_daemon_t *d, uint32_t worker, const sld_http_request_t *req,
+                           sld_http_reply_t *out, sld_http_pending_t **later);
+/* Who gets the answer; done NULL: nobody (the request went away). */
+void sld_http_pending_wait(sld_http_pending_t *pd, sld_http_done_fn done, void *arg);
+
+/* For endpoints that answer later: a pending answer with its own reply,
+ * written into and then delivered (and freed) once complete. */
+sld_http_pending_t *sld_http_pending_new(void);
+sld_http_reply_t *sld_http_pending_reply(sld_http_pending_t *pd);
+void sld_http_pending_deliver(sld_http_pending_t *pd);
 
 void sld_http_reply_reset(sld_http_reply_t *r);
 void sld_http_reply_free(sld_http_reply_t *r);
@@ -85,9 +106,12 @@ void sld_http_add_header(sld_http_reply_t *r, sld_http_header_id_t id, const cha
 void sld_http_error(sld_http_reply_t *r, int status, const char *code, const char *param,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* The admin API: `rest` is the path after "/v1/admin". */
-void sld_http_admin(sld_daemon_t *d, const sld_runtime_t *rt, const sld_http_request_t *req,
-                    sld_span_t rest, sld_http_reply_t *out);
+/* The admin API: `rest` is the path after "/v1/admin". With the Redis
+ * store, edits are also stored there for every daemon, and answered when
+ * Redis has them (*later, as sld_http_handle_async; later may be NULL). */
+void sld_http_admin(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
+                    const sld_http_request_t *req, sld_span_t rest, sld_http_reply_t *out,
+                    sld_http_pending_t **later);
 
 /* The configured policy named `name` (and *index, its index), or NULL. */
 const sld_policy_t *sld_http_policy_named(const sld_runtime_t *rt, sld_span_t name, size_t *index);

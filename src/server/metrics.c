@@ -6,6 +6,7 @@
 
 #include "daemon.h"
 #include "metrics.h"
+#include "remote.h"
 
 /* Upper bounds of the latency buckets, nanoseconds (+Inf after the last). */
 static const uint64_t bucket_ns[SLD_LATENCY_BUCKETS] = {
@@ -208,6 +209,32 @@ void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out) 
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         sld_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", rows[i].name, rows[i].help,
                        rows[i].name, rows[i].type, rows[i].name, rows[i].value);
+    if (d->remote) {
+        sld_remote_stats_t rs;
+        sld_remote_stats(d->remote, &rs);
+        sld_buf_printf(out,
+                       "# HELP sluice_store_up Whether Redis answers (1) or decisions fall back (0).\n"
+                       "# TYPE sluice_store_up gauge\nsluice_store_up %d\n"
+                       "# HELP sluice_store_breaker_open Whether a circuit breaker to Redis is open.\n"
+                       "# TYPE sluice_store_breaker_open gauge\nsluice_store_breaker_open %d\n"
+                       "# HELP sluice_store_calls_total Evaluations sent to Redis.\n"
+                       "# TYPE sluice_store_calls_total counter\nsluice_store_calls_total %llu\n"
+                       "# HELP sluice_store_failures_total Evaluations Redis did not answer usably.\n"
+                       "# TYPE sluice_store_failures_total counter\nsluice_store_failures_total %llu\n"
+                       "# HELP sluice_store_timeouts_total Evaluations that timed out.\n"
+                       "# TYPE sluice_store_timeouts_total counter\nsluice_store_timeouts_total %llu\n"
+                       "# HELP sluice_store_reconnects_total Reconnections to Redis.\n"
+                       "# TYPE sluice_store_reconnects_total counter\nsluice_store_reconnects_total %llu\n"
+                       "# HELP sluice_store_fallbacks_total Decisions made by on_store_failure.\n"
+                       "# TYPE sluice_store_fallbacks_total counter\n"
+                       "sluice_store_fallbacks_total{mode=\"open\"} %llu\n"
+                       "sluice_store_fallbacks_total{mode=\"closed\"} %llu\n"
+                       "sluice_store_fallbacks_total{mode=\"local\"} %llu\n",
+                       rs.up, rs.breaker_open, (unsigned long long)rs.calls,
+                       (unsigned long long)rs.failures, (unsigned long long)rs.timeouts,
+                       (unsigned long long)rs.reconnects, (unsigned long long)rs.fallback_open,
+                       (unsigned long long)rs.fallback_closed, (unsigned long long)rs.fallback_local);
+    }
     sld_buf_printf(out, "# HELP sluice_build_info The running version.\n# TYPE sluice_build_info gauge\n"
                         "sluice_build_info{version=\"%s\"} 1\n", SL_VERSION_STRING);
 }

@@ -27,6 +27,10 @@ typedef struct table {
 typedef struct compiled {
     sl_policy_t *policy;
     sl_policy_t **tiers;  /* one per configured tier */
+    /* on_store_failure local with store.nodes > 1: the same with every
+     * limit divided by the nodes (NULL otherwise: the policy itself) */
+    sl_policy_t *local;
+    sl_policy_t **local_tiers;
     uint32_t slot;        /* metrics */
 } compiled_t;
 
@@ -75,12 +79,23 @@ static void table_put(table_t *t, const char *name, size_t len, uint32_t index, 
     t->slots[i] = (entry_t){h, name, len, index, policy};
 }
 
+/* One node's share of a shared limit: never more than limit / nodes. */
+static sl_limit_t share(sl_limit_t l, uint32_t nodes) {
+    l.limit = l.limit / nodes ? l.limit / nodes : 1;
+    if (l.burst)
+        l.burst = l.burst / nodes;
+    return l;
+}
+
 static int compile_one(const char *name, const sl_limit_t *limits, size_t n, const sld_policy_t *p,
-                       sl_policy_t **out, char *err, size_t err_len) {
-    sl_policy_config_t pc = {.name = name, .limits = limits, .nlimits = n, .mode = p->mode,
-                             .soft_percent = p->soft_percent};
+                       uint32_t nodes, sl_policy_t **out, char *err, size_t err_len) {
+    sl_limit_t shares[SL_MAX_LIMITS];
+    for (size_t i = 0; i < n && i < SL_MAX_LIMITS; i++)
+        shares[i] = share(limits[i], nodes);
+    sl_policy_config_t pc = {.name = name, .limits = nodes > 1 ? shares : limits, .nlimits = n,
+                             .mode = p->mode, .soft_percent = p->soft_percent};
     if (p->has_pool)
-        pc.pool = p->pool;
+        pc.pool = nodes > 1 ? share(p->pool, nodes) : p->pool;
     return sl_policy_new(&pc, out, err, err_len);
 }
 
@@ -94,6 +109,7 @@ int sld_policies_build(const sld_config_t *cfg, sld_metrics_t *metrics, sld_poli
     for (size_t i = 0; i < cfg->npolicies; i++)
         for (size_t k = 0; k < cfg->policies[i].ntiers; k++)
             nkeys += cfg->policies[i].tiers[k].nkeys;
+    bool divide = cfg->store_url != NULL && cfg->store_nodes > 1;
     int rc = SL_ENOMEM;
     t->compiled = calloc(cfg->npolicies ? cfg->npolicies : 1, sizeof *t->compiled);
     if (t->compiled && table_init(&t->names, cfg->npolicies) == SL_OK &&
@@ -101,13 +117,17 @@ int sld_policies_build(const sld_config_t *cfg, sld_metrics_t *metrics, sld_poli
         rc = SL_OK;
     for (size_t i = 0; rc == SL_OK && i < cfg->npolicies; i++) {
         const sld_policy_t *p = &cfg->policies[i];
-        rc = compile_one(p->name, p->limits, p->nlimits, p, &t->compiled[i].policy, err, err_len);
+        rc = compile_one(p->name, p->limits, p->nlimits, p, 1, &t->compiled[i].policy, err, err_len);
+        if (rc == SL_OK && divide)
+            rc = compile_one(p->name, p->limits, p->nlimits, p, cfg->store_nodes,
+                             &t->compiled[i].local, err, err_len);
         if (rc != SL_OK)
             break;
         table_put(&t->names, p->name, strlen(p->name), (uint32_t)i, 0, false);
         t->compiled[i].slot = metrics ? sld_metrics_slot(metrics, p->name) : 0;
         t->compiled[i].tiers = calloc(p->ntiers ? p->ntiers : 1, sizeof(sl_policy_t *));
-        if (t->compiled[i].tiers == NULL) {
+        t->compiled[i].local_tiers = calloc(p->ntiers ? p->ntiers : 1, sizeof(sl_policy_t *));
+        if (t->compiled[i].tiers == NULL || t->compiled[i].local_tiers == NULL) {
             rc = SL_ENOMEM;
             break;
         }
@@ -115,8 +135,11 @@ int sld_policies_build(const sld_config_t *cfg, sld_metrics_t *metrics, sld_poli
             const sld_tier_t *tier = &p->tiers[k];
             char name[SL_MAX_POLICY_NAME + 1];
             snprintf(name, sizeof name, "%s/%s", p->name, tier->name);
-            rc = compile_one(name, tier->limits, tier->nlimits, p, &t->compiled[i].tiers[k], err,
+            rc = compile_one(name, tier->limits, tier->nlimits, p, 1, &t->compiled[i].tiers[k], err,
                              err_len);
+            if (rc == SL_OK && divide)
+                rc = compile_one(name, tier->limits, tier->nlimits, p, cfg->store_nodes,
+                                 &t->compiled[i].local_tiers[k], err, err_len);
             for (size_t j = 0; rc == SL_OK && j < tier->nkeys; j++)
                 table_put(&t->tier_keys, tier->keys[j], strlen(tier->keys[j]), (uint32_t)k,
                           (uint32_t)i, true);
@@ -135,9 +158,15 @@ void sld_policies_free(sld_policies_t *t) {
         return;
     for (size_t i = 0; t->compiled && i < t->cfg->npolicies; i++) {
         sl_policy_free(t->compiled[i].policy);
-        for (size_t k = 0; t->compiled[i].tiers && k < t->cfg->policies[i].ntiers; k++)
-            sl_policy_free(t->compiled[i].tiers[k]);
+        sl_policy_free(t->compiled[i].local);
+        for (size_t k = 0; k < t->cfg->policies[i].ntiers; k++) {
+            if (t->compiled[i].tiers)
+                sl_policy_free(t->compiled[i].tiers[k]);
+            if (t->compiled[i].local_tiers)
+                sl_policy_free(t->compiled[i].local_tiers[k]);
+        }
         free(t->compiled[i].tiers);
+        free(t->compiled[i].local_tiers);
     }
     free(t->compiled);
     free(t->names.slots);
@@ -179,4 +208,32 @@ const sl_policy_t *sld_policies_compiled(const sld_policies_t *t, size_t i) {
 
 uint32_t sld_policies_slot(const sld_policies_t *t, size_t i) {
     return i < t->cfg->npolicies ? t->compiled[i].slot : 0;
+}
+
+const sl_policy_t *sld_policies_fallback(const sld_policies_t *t, size_t i, const sl_policy_t *p,
+                                         sld_store_failure_t *mode) {
+    *mode = t->cfg->on_store_failure;
+    if (i >= t->cfg->npolicies)
+        return p;
+    const compiled_t *c = &t->compiled[i];
+    if (t->cfg->policies[i].on_store_failure != SLD_FAIL_DEFAULT)
+        *mode = t->cfg->policies[i].on_store_failure;
+    if (p == c->policy)
+        return c->local ? c->local : p;
+    for (size_t k = 0; k < t->cfg->policies[i].ntiers; k++)
+        if (p == c->tiers[k])
+            return c->local_tiers[k] ? c->local_tiers[k] : p;
+    return p;
+}
+
+int sld_policies_each(const sld_policies_t *t, int (*fn)(void *ctx, const sl_policy_t *p),
+                      void *ctx) {
+    for (size_t i = 0; i < t->cfg->npolicies; i++) {
+        int rc = fn(ctx, t->compiled[i].policy);
+        for (size_t k = 0; rc == 0 && k < t->cfg->policies[i].ntiers; k++)
+            rc = fn(ctx, t->compiled[i].tiers[k]);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }

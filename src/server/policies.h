@@ -34,6 +34,19 @@ const sl_policy_t *sld_policies_find(const sld_policies_t *t, const char *name, 
 /* The metrics slot of the i-th policy. */
 uint32_t sld_policies_slot(const sld_policies_t *t, size_t i);
 
+/* What decides for p (the i-th policy or one of its tiers) while the shared
+ * store cannot: *mode gets its on_store_failure (the store's when it has
+ * none); the result is the policy to decide with locally (its limits
+ * divided by store.nodes). For a policy not in the table (CL.THROTTLE's),
+ * pass i = SIZE_MAX: the store's setting and p itself. */
+const sl_policy_t *sld_policies_fallback(const sld_policies_t *t, size_t i, const sl_policy_t *p,
+                                         sld_store_failure_t *mode);
+
+/* Calls fn on every compiled policy and tier until it returns non-zero,
+ * which is returned. */
+int sld_policies_each(const sld_policies_t *t, int (*fn)(void *ctx, const sl_policy_t *p),
+                      void *ctx);
+
 size_t sld_policies_count(const sld_policies_t *t);
 /* The i-th policy as configured, and its compiled form. */
 const sld_policy_t *sld_policies_config(const sld_policies_t *t, size_t i);

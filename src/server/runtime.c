@@ -8,8 +8,24 @@
 #include <string.h>
 
 #include "log.h"
+#include "remote.h"
 #include "runtime.h"
 #include "server.h"
+
+typedef struct check_ctx {
+    char *err;
+    size_t err_len;
+} check_ctx_t;
+
+static int check_remote(void *ctx, const sl_policy_t *p) {
+    check_ctx_t *c = ctx;
+    const char *why = NULL;
+    if (sld_remote_supports(p, &why))
+        return 0;
+    snprintf(c->err, c->err_len, "policy %s cannot be evaluated in Redis: %s",
+             sl_policy_name(p), why ? why : "unsupported");
+    return SL_ERANGE;
+}
 
 struct sld_retired {
     sld_runtime_t *rt;
@@ -27,6 +43,9 @@ int sld_runtime_build(sld_daemon_t *d, sld_config_t *cfg, uint64_t generation, s
         return SL_ENOMEM;
     }
     int rc = sld_policies_build(cfg, d->metrics, &rt->policies, err, err_len);
+    check_ctx_t check = {err, err_len};
+    if (rc == SL_OK && cfg->store_url && (rc = sld_policies_each(rt->policies, check_remote, &check)))
+        sld_policies_free(rt->policies);
     if (rc == SL_OK && cfg->ntrusted_proxies > 0 &&
         (rc = sld_cidrs_parse(cfg->trusted_proxies, cfg->ntrusted_proxies, &rt->trusted, err,
                               err_len)) != SL_OK)
@@ -54,7 +73,11 @@ void sld_runtime_free(sld_runtime_t *rt) {
 static void keep_fixed_settings(const sld_config_t *old, sld_config_t *next) {
     if (strcmp(old->resp_listen, next->resp_listen) != 0 || strcmp(old->http_listen, next->http_listen) != 0 ||
         old->threads != next->threads || old->max_memory != next->max_memory ||
-        old->shards != next->shards || old->max_request_bytes != next->max_request_bytes)
+        old->shards != next->shards || old->max_request_bytes != next->max_request_bytes ||
+        (old->store_url == NULL) != (next->store_url == NULL) ||
+        (old->store_url && strcmp(old->store_url, next->store_url) != 0) ||
+        old->store_write_back != next->store_write_back || old->store_timeout != next->store_timeout ||
+        old->store_clock_local != next->store_clock_local)
         sld_warn("listen addresses, threads, store settings and max_request_bytes need a restart; "
                  "they keep their running values");
     memcpy(next->resp_listen, old->resp_listen, sizeof next->resp_listen);
@@ -63,6 +86,15 @@ static void keep_fixed_settings(const sld_config_t *old, sld_config_t *next) {
     next->max_memory = old->max_memory;
     next->shards = old->shards;
     next->max_request_bytes = old->max_request_bytes;
+    char *url = next->store_url;
+    next->store_url = old->store_url ? strdup(old->store_url) : NULL;
+    free(url);
+    next->store_write_back = old->store_write_back;
+    next->store_timeout = old->store_timeout;
+    next->store_clock_local = old->store_clock_local;
+    next->store_sync_interval = old->store_sync_interval;
+    next->breaker_failures = old->breaker_failures;
+    next->breaker_cooldown = old->breaker_cooldown;
 }
 
 /* Swaps cfg in; apply_lock held (and released here). */
@@ -150,7 +182,8 @@ int sld_runtime_reload(sld_daemon_t *d, char *err, size_t err_len, uint64_t *gen
 void sld_runtime_collect(sld_daemon_t *d) {
     pthread_mutex_lock(&apply_lock);
     for (struct sld_retired **p = &d->retired; *p;) {
-        if (d->server && sld_server_quiescent(d->server, (*p)->until)) {
+        if (d->server && sld_server_quiescent(d->server, (*p)->until) &&
+            atomic_load(&(*p)->rt->pins) == 0) {
             struct sld_retired *r = *p;
             *p = r->next;
             sld_runtime_free(r->rt);

@@ -26,16 +26,29 @@
 #include "commands.h"
 #include "http.h"
 #include "log.h"
+#include "remote.h"
 #include "server.h"
 
 #define OUT_HIGH (1u << 20)     /* stop reading a client with this much unsent */
 #define READ_CHUNK (64u * 1024)
 #define MAX_ARGS 64
 #define TICK_MS 1000
+#define MAX_DEFERRED 4096       /* stop reading a client with this many answers owed */
 
 typedef struct worker worker_t;
+typedef struct conn conn_t;
 
-typedef struct conn {
+/* A reply that comes later (a decision in Redis), and the replies of the
+ * commands that came after it, which must wait for it. */
+struct sld_deferred {
+    struct sld_deferred *next;
+    conn_t *conn;
+    sld_buf_t reply;       /* written by the completion */
+    sld_buf_t after;       /* replies of later commands, up to the next deferred one */
+    bool ready;
+};
+
+struct conn {
     uv_tcp_t tcp;          /* first: a handle pointer is a conn pointer */
     worker_t *w;
     struct conn *prev, *next;
@@ -51,7 +64,10 @@ typedef struct conn {
     bool paused;           /* reading stopped by backpressure */
     bool closing;          /* close once everything owed is written */
     bool closed;
-} conn_t;
+    bool handle_closed;    /* uv_close done: freed once nothing is deferred */
+    sld_deferred_t *deferred, *deferred_tail; /* replies owed, in order */
+    uint32_t ndeferred;
+};
 
 struct worker {
     sld_server_t *s;
@@ -67,6 +83,8 @@ struct worker {
     sld_http_worker_t *http;  /* NULL when the HTTP front is off */
     sld_counters_t *counters;
     bool stopping;
+    bool remote_detaching;   /* the Redis client is closing */
+    bool remote_detached;    /* ... and closed (or there is none) */
     uint64_t stop_deadline;  /* loop time, ms; force-close after it */
 };
 
@@ -82,12 +100,18 @@ struct sld_server {
 
 /* ---- connections ---------------------------------------------------------------- */
 
-static void on_close(uv_handle_t *h) {
-    conn_t *c = (conn_t *)h;
+static void conn_free(conn_t *c) {
     sld_buf_free(&c->in);
     sld_buf_free(&c->out);
     sld_buf_free(&c->sending);
     free(c);
+}
+
+static void on_close(uv_handle_t *h) {
+    conn_t *c = (conn_t *)h;
+    c->handle_closed = true;
+    if (c->ndeferred == 0) /* else the last completion frees it */
+        conn_free(c);
 }
 
 static void conn_close(conn_t *c) {
@@ -110,7 +134,7 @@ static void flush(conn_t *c) {
     if (c->writing || c->closed)
         return;
     if (c->out.len == 0) {
-        if (c->closing)
+        if (c->closing && c->deferred == NULL)
             conn_close(c);
         return;
     }
@@ -154,7 +178,8 @@ static void process(conn_t *c) {
     size_t max_request = rt->cfg->max_request_bytes;
     sld_resp_limits_t lim = {.max_args = MAX_ARGS, .max_bulk = max_request,
                              .max_inline = max_request < 65536 ? max_request : 65536};
-    sld_client_t client = {.d = d, .rt = rt, .out = &c->out, .counters = c->w->counters,
+    sld_client_t client = {.d = d, .rt = rt, .out = c->deferred_tail ? &c->deferred_tail->after : &c->out,
+                           .counters = c->w->counters, .conn = c,
                            .worker = (uint32_t)(c->w->counters - d->counters), .id = c->id};
     memcpy(client.name, c->name, sizeof c->name);
     sld_arg_t argv[MAX_ARGS];
@@ -187,7 +212,8 @@ static void process(conn_t *c) {
             }
         }
         off += (size_t)used;
-        if (c->out.len >= OUT_HIGH) { /* the client is not reading: wait for it */
+        if (c->out.len >= OUT_HIGH || c->ndeferred >= MAX_DEFERRED) {
+            /* the client is not reading, or Redis is behind: wait for them */
             c->paused = true;
             stop_reading(c);
         }
@@ -198,6 +224,18 @@ static void process(conn_t *c) {
     flush(c);
 }
 
+/* Reading again once the client has read and Redis has answered enough. */
+static bool resume(conn_t *c) {
+    if (!c->paused || c->closing || c->closed || c->out.len >= OUT_HIGH ||
+        c->ndeferred >= MAX_DEFERRED / 2)
+        return false;
+    c->paused = false;
+    if (!c->w->stopping)
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    process(c); /* commands that arrived while we waited */
+    return true;
+}
+
 static void on_write(uv_write_t *req, int status) {
     conn_t *c = (conn_t *)req->handle;
     c->writing = false;
@@ -206,14 +244,73 @@ static void on_write(uv_write_t *req, int status) {
         conn_close(c);
         return;
     }
-    if (c->paused && !c->closing && c->out.len < OUT_HIGH) {
-        c->paused = false;
-        if (!c->w->stopping)
-            uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
-        process(c); /* commands that arrived while we waited */
+    if (!resume(c))
+        flush(c);
+}
+
+/* ---- replies that come later ------------------------------------------------------------ */
+
+sld_deferred_t *sld_client_defer(sld_client_t *client) {
+    conn_t *c = client->conn;
+    sld_deferred_t *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return NULL;
+    r->conn = c;
+    if (c->deferred_tail)
+        c->deferred_tail->next = r;
+    else
+        c->deferred = r;
+    c->deferred_tail = r;
+    c->ndeferred++;
+    client->out = &r->after;
+    return r;
+}
+
+void sld_client_undefer(sld_client_t *client, sld_deferred_t *r) {
+    conn_t *c = client->conn;
+    sld_deferred_t *prev = NULL;
+    for (sld_deferred_t *x = c->deferred; x && x != r; x = x->next)
+        prev = x;
+    /* r is the tail and nothing was written after it */
+    if (prev)
+        prev->next = NULL;
+    else
+        c->deferred = NULL;
+    c->deferred_tail = prev;
+    c->ndeferred--;
+    client->out = prev ? &prev->after : &c->out;
+    sld_buf_free(&r->after);
+    free(r);
+}
+
+sld_buf_t *sld_deferred_out(sld_deferred_t *r) { return &r->reply; }
+
+void sld_deferred_done(sld_deferred_t *r) {
+    conn_t *c = r->conn;
+    r->ready = true;
+    while (c->deferred && c->deferred->ready) {
+        sld_deferred_t *head = c->deferred;
+        if (!c->closed && head->reply.len)
+            sld_buf_append(&c->out, head->reply.data, head->reply.len);
+        if (!c->closed && head->after.len)
+            sld_buf_append(&c->out, head->after.data, head->after.len);
+        c->deferred = head->next;
+        if (c->deferred == NULL)
+            c->deferred_tail = NULL;
+        c->ndeferred--;
+        sld_buf_free(&head->reply);
+        sld_buf_free(&head->after);
+        free(head);
+    }
+    if (c->handle_closed) {
+        if (c->ndeferred == 0)
+            conn_free(c);
         return;
     }
-    flush(c);
+    if (c->closed)
+        return;
+    if (!resume(c))
+        flush(c);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -283,6 +380,11 @@ static void close_handle(uv_handle_t *h) {
         uv_close(h, NULL);
 }
 
+static void on_remote_detached(void *arg) {
+    worker_t *w = arg;
+    w->remote_detached = true;
+}
+
 /* Every second: close idle connections; when stopping, force the stragglers. */
 static void on_tick(uv_timer_t *t) {
     worker_t *w = t->data;
@@ -291,7 +393,7 @@ static void on_tick(uv_timer_t *t) {
     bool force = w->stopping && now >= w->stop_deadline;
     for (conn_t *c = w->conns, *next; c; c = next) {
         next = c->next;
-        if (force || (idle > 0 && !c->writing && !w->stopping && (now - c->last_active) * 1000 >= (uint64_t)idle)) {
+        if (force || (idle > 0 && !c->writing && !w->stopping && c->ndeferred == 0 && (now - c->last_active) * 1000 >= (uint64_t)idle)) {
             if (!force)
                 atomic_fetch_add(&w->s->d->stats.idle_closed, 1);
             conn_close(c);
@@ -307,8 +409,20 @@ static void on_tick(uv_timer_t *t) {
     }
     if (force)
         sld_http_worker_force_close(w->http);
-    if (w->stopping && w->conns == NULL && sld_http_worker_idle(w->http))
-        uv_stop(&w->loop); /* h2o's own handles would keep it running: worker_run ends it */
+    sld_daemon_t *d = w->s->d;
+    uint32_t index = (uint32_t)(w - w->s->workers);
+    if (d->remote && !w->stopping)
+        sld_remote_tick(d->remote, index);
+    if (w->stopping && w->conns == NULL && sld_http_worker_idle(w->http)) {
+        /* Decisions still waiting on Redis held their connections open
+         * until now; what is left of the client can go. */
+        if (d->remote && !w->remote_detaching) {
+            w->remote_detaching = true;
+            sld_remote_detach(d->remote, index, on_remote_detached, w);
+        }
+        if (d->remote == NULL || w->remote_detached)
+            uv_stop(&w->loop); /* h2o's own handles would keep it running: worker_run ends it */
+    }
 }
 
 static void begin_stop(worker_t *w) {
@@ -507,6 +621,11 @@ int sld_server_start(sld_daemon_t *d, const char *resp_listen, const char *http_
         }
         s->nworkers = i + 1;
         atomic_store(&w->seen_generation, sld_runtime(d)->generation);
+        if (d->remote && sld_remote_attach(d->remote, i, &w->loop) != SL_OK) {
+            snprintf(err, err_len, "cannot start the Redis client");
+            rc = SL_EIO;
+            break;
+        }
         if (http) {
             int hfd = open_listener(http_listen, i == 0 ? -1 : http_port, &http_port, err, err_len);
             if (hfd < 0 || sld_http_worker_start(s->http, &w->loop, hfd, i, &w->http, err, err_len) != SL_OK)

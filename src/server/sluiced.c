@@ -24,6 +24,8 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "remote.h"
+#include "rules.h"
 #include "runtime.h"
 #include "server.h"
 
@@ -38,11 +40,12 @@ typedef struct overrides {
     const char *resp;
     const char *http;
     long threads;  /* -1 = not given */
+    const char *store;  /* --store: "memory" or a Redis URL */
 } overrides_t;
 
 static sld_daemon_t D;
 static sld_server_t *server;
-static overrides_t overrides = {NULL, NULL, -1};
+static overrides_t overrides = {NULL, NULL, -1, NULL};
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t maintenance;
 static sl_usec_t last_snapshot;
@@ -66,7 +69,16 @@ const char *__lsan_default_suppressions(void) { return "leak:h2o_mem_alloc_recyc
 
 /* ---- configuration ---------------------------------------------------------------------- */
 
-static void apply_overrides(sld_config_t *cfg) {
+static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
+    if (overrides.store) {
+        char *url = NULL;
+        if (strcmp(overrides.store, "memory") != 0 && (url = strdup(overrides.store)) == NULL) {
+            snprintf(err, err_len, "out of memory");
+            return SL_ENOMEM;
+        }
+        free(cfg->store_url);
+        cfg->store_url = url;
+    }
     if (overrides.resp)
         snprintf(cfg->resp_listen, sizeof cfg->resp_listen, "%s", overrides.resp);
     if (overrides.http)
@@ -77,14 +89,22 @@ static void apply_overrides(sld_config_t *cfg) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         cfg->threads = n > 0 ? (uint32_t)n : 1;
     }
+    return SL_OK;
 }
 
 static int load_config(const char *path, sld_config_t **out, char *err, size_t err_len) {
     int rc = path ? sld_config_load(path, out, err, err_len)
                   : sld_config_parse("(embedded default)", sld_embedded_config,
                                      sld_embedded_config_len, out, err, err_len);
-    if (rc == SL_OK)
-        apply_overrides(*out);
+    if (rc == SL_OK && (rc = apply_overrides(*out, err, err_len)) != SL_OK) {
+        sld_config_free(*out);
+        *out = NULL;
+    }
+    /* a reload keeps the policies kept in Redis over the file's */
+    if (rc == SL_OK && D.rules && (*out = sld_rules_overlay(D.rules, *out)) == NULL) {
+        snprintf(err, err_len, "out of memory");
+        rc = SL_ENOMEM;
+    }
     return rc;
 }
 
@@ -175,6 +195,9 @@ static void usage(FILE *f) {
             "  --resp HOST:PORT     RESP listen address (default 127.0.0.1:6390; port 0 = any)\n"
             "  --http HOST:PORT     HTTP listen address (default 127.0.0.1:8090)\n"
             "  --threads N          worker threads (default: one per core)\n"
+            "  --store URL          memory, redis://[user:pass@]host:port[/db],\n"
+            "                       sentinel://host:port,.../master or\n"
+            "                       redis-cluster://host:port,... (overrides store:)\n"
             "  --check-config       validate the configuration and exit (0 = valid)\n"
             "  --log-level LEVEL    debug, info, warn or error (default info)\n"
             "  --test-clock[=US]    tests only: a manual clock, set with SL.TESTCLOCK\n"
@@ -187,6 +210,7 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
         {"http", required_argument, NULL, 'H'},   {"threads", required_argument, NULL, 't'},
         {"check-config", no_argument, NULL, 'k'}, {"version", no_argument, NULL, 'v'},
         {"log-level", required_argument, NULL, 'l'}, {"test-clock", optional_argument, NULL, 'T'},
+        {"store", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -207,6 +231,15 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
                 fprintf(stderr, "sluiced: --threads takes 0 to 256\n");
                 return 2;
             }
+            break;
+        case 's':
+            if (strcmp(optarg, "memory") != 0 && strncmp(optarg, "redis://", 8) != 0 &&
+                strncmp(optarg, "sentinel://", 11) != 0 && strncmp(optarg, "redis-cluster://", 16) != 0) {
+                fprintf(stderr, "sluiced: --store takes memory, redis://..., sentinel://... or "
+                                "redis-cluster://...\n");
+                return 2;
+            }
+            overrides.store = optarg;
             break;
         case 'k':
             *check_only = true;
@@ -267,6 +300,9 @@ int main(int argc, char **argv) {
     }
     if (rc == SL_OK)
         rc = sld_runtime_build(&D, cfg, 1, &rt, err, sizeof err);
+    /* the store's URL is checked whole here, so --check-config catches it */
+    if (rc == SL_OK && cfg->store_url)
+        rc = sld_remote_new(cfg, cfg->threads, &D.remote, err, sizeof err);
     if (rc != SL_OK) {
         fprintf(stderr, "sluiced: %s\n", err);
         sld_config_free(cfg);
@@ -276,6 +312,7 @@ int main(int argc, char **argv) {
     if (check_only) {
         printf("%s: valid (%zu policies)\n", cfg->source, cfg->npolicies);
         sld_runtime_free(rt);
+        sld_remote_free(D.remote);
         return 0;
     }
     atomic_store(&D.runtime, rt);
@@ -309,18 +346,23 @@ int main(int argc, char **argv) {
     uv_timer_init(loop, &maintenance);
     uv_timer_start(&maintenance, on_maintenance, MAINTENANCE_MS, MAINTENANCE_MS);
 
+    if (D.remote && (rc = sld_rules_start(&D, loop, &D.rules)) != SL_OK)
+        sld_error("cannot follow the policies kept in Redis: %s", sl_strerror(rc));
     rc = sld_server_start(&D, cfg->resp_listen, cfg->http_listen, cfg->threads, &server, err, sizeof err);
     if (rc != SL_OK) {
         fprintf(stderr, "sluiced: %s\n", err);
         return 1;
     }
     D.server = server;
-    sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d threads=%u policies=%zu config=%s%s",
+    sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d threads=%u policies=%zu config=%s "
+             "store=%s%s",
              SL_VERSION_STRING, cfg->resp_listen, D.resp_port, cfg->http_listen[0] ? cfg->http_listen : "off",
-             D.http_port, cfg->threads, cfg->npolicies, cfg->source, D.test_clock ? " test-clock" : "");
+             D.http_port, cfg->threads, cfg->npolicies, cfg->source,
+             D.remote ? sld_remote_describe(D.remote) : "memory", D.test_clock ? " test-clock" : "");
 
     uv_run(loop, UV_RUN_DEFAULT);
 
+    sld_rules_stop(D.rules);
     sld_server_stop(server, STOP_GRACE_MS);
     D.server = NULL;
     save_snapshot("shutdown");
@@ -330,7 +372,10 @@ int main(int argc, char **argv) {
     uv_close((uv_handle_t *)&maintenance, NULL);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
+    sld_rules_free(D.rules);
+    D.rules = NULL;
     sld_runtime_shutdown(&D);
+    sld_remote_free(D.remote);
     sld_throttles_free(D.throttles);
     sld_metrics_free(D.metrics);
     free(D.counters);

@@ -1,0 +1,309 @@
+/* remote.c -- the daemon's side of the Redis store (see remote.h).
+ *
+ * One client per worker loop; an evaluation is built by script.c, sent by
+ * client.c and read back by script.c. This file only ties them to the
+ * workers and counts what happens; the fallbacks are decide.c's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "log.h"
+#include "remote.h"
+#include "store/redis/client.h"
+#include "store/redis/script.h"
+#include "store/redis/url.h"
+
+#define PUBLISH_MS 100   /* how fresh the state other threads read is */
+
+typedef struct remote_worker {
+    sl__redis_client_t *client;
+    uv_timer_t publish;
+    /* the client's state, published by its worker for other threads */
+    _Atomic bool up, breaker_open, attached;
+    _Atomic uint64_t reconnects;
+    void (*detached)(void *arg);
+    void *detached_arg;
+} remote_worker_t;
+
+struct sld_remote {
+    sl__redis_url_t url;
+    sl__redis_client_options_t opts;
+    uint32_t nworkers;
+    remote_worker_t *workers;
+    char description[256];
+    _Atomic uint64_t calls, failures, timeouts;
+    _Atomic uint64_t fallback[4]; /* by sld_store_failure_t */
+    _Atomic bool warned_reply;
+    bool clock_local;
+};
+
+typedef struct call {
+    sld_remote_t *r;
+    remote_worker_t *w;
+    const sl_policy_t *p;
+    sld_remote_fn fn;
+    void *arg;
+} call_t;
+
+int sld_remote_new(const sld_config_t *cfg, uint32_t nworkers, sld_remote_t **out, char *err,
+                   size_t err_len) {
+    sld_remote_t *r = calloc(1, sizeof *r);
+    if (r == NULL || (r->workers = calloc(nworkers ? nworkers : 1, sizeof *r->workers)) == NULL) {
+        free(r);
+        snprintf(err, err_len, "out of memory");
+        return SL_ENOMEM;
+    }
+    char why[256];
+    if (sl__redis_url_parse(cfg->store_url, strlen(cfg->store_url), &r->url, why, sizeof why) != 0) {
+        snprintf(err, err_len, "store.url: %s", why);
+        sld_remote_free(r);
+        return SL_EINVAL;
+    }
+    r->nworkers = nworkers;
+    r->clock_local = cfg->store_clock_local;
+    r->opts.timeout_ms = (uint32_t)((cfg->store_timeout + 999) / 1000);
+    r->opts.connect_timeout_ms = r->opts.timeout_ms;
+    r->opts.breaker_failures = cfg->breaker_failures;
+    r->opts.breaker_cooldown_ms = (uint32_t)((cfg->breaker_cooldown + 999) / 1000);
+    /* the URL without its password, for INFO and logs */
+    const char *scheme = strstr(cfg->store_url, "://");
+    const char *at = strrchr(cfg->store_url, '@');
+    if (at && scheme && at > scheme)
+        snprintf(r->description, sizeof r->description, "%.*s***%s (%s, clock %s)",
+                 (int)(scheme + 3 - cfg->store_url), cfg->store_url, at,
+                 cfg->store_write_back ? "write_back" : "strict",
+                 cfg->store_clock_local ? "local" : "server");
+    else
+        snprintf(r->description, sizeof r->description, "%s (%s, clock %s)", cfg->store_url,
+                 cfg->store_write_back ? "write_back" : "strict",
+                 cfg->store_clock_local ? "local" : "server");
+    *out = r;
+    return SL_OK;
+}
+
+void sld_remote_free(sld_remote_t *r) {
+    if (r == NULL)
+        return;
+    free(r->workers);
+    free(r);
+}
+
+static void on_publish(uv_timer_t *t);
+
+int sld_remote_attach(sld_remote_t *r, uint32_t worker, uv_loop_t *loop) {
+    if (worker >= r->nworkers)
+        return SL_EINVAL;
+    if (sl__redis_client_new(loop, &r->url, &r->opts, &r->workers[worker].client) != 0)
+        return SL_ENOMEM;
+    remote_worker_t *w = &r->workers[worker];
+    /* up until the client says otherwise: a worker that has not needed
+     * Redis yet must not make the daemon look unready */
+    atomic_store(&w->up, true);
+    atomic_store(&w->attached, true);
+    uv_timer_init(loop, &w->publish);
+    w->publish.data = w;
+    uv_timer_start(&w->publish, on_publish, PUBLISH_MS, PUBLISH_MS);
+    return SL_OK;
+}
+
+static void publish(remote_worker_t *w) {
+    if (w->client == NULL)
+        return;
+    sl__redis_client_stats_t s;
+    sl__redis_client_stats(w->client, &s);
+    atomic_store_explicit(&w->up, s.up, memory_order_relaxed);
+    atomic_store_explicit(&w->breaker_open, s.breaker_open, memory_order_relaxed);
+    atomic_store_explicit(&w->reconnects, s.reconnects, memory_order_relaxed);
+}
+
+static void on_publish(uv_timer_t *t) { publish(t->data); }
+
+void sld_remote_tick(sld_remote_t *r, uint32_t worker) {
+    if (worker < r->nworkers)
+        publish(&r->workers[worker]);
+}
+
+static void on_client_closed(void *arg) {
+    remote_worker_t *w = arg;
+    w->client = NULL;
+    atomic_store(&w->attached, false);
+    atomic_store(&w->up, false);
+    if (w->detached)
+        w->detached(w->detached_arg);
+}
+
+void sld_remote_detach(sld_remote_t *r, uint32_t worker, void (*done)(void *arg), void *arg) {
+    remote_worker_t *w = &r->workers[worker];
+    if (w->client == NULL) {
+        if (done)
+            done(arg);
+        return;
+    }
+    w->detached = done;
+    w->detached_arg = arg;
+    uv_timer_stop(&w->publish);
+    uv_close((uv_handle_t *)&w->publish, NULL);
+    sl__redis_client_close(w->client, on_client_closed, w);
+}
+
+static void on_reply(void *arg, sl__redis_status_t status, const redisReply *reply) {
+    call_t *c = arg;
+    sld_remote_t *r = c->r;
+    sl_decision_t d;
+    sl_limit_report_t limits[SL_MAX_LIMITS];
+    int rc = SL_EIO;
+    if (status == SL__REDIS_OK) {
+        const char *why = NULL;
+        rc = sl__redis_parse_evaluate(c->p, reply, &d, limits, &why);
+        if (rc != SL_OK) {
+            rc = SL_EIO;
+            if (!atomic_exchange(&r->warned_reply, true))
+                sld_error("store: unusable answer from Redis (%s%s%.*s); deciding by on_store_failure "
+                          "(logged once)", why ? why : "?", reply && reply->type == REDIS_REPLY_ERROR ? ": " : "",
+                          reply && reply->type == REDIS_REPLY_ERROR ? (int)(reply->len > 200 ? 200 : reply->len) : 0,
+                          reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "");
+        }
+    } else if (status == SL__REDIS_TIMEOUT) {
+        atomic_fetch_add_explicit(&r->timeouts, 1, memory_order_relaxed);
+    }
+    if (rc != SL_OK)
+        atomic_fetch_add_explicit(&r->failures, 1, memory_order_relaxed);
+    /* the client's state changes with failures and recoveries only */
+    if (rc != SL_OK || !atomic_load_explicit(&c->w->up, memory_order_relaxed))
+        publish(c->w);
+    sld_remote_fn fn = c->fn;
+    void *fn_arg = c->arg;
+    free(c);
+    fn(fn_arg, rc, &d, limits);
+}
+
+int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
+                        size_t key_len, uint64_t cost, bool peek, sl_usec_t now, sld_remote_fn fn,
+                        void *arg) {
+    remote_worker_t *w = &r->workers[worker];
+    atomic_fetch_add_explicit(&r->calls, 1, memory_order_relaxed);
+    call_t *c = malloc(sizeof *c);
+    sl__redis_call_t call;
+    if (c == NULL || w->client == NULL ||
+        sl__redis_build_evaluate(p, key, key_len, cost, now, peek, &call) != SL_OK) {
+        free(c);
+        atomic_fetch_add_explicit(&r->failures, 1, memory_order_relaxed);
+        return SL_EIO;
+    }
+    *c = (call_t){r, w, p, fn, arg};
+    int st = sl__redis_client_send(w->client, call.key, call.key_len, call.argc, call.argv,
+                                   call.argvlen, sl__redis_evaluate_lua,
+                                   sl__redis_evaluate_lua_len, on_reply, c);
+    sl__redis_call_free(&call);
+    if (st != 0) {
+        free(c);
+        atomic_fetch_add_explicit(&r->failures, 1, memory_order_relaxed);
+        return SL_EIO;
+    }
+    return SL_OK;
+}
+
+static void on_reset_reply(void *arg, sl__redis_status_t status, const redisReply *reply) {
+    call_t *c = arg;
+    int rc = status == SL__REDIS_OK && reply && reply->type == REDIS_REPLY_INTEGER ? SL_OK : SL_EIO;
+    if (rc != SL_OK)
+        atomic_fetch_add_explicit(&c->r->failures, 1, memory_order_relaxed);
+    if (rc != SL_OK || !atomic_load_explicit(&c->w->up, memory_order_relaxed))
+        publish(c->w);
+    sld_remote_fn fn = c->fn;
+    void *fn_arg = c->arg;
+    free(c);
+    fn(fn_arg, rc, NULL, NULL);
+}
+
+int sld_remote_reset(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
+                     size_t key_len, sld_remote_fn fn, void *arg) {
+    remote_worker_t *w = &r->workers[worker];
+    call_t *c = malloc(sizeof *c);
+    sl__redis_call_t call;
+    if (c == NULL || w->client == NULL || sl__redis_build_reset(p, key, key_len, &call) != SL_OK) {
+        free(c);
+        return SL_EIO;
+    }
+    *c = (call_t){r, w, NULL, fn, arg};
+    int st = sl__redis_client_send(w->client, call.key, call.key_len, call.argc, call.argv,
+                                   call.argvlen, NULL, 0, on_reset_reply, c);
+    sl__redis_call_free(&call);
+    if (st != 0) {
+        free(c);
+        return SL_EIO;
+    }
+    return SL_OK;
+}
+
+typedef struct raw_call {
+    remote_worker_t *w;
+    sld_remote_raw_fn fn;
+    void *arg;
+} raw_call_t;
+
+static void on_raw_reply(void *arg, sl__redis_status_t status, const redisReply *reply) {
+    raw_call_t *c = arg;
+    if (status != SL__REDIS_OK || !atomic_load_explicit(&c->w->up, memory_order_relaxed))
+        publish(c->w);
+    sld_remote_raw_fn fn = c->fn;
+    void *fn_arg = c->arg;
+    free(c);
+    fn(fn_arg, status == SL__REDIS_OK ? reply : NULL);
+}
+
+int sld_remote_command(sld_remote_t *r, uint32_t worker, const char *key, size_t key_len, int argc,
+                       const char *const *argv, const size_t *argvlen, sld_remote_raw_fn fn,
+                       void *arg) {
+    remote_worker_t *w = &r->workers[worker];
+    raw_call_t *c = malloc(sizeof *c);
+    if (c == NULL || w->client == NULL) {
+        free(c);
+        return SL_EIO;
+    }
+    *c = (raw_call_t){w, fn, arg};
+    if (sl__redis_client_send(w->client, key, key_len, argc, argv, argvlen, NULL, 0, on_raw_reply, c) != 0) {
+        free(c);
+        return SL_EIO;
+    }
+    return SL_OK;
+}
+
+const sl__redis_url_t *sld_remote_url(const sld_remote_t *r) { return &r->url; }
+
+const sl__redis_client_options_t *sld_remote_options(const sld_remote_t *r) { return &r->opts; }
+
+void sld_remote_count_fallback(sld_remote_t *r, sld_store_failure_t mode) {
+    if ((unsigned)mode <= SLD_FAIL_LOCAL)
+        atomic_fetch_add_explicit(&r->fallback[mode], 1, memory_order_relaxed);
+}
+
+void sld_remote_stats(sld_remote_t *r, sld_remote_stats_t *out) {
+    memset(out, 0, sizeof *out);
+    out->up = true;
+    for (uint32_t i = 0; i < r->nworkers; i++) {
+        remote_worker_t *w = &r->workers[i];
+        bool breaker = atomic_load_explicit(&w->breaker_open, memory_order_relaxed);
+        out->up = out->up && atomic_load_explicit(&w->attached, memory_order_relaxed) &&
+                  atomic_load_explicit(&w->up, memory_order_relaxed) && !breaker;
+        out->breaker_open = out->breaker_open || breaker;
+        out->reconnects += atomic_load_explicit(&w->reconnects, memory_order_relaxed);
+    }
+    out->calls = atomic_load(&r->calls);
+    out->failures = atomic_load(&r->failures);
+    out->timeouts = atomic_load(&r->timeouts);
+    out->fallback_open = atomic_load(&r->fallback[SLD_FAIL_OPEN]);
+    out->fallback_closed = atomic_load(&r->fallback[SLD_FAIL_CLOSED]);
+    out->fallback_local = atomic_load(&r->fallback[SLD_FAIL_LOCAL]);
+}
+
+bool sld_remote_clock_local(const sld_remote_t *r) { return r->clock_local; }
+
+const char *sld_remote_describe(const sld_remote_t *r) { return r->description; }
+
+bool sld_remote_supports(const sl_policy_t *p, const char **why) {
+    return sl__redis_policy_supported(p, why);
+}

@@ -1,0 +1,1136 @@
+/* client.c -- the asynchronous Redis client (client.h): hiredis async
+ * contexts on one libuv loop, with per-command deadlines, reconnection with
+ * backoff, a circuit breaker, NOSCRIPT reloads, Cluster routing (slot map,
+ * MOVED, ASK) and Sentinel discovery.
+ *
+ * Every command is a `pend_t` holding its formatted bytes (so it can be
+ * resent after NOSCRIPT, MOVED, ASK or READONLY), its deadline and its
+ * callback. A pend is on the client's deadline list until it completes; it
+ * is either waiting (on a node's queue until the connection is ready, or on
+ * the client's queue until discovery names a node) or written to a hiredis
+ * context. It completes exactly once (reply, timeout, down, closing); one
+ * that timed out while written stays allocated, abandoned, until hiredis
+ * hands back its late reply (replies come in order) or drops the connection.
+ *
+ * hiredis 0.14 has no async timeouts, so deadlines and the connect timeout
+ * are uv timers, and a context is torn down with redisAsyncFree(), which
+ * runs the pending callbacks with a NULL reply (at once, or when the
+ * current callback returns). A small libuv adapter of our own (the same as
+ * hiredis's adapters/libuv.h) counts its poll handles so close() can wait
+ * for them.
+ *
+ * Known limits: hiredis resolves host names with a blocking getaddrinfo()
+ * (use addresses); sentinels are asked without AUTH; the breaker is one per
+ * client, not per Cluster node; Sentinel failovers are noticed by a broken
+ * connection, READONLY, a ROLE check or the sentinels asked every second,
+ * not by +switch-master messages.
+ */
+#include "store/redis/client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "sluice.h"
+#include "store/redis/cluster.h"
+
+#define MAX_NODES 300          /* nodes one client may know (masters, seeds, sentinels) */
+#define MAX_REDIRECTS 5        /* MOVED/ASK/READONLY resends of one command */
+#define MAX_ABANDONED 100000   /* late replies a node may owe before it is dropped */
+#define BACKOFF_MIN_MS 25      /* first reconnect delay, doubled up to BACKOFF_MAX_MS */
+#define BACKOFF_MAX_MS 500
+#define REFRESH_MIN_MS 100     /* between two CLUSTER SLOTS / sentinel queries */
+#define SENTINEL_CHECK_MS 1000 /* how often the sentinels are asked who the master is */
+
+typedef struct pend pend_t;
+typedef struct node node_t;
+
+typedef struct queue {
+    pend_t *head, *tail;
+} queue_t;
+
+struct pend {
+    sl__redis_client_t *c;
+    pend_t *dprev, *dnext;  /* the client's deadline list, while not done */
+    pend_t *qprev, *qnext;  /* the queue q, while waiting */
+    queue_t *q;
+    node_t *node;           /* where it was last written */
+    node_t *target;         /* must go there (ASK, internal queries), or NULL */
+    sl__redis_reply_fn fn;
+    void *arg;
+    uint64_t deadline;      /* uv_now() milliseconds */
+    char *cmd;              /* RESP bytes, redisFormatCommandArgv() */
+    size_t cmd_len;
+    const char *script;     /* the body for NOSCRIPT, caller-owned */
+    size_t script_len;
+    int slot;               /* Cluster slot, or -1 for "any node" */
+    uint8_t redirects;
+    uint8_t hi_refs;        /* hiredis callbacks still owed to it */
+    bool busy;              /* its callback is running: not freed under it */
+    bool asking, script_loaded, done, internal, probe;
+};
+
+typedef enum node_state { N_DOWN = 0, N_CONNECTING, N_READY } node_state_t;
+
+struct node {
+    sl__redis_client_t *c;
+    sl__redis_addr_t addr;
+    bool sentinel;          /* a sentinel, asked without AUTH */
+    bool wanted;            /* reconnect it when it drops */
+    bool failed;            /* its last attempt failed: sends fail at once */
+    bool ever_ready;
+    node_state_t state;
+    redisAsyncContext *ac;
+    uv_timer_t timer;       /* connect timeout, then reconnect backoff */
+    uint32_t backoff_ms;
+    int handshake_left;     /* AUTH/SELECT/ROLE replies still expected */
+    queue_t waitq;
+    uint32_t in_flight;     /* written, reply owed (abandoned ones too) */
+};
+
+struct sl__redis_client {
+    uv_loop_t *loop;
+    sl__redis_url_t url;
+    sl__redis_client_options_t o;
+    node_t *nodes[MAX_NODES];
+    size_t n_nodes;
+    node_t *primary;                 /* standalone server, sentinel's master, or NULL */
+    node_t **slots;                  /* Cluster: slot -> master, SL__REDIS_SLOTS entries */
+    sl__redis_slot_map_t *map;       /* scratch for CLUSTER SLOTS */
+    bool map_ready;
+    queue_t waitq;                   /* waiting for discovery */
+    pend_t *dhead, *dtail;           /* deadline order */
+    uv_timer_t deadline_timer, disc_timer, breaker_timer;
+    bool discovering;                /* a CLUSTER SLOTS / SENTINEL query in flight */
+    node_t *disc_node;
+    size_t disc_next;                /* next seed or sentinel to ask */
+    size_t disc_tried;               /* in this round */
+    uint64_t last_disc;
+    uint32_t failures;               /* consecutive */
+    bool open, probing;
+    uint64_t opened_at;
+    sl__redis_client_stats_t st;
+    char last_error[640];
+    bool closing;
+    int handles;                     /* open uv handles */
+    void (*done)(void *);
+    void *done_arg;
+};
+
+static void route(pend_t *p);
+static void node_send(node_t *n, pend_t *p);
+static void node_lost(node_t *n);
+static void node_connect(node_t *n);
+static void discover(sl__redis_client_t *c);
+static void discover_later(sl__redis_client_t *c);
+
+/* ---- small things --------------------------------------------------------- */
+
+static void set_error(sl__redis_client_t *c, const char *what, const node_t *n, const char *why) {
+    snprintf(c->last_error, sizeof c->last_error, "%s %s:%u: %.300s", what, n ? n->addr.host : "?",
+             n ? (unsigned)n->addr.port : 0u, why ? why : "");
+}
+
+static void q_push(queue_t *q, pend_t *p) {
+    p->q = q;
+    p->qnext = NULL;
+    p->qprev = q->tail;
+    if (q->tail)
+        q->tail->qnext = p;
+    else
+        q->head = p;
+    q->tail = p;
+}
+
+static void q_remove(pend_t *p) {
+    queue_t *q = p->q;
+    if (q == NULL)
+        return;
+    if (p->qprev)
+        p->qprev->qnext = p->qnext;
+    else
+        q->head = p->qnext;
+    if (p->qnext)
+        p->qnext->qprev = p->qprev;
+    else
+        q->tail = p->qprev;
+    p->q = NULL;
+    p->qprev = p->qnext = NULL;
+}
+
+static pend_t *q_pop(queue_t *q) {
+    pend_t *p = q->head;
+    if (p)
+        q_remove(p);
+    return p;
+}
+
+static void arm_deadline(sl__redis_client_t *c);
+
+static void d_insert(sl__redis_client_t *c, pend_t *p) {
+    pend_t *after = c->dtail; /* almost always the tail: deadlines grow with time */
+    while (after && after->deadline > p->deadline)
+        after = after->dprev;
+    p->dprev = after;
+    p->dnext = after ? after->dnext : c->dhead;
+    if (p->dnext)
+        p->dnext->dprev = p;
+    else
+        c->dtail = p;
+    if (after)
+        after->dnext = p;
+    else
+        c->dhead = p;
+    if (c->dhead == p)
+        arm_deadline(c);
+}
+
+static void d_remove(sl__redis_client_t *c, pend_t *p) {
+    if (p->dprev)
+        p->dprev->dnext = p->dnext;
+    else if (c->dhead == p)
+        c->dhead = p->dnext;
+    else
+        return; /* not on the list */
+    if (p->dnext)
+        p->dnext->dprev = p->dprev;
+    else
+        c->dtail = p->dprev;
+    p->dprev = p->dnext = NULL;
+}
+
+static void maybe_free(pend_t *p) {
+    if (p->done && p->hi_refs == 0 && p->q == NULL && !p->busy) {
+        redisFreeCommand(p->cmd);
+        free(p);
+    }
+}
+
+/* ---- breaker --------------------------------------------------------------- */
+
+static void breaker_timer_cb(uv_timer_t *t);
+
+static void breaker_open(sl__redis_client_t *c) {
+    c->open = true;
+    c->probing = false;
+    c->opened_at = uv_now(c->loop);
+    if (!c->closing)
+        uv_timer_start(&c->breaker_timer, breaker_timer_cb, c->o.breaker_cooldown_ms, 0);
+}
+
+static void breaker_account(sl__redis_client_t *c, sl__redis_status_t st) {
+    if (st == SL__REDIS_OK) {
+        c->failures = 0;
+        c->open = c->probing = false;
+        uv_timer_stop(&c->breaker_timer);
+    } else if (st == SL__REDIS_TIMEOUT || st == SL__REDIS_DOWN) {
+        if (c->failures < UINT32_MAX)
+            c->failures++;
+        if (c->probing || (!c->open && c->failures >= c->o.breaker_failures))
+            breaker_open(c);
+    }
+}
+
+/* ---- completion ------------------------------------------------------------ */
+
+static void complete(pend_t *p, sl__redis_status_t st, const redisReply *r) {
+    if (p->done)
+        return;
+    sl__redis_client_t *c = p->c;
+    p->done = true;
+    d_remove(c, p);
+    q_remove(p);
+    sl__redis_reply_fn fn = p->fn;
+    void *arg = p->arg;
+    p->fn = NULL;
+    if (!p->internal || p->probe) {
+        if (st != SL__REDIS_OK && st != SL__REDIS_CLOSING && !p->internal)
+            c->st.failed++;
+        if (st == SL__REDIS_TIMEOUT && !p->internal)
+            c->st.timeouts++;
+        breaker_account(c, st);
+    }
+    /* The callback may close the client, which may free the hiredis
+     * context, which hands p its NULL reply: p must outlive the call. */
+    p->busy = true;
+    if (fn)
+        fn(arg, st, st == SL__REDIS_OK ? r : NULL);
+    p->busy = false;
+    maybe_free(p);
+}
+
+static void deadline_cb(uv_timer_t *t) {
+    sl__redis_client_t *c = t->data;
+    uint64_t now = uv_now(c->loop);
+    while (c->dhead && c->dhead->deadline <= now)
+        complete(c->dhead, SL__REDIS_TIMEOUT, NULL);
+    arm_deadline(c);
+}
+
+static void arm_deadline(sl__redis_client_t *c) {
+    if (c->closing)
+        return;
+    if (c->dhead == NULL) {
+        uv_timer_stop(&c->deadline_timer);
+        return;
+    }
+    uint64_t now = uv_now(c->loop);
+    uint64_t wait = c->dhead->deadline > now ? c->dhead->deadline - now : 0;
+    uv_timer_start(&c->deadline_timer, deadline_cb, wait, 0);
+}
+
+/* ---- handles ----------------------------------------------------------------- */
+
+static void finish_close(sl__redis_client_t *c) {
+    for (size_t i = 0; i < c->n_nodes; i++)
+        free(c->nodes[i]);
+    free(c->slots);
+    free(c->map);
+    void (*done)(void *) = c->done;
+    void *arg = c->done_arg;
+    free(c);
+    if (done)
+        done(arg);
+}
+
+static void handle_closed(uv_handle_t *h) {
+    sl__redis_client_t *c = h->data;
+    if (--c->handles == 0 && c->closing)
+        finish_close(c);
+}
+
+static void node_timer_closed(uv_handle_t *h) {
+    node_t *n = h->data;
+    sl__redis_client_t *c = n->c;
+    if (--c->handles == 0 && c->closing)
+        finish_close(c);
+}
+
+/* The libuv adapter: hiredis's adapters/libuv.h, plus a handle count and
+ * a read on poll errors (so hiredis sees the socket error and gives up). */
+typedef struct ev {
+    redisAsyncContext *ac;
+    sl__redis_client_t *c;
+    uv_poll_t poll;
+    int events;
+} ev_t;
+
+static void ev_poll_cb(uv_poll_t *h, int status, int events) {
+    ev_t *e = h->data;
+    if (status < 0)
+        events = UV_READABLE | UV_WRITABLE;
+    if (e->ac && (events & UV_READABLE))
+        redisAsyncHandleRead(e->ac);
+    if (e->ac && (events & UV_WRITABLE))
+        redisAsyncHandleWrite(e->ac);
+}
+
+static void ev_update(ev_t *e) {
+    if (e->events)
+        uv_poll_start(&e->poll, e->events, ev_poll_cb);
+    else
+        uv_poll_stop(&e->poll);
+}
+
+static void ev_add_read(void *d) {
+    ev_t *e = d;
+    e->events |= UV_READABLE;
+    ev_update(e);
+}
+
+static void ev_del_read(void *d) {
+    ev_t *e = d;
+    e->events &= ~UV_READABLE;
+    ev_update(e);
+}
+
+static void ev_add_write(void *d) {
+    ev_t *e = d;
+    e->events |= UV_WRITABLE;
+    ev_update(e);
+}
+
+static void ev_del_write(void *d) {
+    ev_t *e = d;
+    e->events &= ~UV_WRITABLE;
+    ev_update(e);
+}
+
+static void ev_closed(uv_handle_t *h) {
+    ev_t *e = h->data;
+    sl__redis_client_t *c = e->c;
+    free(e);
+    if (--c->handles == 0 && c->closing)
+        finish_close(c);
+}
+
+static void ev_cleanup(void *d) {
+    ev_t *e = d;
+    e->ac = NULL; /* hiredis frees the context right after */
+    uv_close((uv_handle_t *)&e->poll, ev_closed);
+}
+
+static int ev_attach(sl__redis_client_t *c, redisAsyncContext *ac) {
+    ev_t *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return -1;
+    if (uv_poll_init(c->loop, &e->poll, ac->c.fd) != 0) {
+        free(e);
+        return -1;
+    }
+    c->handles++;
+    e->ac = ac;
+    e->c = c;
+    e->poll.data = e;
+    ac->ev.data = e;
+    ac->ev.addRead = ev_add_read;
+    ac->ev.delRead = ev_del_read;
+    ac->ev.addWrite = ev_add_write;
+    ac->ev.delWrite = ev_del_write;
+    ac->ev.cleanup = ev_cleanup;
+    return 0;
+}
+
+/* ---- nodes ------------------------------------------------------------------- */
+
+static node_t *node_find(sl__redis_client_t *c, const sl__redis_addr_t *a, bool sentinel) {
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        node_t *n = c->nodes[i];
+        if (n->sentinel == sentinel && n->addr.port == a->port && strcmp(n->addr.host, a->host) == 0)
+            return n;
+    }
+    return NULL;
+}
+
+static node_t *node_get(sl__redis_client_t *c, const sl__redis_addr_t *a, bool sentinel) {
+    node_t *n = node_find(c, a, sentinel);
+    if (n || c->n_nodes == MAX_NODES || c->closing)
+        return n;
+    n = calloc(1, sizeof *n);
+    if (n == NULL)
+        return NULL;
+    n->c = c;
+    n->addr = *a;
+    n->sentinel = sentinel;
+    n->backoff_ms = BACKOFF_MIN_MS;
+    uv_timer_init(c->loop, &n->timer);
+    n->timer.data = n;
+    c->handles++;
+    c->nodes[c->n_nodes++] = n;
+    return n;
+}
+
+/* The reply to ASKING or SCRIPT LOAD: the command after it tells. */
+static void ignore_cb(redisAsyncContext *ac, void *r, void *priv) {
+    (void)ac, (void)r, (void)priv;
+}
+
+static void pend_cb(redisAsyncContext *ac, void *reply, void *priv);
+
+/* Writes p on n's ready context (ASKING first when it was redirected by
+ * ASK). Fails it with DOWN when the context refuses or owes too much. */
+static void node_write(node_t *n, pend_t *p) {
+    if (n->in_flight >= MAX_ABANDONED) { /* a node that stopped answering */
+        complete(p, SL__REDIS_DOWN, NULL);
+        return;
+    }
+    if (p->asking) {
+        p->asking = false;
+        redisAsyncCommand(n->ac, ignore_cb, NULL, "ASKING");
+    }
+    if (redisAsyncFormattedCommand(n->ac, pend_cb, p, p->cmd, p->cmd_len) != REDIS_OK) {
+        complete(p, SL__REDIS_DOWN, NULL);
+        return;
+    }
+    p->hi_refs++;
+    p->node = n;
+    n->in_flight++;
+}
+
+/* Tears n's context down (at once, or when the hiredis callback running
+ * now returns) and treats it as lost. */
+static void node_drop(node_t *n, const char *why) {
+    redisAsyncContext *ac = n->ac;
+    if (why)
+        set_error(n->c, "dropped", n, why);
+    n->ac = NULL;
+    n->state = N_DOWN;
+    n->failed = true;
+    if (ac) {
+        ac->data = NULL;
+        redisAsyncFree(ac);
+    }
+    node_lost(n);
+}
+
+static void node_ready(node_t *n) {
+    sl__redis_client_t *c = n->c;
+    uv_timer_stop(&n->timer);
+    n->state = N_READY;
+    n->failed = false;
+    n->backoff_ms = BACKOFF_MIN_MS;
+    if (n->ever_ready && !n->sentinel)
+        c->st.reconnects++;
+    n->ever_ready = true;
+    pend_t *p;
+    while (n->state == N_READY && (p = q_pop(&n->waitq)) != NULL) {
+        if (p->done)
+            maybe_free(p);
+        else
+            node_write(n, p);
+    }
+}
+
+static void hs_cb(redisAsyncContext *ac, void *reply, void *priv) {
+    node_t *n = priv;
+    redisReply *r = reply;
+    if (r == NULL || n->ac != ac)
+        return; /* the connection is going: on_disconnect / node_drop handle it */
+    if (r->type == REDIS_REPLY_ERROR) {
+        node_drop(n, r->str);
+        return;
+    }
+    if (r->type == REDIS_REPLY_ARRAY) { /* ROLE */
+        if (r->elements < 1 || r->element[0]->type != REDIS_REPLY_STRING ||
+            strcmp(r->element[0]->str, "master") != 0) {
+            node_drop(n, "ROLE: not a master (failover in progress?)");
+            return;
+        }
+    }
+    if (--n->handshake_left == 0)
+        node_ready(n);
+}
+
+static void on_connect(const redisAsyncContext *cac, int status) {
+    node_t *n = cac->data;
+    if (n == NULL || n->ac != cac)
+        return;
+    if (status != REDIS_OK) {
+        /* hiredis frees the context after this returns. */
+        set_error(n->c, "connect", n, cac->errstr);
+        n->ac->data = NULL;
+        n->ac = NULL;
+        n->state = N_DOWN;
+        n->failed = true;
+        node_lost(n);
+        return;
+    }
+    if (n->handshake_left == 0)
+        node_ready(n);
+}
+
+static void on_disconnect(const redisAsyncContext *cac, int status) {
+    node_t *n = cac->data;
+    (void)status;
+    if (n == NULL || n->ac != cac)
+        return;
+    set_error(n->c, "disconnected", n, cac->errstr);
+    n->ac->data = NULL;
+    n->ac = NULL;
+    n->state = N_DOWN;
+    n->failed = true;
+    node_lost(n);
+}
+
+static void connect_timeout_cb(uv_timer_t *t) {
+    node_t *n = t->data;
+    if (n->state == N_CONNECTING)
+        node_drop(n, "connect timeout");
+    else if (n->state == N_DOWN && n->wanted && !n->c->closing)
+        node_connect(n); /* backoff over */
+}
+
+static void node_connect(node_t *n) {
+    sl__redis_client_t *c = n->c;
+    if (c->closing || n->state != N_DOWN)
+        return;
+    uv_timer_stop(&n->timer);
+    redisAsyncContext *ac = redisAsyncConnect(n->addr.host, n->addr.port);
+    if (ac == NULL || ac->err || ev_attach(c, ac) != 0) {
+        set_error(c, "connect", n, ac && ac->err ? ac->errstr : "out of memory");
+        if (ac)
+            redisAsyncFree(ac);
+        n->failed = true;
+        node_lost(n);
+        return;
+    }
+    ac->data = n;
+    n->ac = ac;
+    n->state = N_CONNECTING;
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    uv_timer_start(&n->timer, connect_timeout_cb, c->o.connect_timeout_ms, 0);
+    n->handshake_left = 0;
+    if (!n->sentinel) {
+        const sl__redis_url_t *u = &c->url;
+        if (u->has_password) {
+            const char *argv[3] = {"AUTH", u->user, u->password};
+            size_t len[3] = {4, u->user_len, u->password_len};
+            int argc = 3;
+            if (!u->has_user) {
+                argv[1] = u->password;
+                len[1] = u->password_len;
+                argc = 2;
+            }
+            redisAsyncCommandArgv(ac, hs_cb, n, argc, argv, len);
+            n->handshake_left++;
+        }
+        if (u->db != 0 && u->kind != SL__REDIS_CLUSTER) {
+            char db[16];
+            snprintf(db, sizeof db, "%u", (unsigned)u->db);
+            redisAsyncCommand(ac, hs_cb, n, "SELECT %s", db);
+            n->handshake_left++;
+        }
+        if (u->kind == SL__REDIS_SENTINEL) {
+            redisAsyncCommand(ac, hs_cb, n, "ROLE");
+            n->handshake_left++;
+        }
+    }
+}
+
+static void fail_queue(queue_t *q, sl__redis_status_t st) {
+    pend_t *p;
+    while ((p = q_pop(q)) != NULL) {
+        if (p->done)
+            maybe_free(p);
+        else
+            complete(p, st, NULL);
+    }
+}
+
+/* n has no connection any more (failed attempt, drop, disconnect). */
+static void node_lost(node_t *n) {
+    sl__redis_client_t *c = n->c;
+    uv_timer_stop(&n->timer);
+    if (c->closing) {
+        fail_queue(&n->waitq, SL__REDIS_CLOSING);
+        return;
+    }
+    if (c->url.kind == SL__REDIS_SENTINEL && !n->sentinel) {
+        /* The master may have moved: ask the sentinels again; what waited
+         * for this one waits for the next, within its deadline. */
+        pend_t *p;
+        while ((p = q_pop(&n->waitq)) != NULL) {
+            if (p->done)
+                maybe_free(p);
+            else
+                q_push(&c->waitq, p);
+        }
+        if (c->primary == n)
+            c->primary = NULL;
+        n->wanted = false;
+        discover_later(c);
+        return;
+    }
+    if (n->sentinel) {
+        fail_queue(&n->waitq, SL__REDIS_DOWN);
+        return;
+    }
+    fail_queue(&n->waitq, SL__REDIS_DOWN);
+    if (n->wanted) {
+        uv_timer_start(&n->timer, connect_timeout_cb, n->backoff_ms, 0);
+        n->backoff_ms = n->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : n->backoff_ms * 2;
+    }
+    if (c->url.kind == SL__REDIS_CLUSTER)
+        discover_later(c); /* a failover may have moved its slots */
+}
+
+static void node_send(node_t *n, pend_t *p) {
+    switch (n->state) {
+    case N_READY:
+        node_write(n, p);
+        return;
+    case N_CONNECTING:
+        q_push(&n->waitq, p);
+        return;
+    case N_DOWN:
+        if (n->failed && !p->internal && uv_is_active((uv_handle_t *)&n->timer)) {
+            complete(p, SL__REDIS_DOWN, NULL); /* in backoff: known to be down */
+            return;
+        }
+        q_push(&n->waitq, p);
+        node_connect(n);
+        return;
+    }
+}
+
+/* ---- routing ----------------------------------------------------------------- */
+
+static node_t *any_node(sl__redis_client_t *c) {
+    node_t *fallback = NULL;
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        node_t *n = c->nodes[i];
+        if (n->sentinel || !n->wanted)
+            continue;
+        if (n->state == N_READY)
+            return n;
+        if (fallback == NULL)
+            fallback = n;
+    }
+    return fallback;
+}
+
+static void route(pend_t *p) {
+    sl__redis_client_t *c = p->c;
+    if (c->closing) {
+        complete(p, SL__REDIS_CLOSING, NULL);
+        return;
+    }
+    node_t *n = p->target;
+    if (n == NULL) {
+        switch (c->url.kind) {
+        case SL__REDIS_STANDALONE:
+            n = c->primary;
+            break;
+        case SL__REDIS_SENTINEL:
+            n = c->primary;
+            break;
+        case SL__REDIS_CLUSTER:
+            if (c->map_ready)
+                n = p->slot >= 0 ? c->slots[p->slot] : any_node(c);
+            break;
+        }
+    }
+    if (n == NULL) {
+        /* Discovery names the node; rate-limited, a slot no master serves
+         * must not make every command ask the cluster again at once. */
+        q_push(&c->waitq, p);
+        if (!c->discovering)
+            discover_later(c);
+        return;
+    }
+    node_send(n, p);
+}
+
+static void route_waiting(sl__redis_client_t *c) {
+    queue_t q = c->waitq;
+    c->waitq.head = c->waitq.tail = NULL;
+    for (pend_t *p = q.head; p; p = p->qnext)
+        p->q = &q;
+    pend_t *p;
+    while ((p = q_pop(&q)) != NULL) {
+        if (p->done)
+            maybe_free(p);
+        else
+            route(p);
+    }
+}
+
+static void pend_cb(redisAsyncContext *ac, void *reply, void *priv) {
+    pend_t *p = priv;
+    redisReply *r = reply;
+    node_t *n = p->node;
+    sl__redis_client_t *c = p->c;
+    p->hi_refs--;
+    n->in_flight--;
+    if (p->done) { /* abandoned: its late reply, or the connection going */
+        maybe_free(p);
+        return;
+    }
+    if (r == NULL) {
+        complete(p, c->closing ? SL__REDIS_CLOSING : SL__REDIS_DOWN, NULL);
+        return;
+    }
+    if (r->type == REDIS_REPLY_ERROR && !c->closing) {
+        if (p->script && !p->script_loaded && strncmp(r->str, "NOSCRIPT", 8) == 0 &&
+            n->ac == ac) {
+            /* Load the script, then the same command again: in order on one
+             * connection, so the load runs first. */
+            p->script_loaded = true;
+            const char *argv[3] = {"SCRIPT", "LOAD", p->script};
+            size_t len[3] = {6, 4, p->script_len};
+            redisAsyncCommandArgv(n->ac, ignore_cb, NULL, 3, argv, len);
+            node_write(n, p);
+            return;
+        }
+        if (c->url.kind == SL__REDIS_CLUSTER && p->redirects < MAX_REDIRECTS) {
+            sl__redis_redirect_t rd;
+            if (sl__redis_parse_redirect(r->str, r->len, &rd) != SL__REDIS_REDIRECT_NONE) {
+                if (rd.to.host[0] == '\0')
+                    memcpy(rd.to.host, n->addr.host, sizeof rd.to.host);
+                node_t *to = node_get(c, &rd.to, false);
+                if (to) {
+                    p->redirects++;
+                    c->st.redirects++;
+                    if (rd.kind == SL__REDIS_REDIRECT_MOVED) {
+                        to->wanted = true;
+                        if (c->slots)
+                            c->slots[rd.slot] = to;
+                        discover_later(c);
+                        p->target = NULL;
+                    } else {
+                        p->asking = true; /* this once; the slot map stays */
+                    }
+                    node_send(to, p);
+                    return;
+                }
+            }
+        }
+        if (c->url.kind == SL__REDIS_SENTINEL && p->redirects < MAX_REDIRECTS &&
+            strncmp(r->str, "READONLY", 8) == 0) {
+            /* The master became a replica (failover): nothing was written,
+             * so find the new master and send it there. */
+            p->redirects++;
+            c->st.redirects++;
+            q_push(&c->waitq, p);
+            if (n->ac == ac)
+                node_drop(n, "READONLY: the master is a replica now");
+            discover_later(c);
+            return;
+        }
+    }
+    complete(p, SL__REDIS_OK, r);
+}
+
+/* ---- discovery ----------------------------------------------------------------- */
+
+static pend_t *pend_new(sl__redis_client_t *c, int slot, sl__redis_reply_fn fn, void *arg) {
+    pend_t *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return NULL;
+    p->c = c;
+    p->fn = fn;
+    p->arg = arg;
+    p->slot = slot;
+    /* The loop's cached time may be a whole callback old; a deadline counts
+     * from now. */
+    uv_update_time(c->loop);
+    p->deadline = uv_now(c->loop) + c->o.timeout_ms;
+    return p;
+}
+
+static void internal_send(sl__redis_client_t *c, node_t *to, sl__redis_reply_fn fn, int argc,
+                          const char **argv, bool probe) {
+    pend_t *p = pend_new(c, -1, fn, c);
+    int len = p ? redisFormatCommandArgv(&p->cmd, argc, argv, NULL) : -1;
+    if (len < 0) {
+        free(p);
+        if (fn)
+            fn(c, SL__REDIS_DOWN, NULL);
+        return;
+    }
+    p->cmd_len = (size_t)len;
+    p->internal = true;
+    p->probe = probe;
+    p->target = to;
+    if (probe) /* a connect plus a reply */
+        p->deadline += c->o.connect_timeout_ms;
+    d_insert(c, p);
+    route(p);
+}
+
+static void disc_timer_cb(uv_timer_t *t) {
+    discover(t->data);
+}
+
+static void discover_in(sl__redis_client_t *c, uint64_t ms) {
+    if (c->closing || c->url.kind == SL__REDIS_STANDALONE)
+        return;
+    if (uv_is_active((uv_handle_t *)&c->disc_timer) && uv_timer_get_due_in(&c->disc_timer) <= ms)
+        return;
+    uv_timer_start(&c->disc_timer, disc_timer_cb, ms, 0);
+}
+
+/* Asks again soon (rate-limited), e.g. after a MOVED or a lost node. */
+static void discover_later(sl__redis_client_t *c) {
+    uint64_t now = uv_now(c->loop);
+    uint64_t at = c->last_disc + REFRESH_MIN_MS;
+    discover_in(c, at > now ? at - now : 0);
+}
+
+static void disc_done(sl__redis_client_t *c, bool ok) {
+    c->discovering = false;
+    c->disc_node = NULL;
+    if (ok) {
+        c->disc_tried = 0;
+        /* Sentinel: ask again now and then, a failover does not always
+         * break the connection to the old master at once. */
+        if (c->url.kind == SL__REDIS_SENTINEL)
+            discover_in(c, SENTINEL_CHECK_MS);
+        route_waiting(c);
+        return;
+    }
+    c->disc_next++;
+    if (++c->disc_tried < c->url.n_nodes + (c->url.kind == SL__REDIS_CLUSTER ? c->n_nodes : 0)) {
+        discover(c); /* the next one at once */
+    } else {
+        /* A whole round failed: again soon while nothing is known, at the
+         * usual pace while a master is (the sentinels may be down, it not). */
+        c->disc_tried = 0;
+        if (c->url.kind == SL__REDIS_SENTINEL && c->primary)
+            discover_in(c, SENTINEL_CHECK_MS);
+        else
+            discover_later(c);
+    }
+}
+
+static void on_slots(void *arg, sl__redis_status_t st, const redisReply *r) {
+    sl__redis_client_t *c = arg;
+    node_t *from = c->disc_node;
+    if (c->closing) {
+        c->discovering = false;
+        return;
+    }
+    const char *why = "no reply";
+    if (st != SL__REDIS_OK ||
+        sl__redis_parse_cluster_slots(r, from ? from->addr.host : NULL, c->map, &why) != 0 ||
+        c->map->assigned == 0) {
+        set_error(c, "CLUSTER SLOTS", from, c->map->assigned == 0 && st == SL__REDIS_OK
+                                                ? "no slot is assigned" : why);
+        disc_done(c, false);
+        return;
+    }
+    node_t *masters[SL__REDIS_MAX_MASTERS];
+    for (size_t m = 0; m < c->map->n_masters; m++)
+        masters[m] = node_get(c, &c->map->masters[m], false);
+    for (size_t i = 0; i < c->n_nodes; i++)
+        if (!c->nodes[i]->sentinel)
+            c->nodes[i]->wanted = false;
+    for (size_t m = 0; m < c->map->n_masters; m++)
+        if (masters[m]) {
+            masters[m]->wanted = true;
+            if (masters[m]->state == N_DOWN && !uv_is_active((uv_handle_t *)&masters[m]->timer))
+                node_connect(masters[m]);
+        }
+    for (size_t s = 0; s < SL__REDIS_SLOTS; s++)
+        c->slots[s] = c->map->slot[s] == SL__REDIS_NO_NODE ? NULL : masters[c->map->slot[s]];
+    c->map_ready = true;
+    disc_done(c, true);
+}
+
+static void on_master_addr(void *arg, sl__redis_status_t st, const redisReply *r) {
+    sl__redis_client_t *c = arg;
+    node_t *from = c->disc_node;
+    if (c->closing) {
+        c->discovering = false;
+        return;
+    }
+    sl__redis_addr_t a;
+    if (st != SL__REDIS_OK || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING ||
+        r->element[0]->len == 0 || r->element[0]->len > SL__REDIS_URL_MAX_HOST ||
+        atoi(r->element[1]->str) <= 0 || atoi(r->element[1]->str) > 65535) {
+        set_error(c, "SENTINEL get-master-addr-by-name", from,
+                  st != SL__REDIS_OK ? "no reply"
+                  : r->type == REDIS_REPLY_ERROR ? r->str
+                                                 : "unknown master name");
+        disc_done(c, false);
+        return;
+    }
+    memcpy(a.host, r->element[0]->str, r->element[0]->len + 1);
+    a.port = (uint16_t)atoi(r->element[1]->str);
+    node_t *m = node_get(c, &a, false);
+    if (m == NULL) {
+        disc_done(c, false);
+        return;
+    }
+    if (c->primary && c->primary != m) {
+        node_t *old = c->primary;
+        c->primary = NULL;
+        old->wanted = false;
+        if (old->ac)
+            node_drop(old, "the sentinels name another master");
+    }
+    c->primary = m;
+    m->wanted = true;
+    if (m->state == N_DOWN)
+        m->failed = false; /* a new chance: what waits goes to its queue */
+    disc_done(c, true);
+}
+
+static void discover(sl__redis_client_t *c) {
+    if (c->closing || c->discovering || c->url.kind == SL__REDIS_STANDALONE)
+        return;
+    uv_timer_stop(&c->disc_timer);
+    c->last_disc = uv_now(c->loop);
+    if (c->url.kind == SL__REDIS_CLUSTER) {
+        /* Any connected master, else the seeds and known nodes in turn. */
+        node_t *n = NULL;
+        for (size_t i = 0; i < c->n_nodes && n == NULL; i++)
+            if (c->nodes[i]->state == N_READY && c->nodes[i]->wanted)
+                n = c->nodes[i];
+        if (n == NULL) {
+            size_t k = c->disc_next % (c->url.n_nodes + c->n_nodes);
+            n = k < c->url.n_nodes ? node_get(c, &c->url.nodes[k], false)
+                                   : c->nodes[k - c->url.n_nodes];
+            if (n && n->state == N_DOWN && uv_is_active((uv_handle_t *)&n->timer))
+                uv_timer_stop(&n->timer); /* ask it now, whatever its backoff */
+        }
+        if (n == NULL)
+            return;
+        c->discovering = true;
+        c->disc_node = n;
+        const char *argv[2] = {"CLUSTER", "SLOTS"};
+        internal_send(c, n, on_slots, 2, argv, false);
+    } else {
+        node_t *s = node_get(c, &c->url.nodes[c->disc_next % c->url.n_nodes], true);
+        if (s == NULL)
+            return;
+        if (s->state == N_DOWN)
+            uv_timer_stop(&s->timer);
+        c->discovering = true;
+        c->disc_node = s;
+        const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", c->url.master};
+        internal_send(c, s, on_master_addr, 3, argv, false);
+    }
+}
+
+/* ---- breaker probe -------------------------------------------------------------- */
+
+static void probe_done(void *arg, sl__redis_status_t st, const redisReply *r) {
+    (void)arg, (void)st, (void)r;
+}
+
+static void breaker_timer_cb(uv_timer_t *t) {
+    sl__redis_client_t *c = t->data;
+    if (!c->open || c->probing || c->closing)
+        return;
+    c->probing = true;
+    const char *argv[1] = {"PING"};
+    internal_send(c, NULL, probe_done, 1, argv, true);
+}
+
+/* ---- the contract ------------------------------------------------------------------ */
+
+int sl__redis_client_new(uv_loop_t *loop, const sl__redis_url_t *url,
+                         const sl__redis_client_options_t *opts, sl__redis_client_t **out) {
+    *out = NULL;
+    if (loop == NULL || url == NULL || url->n_nodes == 0 || url->n_nodes > SL__REDIS_URL_MAX_NODES)
+        return SL_EINVAL;
+    sl__redis_client_t *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return SL_ENOMEM;
+    c->loop = loop;
+    c->url = *url;
+    if (opts)
+        c->o = *opts;
+    if (c->o.timeout_ms == 0)
+        c->o.timeout_ms = 200;
+    if (c->o.connect_timeout_ms == 0)
+        c->o.connect_timeout_ms = c->o.timeout_ms;
+    if (c->o.breaker_failures == 0)
+        c->o.breaker_failures = 5;
+    if (c->o.breaker_cooldown_ms == 0)
+        c->o.breaker_cooldown_ms = 1000;
+    if (url->kind == SL__REDIS_CLUSTER) {
+        c->slots = calloc(SL__REDIS_SLOTS, sizeof *c->slots);
+        c->map = malloc(sizeof *c->map);
+        if (c->slots == NULL || c->map == NULL) {
+            free(c->slots);
+            free(c->map);
+            free(c);
+            return SL_ENOMEM;
+        }
+    }
+    uv_timer_init(loop, &c->deadline_timer);
+    uv_timer_init(loop, &c->disc_timer);
+    uv_timer_init(loop, &c->breaker_timer);
+    c->deadline_timer.data = c->disc_timer.data = c->breaker_timer.data = c;
+    c->handles = 3;
+    switch (url->kind) {
+    case SL__REDIS_STANDALONE:
+        c->primary = node_get(c, &url->nodes[0], false);
+        c->primary->wanted = true;
+        node_connect(c->primary);
+        break;
+    case SL__REDIS_CLUSTER:
+    case SL__REDIS_SENTINEL:
+        discover(c);
+        break;
+    }
+    *out = c;
+    return 0;
+}
+
+int sl__redis_client_send(sl__redis_client_t *c, const char *key, size_t key_len, int argc,
+                          const char *const *argv, const size_t *argvlen, const char *script,
+                          size_t script_len, sl__redis_reply_fn fn, void *arg) {
+    if (c->closing)
+        return SL__REDIS_CLOSING;
+    bool probe = false;
+    if (c->open) {
+        if (c->probing || uv_now(c->loop) < c->opened_at + c->o.breaker_cooldown_ms) {
+            c->st.failed++;
+            return SL__REDIS_BREAKER_OPEN;
+        }
+        c->probing = probe = true; /* this one is the probe */
+    }
+    if (argc <= 0 || argv == NULL)
+        return SL__REDIS_DOWN;
+    int slot = key ? sl__redis_key_slot(key, key_len) : -1;
+    node_t *to = c->url.kind == SL__REDIS_CLUSTER
+                     ? (c->map_ready && slot >= 0 ? c->slots[slot] : NULL)
+                     : c->primary;
+    if (to && to->state == N_DOWN && to->failed && uv_is_active((uv_handle_t *)&to->timer)) {
+        /* Known down (waiting to reconnect): fail now, the caller's callback
+         * is not called. */
+        c->st.failed++;
+        if (probe)
+            c->probing = false;
+        breaker_account(c, SL__REDIS_DOWN);
+        return SL__REDIS_DOWN;
+    }
+    pend_t *p = pend_new(c, slot, fn, arg);
+    int len = p ? redisFormatCommandArgv(&p->cmd, argc, (const char **)argv, argvlen) : -1;
+    if (len < 0) {
+        free(p);
+        if (probe)
+            c->probing = false;
+        c->st.failed++;
+        return SL__REDIS_DOWN;
+    }
+    p->cmd_len = (size_t)len;
+    p->script = script;
+    p->script_len = script_len;
+    p->probe = probe;
+    c->st.sent++;
+    d_insert(c, p);
+    route(p);
+    return 0;
+}
+
+void sl__redis_client_stats(const sl__redis_client_t *c, sl__redis_client_stats_t *out) {
+    *out = c->st;
+    out->breaker_open = c->open;
+    bool up = c->url.kind == SL__REDIS_CLUSTER ? c->map_ready : c->primary != NULL;
+    uint32_t in_flight = 0;
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        const node_t *n = c->nodes[i];
+        if (n->wanted && !n->sentinel && n->state != N_READY)
+            up = false;
+    }
+    for (const pend_t *p = c->dhead; p; p = p->dnext)
+        if (!p->internal)
+            in_flight++; /* sent or waiting, no reply yet, not timed out */
+    out->up = up;
+    out->in_flight = in_flight;
+}
+
+const char *sl__redis_client_last_error(const sl__redis_client_t *c) {
+    return c->last_error;
+}
+
+void sl__redis_client_close(sl__redis_client_t *c, void (*done)(void *arg), void *arg) {
+    if (c->closing)
+        return;
+    c->closing = true;
+    c->done = done;
+    c->done_arg = arg;
+    while (c->dhead)
+        complete(c->dhead, SL__REDIS_CLOSING, NULL);
+    fail_queue(&c->waitq, SL__REDIS_CLOSING);
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        node_t *n = c->nodes[i];
+        n->wanted = false;
+        if (n->ac)
+            node_drop(n, NULL);
+        fail_queue(&n->waitq, SL__REDIS_CLOSING);
+        uv_close((uv_handle_t *)&n->timer, node_timer_closed);
+    }
+    uv_close((uv_handle_t *)&c->deadline_timer, handle_closed);
+    uv_close((uv_handle_t *)&c->disc_timer, handle_closed);
+    uv_close((uv_handle_t *)&c->breaker_timer, handle_closed);
+}

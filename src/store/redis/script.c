@@ -1,0 +1,445 @@
+/* script.c -- the calling convention of evaluate.lua: argument vectors for
+ * one evaluation (or reset) of a policy on a key, and the reply read back
+ * into a decision and per-limit reports.
+ *
+ * Keys: "sl:{<policy>\0<key>}" -- the hash tag is the policy and the key, so
+ * keys spread over a Cluster. Elastic policies use "sl:{<policy>}\0<key>" and
+ * the pool "sl:{<policy>}": one slot for the policy, which one script needs
+ * to reach both. Policy names hold no NUL, so the layout is unambiguous.
+ *
+ * Limits go over as one binary argument, 41 bytes each (put_limit), in
+ * the units the script computes in: rate-family time is scaled by
+ * rate/g with g = gcd(rate, period) instead of by rate (every quantity of
+ * gcra.c is a multiple of g, so dividing by it changes no decision and keeps
+ * the numbers small enough for Lua's doubles).
+ *
+ * Not here: sending, connections, NOSCRIPT (client.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "core/arith.h"
+#include "core/policy.h"
+#include "store/redis/cluster.h"
+#include "store/redis/script.h"
+
+#define PREFIX "sl:"
+#define LIMIT_BYTES 41
+/* A batch request as the script reads it: limits argument, pool argument,
+ * cost, flags (evaluate.lua: '<I2I2I7B'). */
+#define REQ_BYTES 12
+/* Lua's exact integers end at 2^53; the script clamps time to 2^52 (year
+ * 2112) and needs every span of time it adds to it below 2^51. */
+#define MAX_TIME (INT64_C(1) << 52)
+#define MAX_SPAN (INT64_C(1) << 51)
+#define MAX_UNITS (INT64_C(1) << 52)
+/* Costs above this behave like it: no limit's capacity comes near. */
+#define MAX_COST (UINT64_C(1) << 52)
+
+enum { KIND_RATE = 0, KIND_FIXED = 1, KIND_SLIDE = 2, KIND_LOG = 3 };
+
+static uint64_t gcd64(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The rate and period the script computes with (rate-family limits count
+ * time in units of g/rate us, g = gcd(rate, period)), or a reason why Lua
+ * cannot compute this limit exactly. */
+static const char *scaled(const sl__limit_t *l, uint64_t *rate, uint64_t *period) {
+    *rate = l->rate;
+    *period = (uint64_t)l->period;
+    if (l->period > MAX_SPAN)
+        return "period is too long for the Redis store (at most 2^51 us)";
+    if (l->family != SL__RATE)
+        return NULL;
+    uint64_t g = gcd64(*rate, *period);
+    *rate /= g;
+    *period /= g;
+    sl__u128 tau = (sl__u128)l->capacity * *period;
+    sl__u128 dmax = l->count_denied ? 2 * tau : tau;
+    if (*rate > (uint64_t)MAX_UNITS || dmax > (sl__u128)MAX_UNITS ||
+        (dmax + *rate - 1) / *rate > (sl__u128)MAX_SPAN)
+        return "capacity * period / gcd(limit, period) is too large for the Redis store "
+               "(Lua computes exactly only below 2^53)";
+    return NULL;
+}
+
+/* Redis runs nothing else while a script runs: a sliding window walks its
+ * sub-windows in Lua (about 0.2 ms for 1,000), so their number is capped. */
+#define SL__REDIS_MAX_PRECISION 256
+
+static const char *limit_supported(const sl__limit_t *l) {
+    uint64_t rate, period;
+    if (l->family == SL__WINDOW && l->precision > SL__REDIS_MAX_PRECISION)
+        return "a sliding_window of more than 256 sub-windows (precision) would hold Redis up "
+               "on every call";
+    return scaled(l, &rate, &period);
+}
+
+bool sl__redis_policy_supported(const sl_policy_t *p, const char **why) {
+    const char *reason = NULL;
+    if (strchr(p->name, '}'))
+        reason = "a policy name with '}' would break the Redis Cluster hash tag";
+    for (size_t i = 0; reason == NULL && i < p->nlimits; i++)
+        reason = limit_supported(&p->limits[i]);
+    if (reason == NULL && p->mode == SL_MODE_ELASTIC && p->pool)
+        reason = limit_supported(&p->pool->limits[0]);
+    if (reason && why)
+        *why = reason;
+    return reason == NULL;
+}
+
+/* ---- argument vectors ----------------------------------------------------------- */
+
+static void put_le(unsigned char *out, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; i++)
+        out[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* One limit as the script reads it (parse_limit in evaluate.lua); NULL, or
+ * why the script cannot compute it. */
+static const char *put_limit(unsigned char *out, const sl__limit_t *l) {
+    unsigned kind = l->family == SL__RATE     ? KIND_RATE
+                    : l->family == SL__LOG    ? KIND_LOG
+                    : l->precision == 0       ? KIND_FIXED
+                                              : KIND_SLIDE;
+    uint64_t rate, period;
+    const char *why = scaled(l, &rate, &period);
+    out[0] = (unsigned char)(kind | (l->shaper ? 16u : 0u) | (l->count_denied ? 32u : 0u));
+    put_le(out + 1, l->nominal, 7);
+    put_le(out + 8, l->capacity, 7);
+    put_le(out + 15, rate, 7);
+    put_le(out + 22, period, 7);
+    put_le(out + 29, l->precision, 4);
+    put_le(out + 33, l->id, 8);
+    return why;
+}
+
+/* Room for `n` bytes of arguments: the inline buffer, or one heap block sized
+ * once by the caller before the first allocation. */
+static char *take(sl__redis_call_t *c, size_t n) {
+    char *base = c->heap ? c->heap : c->inline_buf;
+    char *at = base + c->used;
+    c->used += n;
+    return at;
+}
+
+static int reserve(sl__redis_call_t *c, size_t total) {
+    /* Not the argument arrays: push() fills them in order. */
+    c->argc = 0;
+    c->key = NULL;
+    c->key_len = 0;
+    c->heap = NULL;
+    c->used = 0;
+    if (total > sizeof c->inline_buf) {
+        c->heap = malloc(total);
+        if (c->heap == NULL)
+            return SL_ENOMEM;
+    }
+    return SL_OK;
+}
+
+static void push(sl__redis_call_t *c, const char *s, size_t len) {
+    c->argv[c->argc] = s;
+    c->argvlen[c->argc] = len;
+    c->argc++;
+}
+
+static void push_str(sl__redis_call_t *c, const char *s) {
+    size_t len = strlen(s);
+    char *at = take(c, len + 1);
+    memcpy(at, s, len + 1);
+    push(c, at, len);
+}
+
+static void push_u64(sl__redis_call_t *c, uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    char *at = take(c, (size_t)n);
+    for (int i = 0; i < n; i++)
+        at[i] = tmp[n - 1 - i];
+    push(c, at, (size_t)n);
+}
+
+static size_t key_bytes(const sl_policy_t *p, size_t key_len) {
+    return sizeof PREFIX - 1 + 3 + strlen(p->name) + key_len;
+}
+
+/* The key's state; the tag is the policy alone for elastic policies. */
+static void push_key(sl__redis_call_t *c, const sl_policy_t *p, const void *key, size_t key_len) {
+    size_t name_len = strlen(p->name), n = key_bytes(p, key_len);
+    char *at = take(c, n), *w = at;
+    bool elastic = p->mode == SL_MODE_ELASTIC;
+    memcpy(w, PREFIX "{", sizeof PREFIX);
+    w += sizeof PREFIX;
+    memcpy(w, p->name, name_len);
+    w += name_len;
+    if (elastic)
+        *w++ = '}';
+    *w++ = '\0';
+    if (key_len)
+        memcpy(w, key, key_len);
+    w += key_len;
+    if (!elastic)
+        *w++ = '}';
+    push(c, at, n);
+    c->key = at;
+    c->key_len = n;
+}
+
+static void push_pool_key(sl__redis_call_t *c, const sl_policy_t *p) {
+    size_t name_len = strlen(p->name), n = sizeof PREFIX + name_len + 1;
+    char *at = take(c, n);
+    memcpy(at, PREFIX "{", sizeof PREFIX);
+    memcpy(at + sizeof PREFIX, p->name, name_len);
+    at[n - 1] = '}';
+    push(c, at, n);
+}
+
+static unsigned flags_of(const sl_policy_t *p, bool peek) {
+    bool elastic = p->mode == SL_MODE_ELASTIC && p->pool != NULL;
+    return (peek ? 1u : 0u) | (p->mode == SL_MODE_SHADOW ? 2u : 0u) | (elastic ? 4u : 0u);
+}
+
+/* The limits of p as one argument (and its pool's as a second); whether
+ * evaluate.lua computes them all exactly. */
+static bool push_limits(sl__redis_call_t *c, const sl_policy_t *p) {
+    bool ok = strchr(p->name, '}') == NULL;
+    unsigned char *blob = (unsigned char *)take(c, LIMIT_BYTES * p->nlimits);
+    for (size_t i = 0; i < p->nlimits; i++)
+        ok &= put_limit(blob + LIMIT_BYTES * i, &p->limits[i]) == NULL;
+    push(c, (const char *)blob, LIMIT_BYTES * p->nlimits);
+    if (p->mode == SL_MODE_ELASTIC && p->pool) {
+        unsigned char *pool = (unsigned char *)take(c, LIMIT_BYTES);
+        ok &= put_limit(pool, &p->pool->limits[0]) == NULL;
+        push(c, (const char *)pool, LIMIT_BYTES);
+    }
+    return ok;
+}
+
+int sl__redis_build_evaluate(const sl_policy_t *p, const void *key, size_t key_len,
+                             uint64_t cost, sl_usec_t now, bool peek, sl__redis_call_t *call) {
+    if (p == NULL || call == NULL || (key == NULL && key_len > 0))
+        return SL_EINVAL;
+    bool elastic = p->mode == SL_MODE_ELASTIC && p->pool != NULL;
+    size_t total = 48 + 3 * 24 + 2 * key_bytes(p, key_len) + LIMIT_BYTES * (p->nlimits + 1);
+    int rc = reserve(call, total);
+    if (rc != SL_OK)
+        return rc;
+    push_str(call, "EVALSHA");
+    push(call, sl__redis_evaluate_lua_sha1, 40);
+    push_str(call, elastic ? "2" : "1");
+    push_key(call, p, key, key_len);
+    if (elastic)
+        push_pool_key(call, p);
+    if (now == SL__REDIS_SERVER_TIME) {
+        push(call, "", 0);
+    } else {
+        now = now < 0 ? 0 : now > MAX_TIME ? MAX_TIME : now;
+        push_u64(call, (uint64_t)now);
+    }
+    push_u64(call, cost < MAX_COST ? cost : MAX_COST);
+    push_u64(call, flags_of(p, peek));
+    /* Checking support here costs nothing more: the scaling is needed anyway. */
+    bool unsupported = !push_limits(call, p);
+    if (unsupported) {
+        sl__redis_call_free(call);
+        return SL_EINVAL;
+    }
+    return SL_OK;
+}
+
+/* Batch: EVALSHA sha nkeys <each request's key, then its pool key when
+ * elastic> now "b" <requests, REQ_BYTES each> <per distinct policy: its
+ * limits, then its pool's when elastic>. */
+int sl__redis_build_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n, sl_usec_t now,
+                                   sl__redis_call_t *call) {
+    if (reqs == NULL || call == NULL || n == 0 || n > SL__REDIS_MAX_BATCH)
+        return SL_EINVAL;
+    const sl_policy_t *pol[SL__REDIS_MAX_BATCH];
+    unsigned char which[SL__REDIS_MAX_BATCH];
+    size_t npol = 0, nkeys = 0, total = 64 + 3 * 24 + REQ_BYTES * n;
+    for (size_t i = 0; i < n; i++) {
+        const sl_policy_t *p = reqs[i].p;
+        if (p == NULL || (reqs[i].key == NULL && reqs[i].key_len > 0))
+            return SL_EINVAL;
+        size_t j = 0;
+        while (j < npol && pol[j] != p)
+            j++;
+        if (j == npol) {
+            pol[npol++] = p;
+            total += LIMIT_BYTES * (p->nlimits + 1);
+        }
+        which[i] = (unsigned char)j;
+        bool elastic = p->mode == SL_MODE_ELASTIC && p->pool != NULL;
+        nkeys += elastic ? 2 : 1;
+        total += 2 * key_bytes(p, reqs[i].key_len);
+    }
+    int rc = reserve(call, total);
+    if (rc != SL_OK)
+        return rc;
+    push_str(call, "EVALSHA");
+    push(call, sl__redis_evaluate_lua_sha1, 40);
+    push_u64(call, nkeys);
+    const char *first = NULL;
+    size_t first_len = 0;
+    for (size_t i = 0; i < n; i++) {
+        push_key(call, reqs[i].p, reqs[i].key, reqs[i].key_len);
+        if (i == 0) {
+            first = call->key;
+            first_len = call->key_len;
+        }
+        if (flags_of(reqs[i].p, false) & 4u)
+            push_pool_key(call, reqs[i].p);
+    }
+    call->key = first;
+    call->key_len = first_len;
+    if (now == SL__REDIS_SERVER_TIME) {
+        push(call, "", 0);
+    } else {
+        now = now < 0 ? 0 : now > MAX_TIME ? MAX_TIME : now;
+        push_u64(call, (uint64_t)now);
+    }
+    push(call, "b", 1);
+    unsigned char *rq = (unsigned char *)take(call, REQ_BYTES * n);
+    push(call, (const char *)rq, REQ_BYTES * n);
+    /* Lua's ARGV index of each policy's limits: ARGV[4] is the first. */
+    unsigned at[SL__REDIS_MAX_BATCH];
+    bool ok = true;
+    for (size_t j = 0; j < npol; j++) {
+        at[j] = (unsigned)(call->argc - 2 - (int)nkeys);
+        ok &= push_limits(call, pol[j]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const sl_policy_t *p = reqs[i].p;
+        unsigned flags = flags_of(p, reqs[i].peek);
+        unsigned a = at[which[i]];
+        put_le(rq + REQ_BYTES * i, a, 2);
+        put_le(rq + REQ_BYTES * i + 2, flags & 4u ? a + 1 : 0, 2);
+        put_le(rq + REQ_BYTES * i + 4, reqs[i].cost < MAX_COST ? reqs[i].cost : MAX_COST, 7);
+        rq[REQ_BYTES * i + 11] = (unsigned char)flags;
+    }
+    if (!ok) {
+        sl__redis_call_free(call);
+        return SL_EINVAL;
+    }
+    return SL_OK;
+}
+
+unsigned sl__redis_slot_of(const sl_policy_t *p, const void *key, size_t key_len) {
+    sl__redis_call_t c;
+    if (sl__redis_build_reset(p, key, key_len, &c) != SL_OK)
+        return 0; /* a bad argument or no memory: the build that follows fails too */
+    unsigned slot = sl__redis_key_slot(c.key, c.key_len);
+    sl__redis_call_free(&c);
+    return slot;
+}
+
+int sl__redis_build_reset(const sl_policy_t *p, const void *key, size_t key_len,
+                          sl__redis_call_t *call) {
+    if (p == NULL || call == NULL || (key == NULL && key_len > 0))
+        return SL_EINVAL;
+    int rc = reserve(call, 8 + key_bytes(p, key_len));
+    if (rc != SL_OK)
+        return rc;
+    push_str(call, "DEL");
+    push_key(call, p, key, key_len);
+    return SL_OK;
+}
+
+void sl__redis_call_free(sl__redis_call_t *call) {
+    if (call == NULL)
+        return;
+    free(call->heap);
+    call->heap = NULL;
+    call->argc = 0;
+    call->used = 0;
+}
+
+/* ---- the reply ------------------------------------------------------------------- */
+
+static int bad(const char **why, const char *reason) {
+    if (why)
+        *why = reason;
+    return SL_EINVAL;
+}
+
+/* Element i as a non-negative integer, or -1 ("never") where allowed. */
+static bool read_int(const redisReply *r, size_t i, bool never_ok, long long *out) {
+    const redisReply *e = r->element[i];
+    if (e == NULL || e->type != REDIS_REPLY_INTEGER)
+        return false;
+    if (e->integer < 0 && !(never_ok && e->integer == -1))
+        return false;
+    *out = e->integer;
+    return true;
+}
+
+static sl_usec_t as_time(long long v) { return v == -1 ? SL_NEVER : (sl_usec_t)v; }
+
+int sl__redis_parse_evaluate(const sl_policy_t *p, const struct redisReply *r, sl_decision_t *out,
+                             sl_limit_report_t *limits, const char **why) {
+    if (r == NULL)
+        return bad(why, "no reply");
+    if (r->type == REDIS_REPLY_ERROR)
+        return bad(why, "the script failed (error reply)");
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 8 + 5 * p->nlimits)
+        return bad(why, "not a reply of evaluate.lua for this policy");
+    long long v[8];
+    for (size_t i = 0; i < 8; i++) {
+        bool signed_ok = i == 5 || i == 7; /* retry_after: never; limit_index: the pool */
+        if (!read_int(r, i, signed_ok, &v[i]))
+            return bad(why, "a decision field is not a valid integer");
+    }
+    if (v[0] > 1 || v[1] > 1 || v[7] >= (long long)p->nlimits)
+        return bad(why, "a decision field is out of range");
+    long long w[SL_MAX_LIMITS][5];
+    for (size_t i = 0; i < p->nlimits; i++) {
+        for (size_t k = 0; k < 5; k++)
+            if (!read_int(r, 8 + 5 * i + k, k == 4, &w[i][k]))
+                return bad(why, "a limit's report is not a valid integer");
+        if (w[i][0] > 1)
+            return bad(why, "a limit's report is out of range");
+    }
+    out->allowed = v[0];
+    out->limited = v[1];
+    out->limit = (uint64_t)v[2];
+    out->remaining = (uint64_t)v[3];
+    out->reset_after = v[4];
+    out->retry_after = as_time(v[5]);
+    out->delay = v[6];
+    out->limit_index = (int)v[7];
+    for (size_t i = 0; limits && i < p->nlimits; i++) {
+        limits[i].allowed = w[i][0];
+        limits[i].limit = (uint64_t)w[i][1];
+        limits[i].remaining = (uint64_t)w[i][2];
+        limits[i].reset_after = w[i][3];
+        limits[i].retry_after = as_time(w[i][4]);
+    }
+    return SL_OK;
+}
+
+int sl__redis_parse_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n,
+                                   const struct redisReply *r, size_t i, sl_decision_t *out,
+                                   sl_limit_report_t *limits, const char **why) {
+    if (reqs == NULL || i >= n)
+        return bad(why, "no such request in the batch");
+    if (r == NULL)
+        return bad(why, "no reply");
+    if (r->type == REDIS_REPLY_ERROR)
+        return bad(why, "the script failed (error reply)");
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n)
+        return bad(why, "not a reply of evaluate.lua for this batch");
+    return sl__redis_parse_evaluate(reqs[i].p, r->element[i], out, limits, why);
+}

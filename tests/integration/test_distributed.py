@@ -1,0 +1,604 @@
+"""test_distributed.py -- several sluiced on one real redis-server: one limit
+across daemons, every front through the store, and what happens when Redis
+dies, comes back or is slow (docs/distributed.md).
+
+Each test starts its own redis-server on a free loopback port (no
+persistence) and its own daemons with --store redis://127.0.0.1:PORT. The
+exactness tests use `clock: local` and the daemons' manual test clocks, all
+set to the same instant, so nothing refills while they run and the count is
+exact; one test runs on the Redis server's clock (the default).
+"""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import harness
+from harness import Daemon
+import redis
+
+S = 1_000_000
+T0 = 1_800_000_000 * S  # the manual clock of every daemon (2027)
+
+ALGORITHMS = {
+    # name: limit spec admitting exactly 100 at one instant
+    "gcra": "{algorithm: gcra, limit: 100, period: 1h, burst: 99}",
+    "token_bucket": "{algorithm: token_bucket, limit: 100, period: 1h}",
+    "leaky_bucket": "{algorithm: leaky_bucket, limit: 100, period: 1h}",
+    "fixed_window": "{algorithm: fixed_window, limit: 100, period: 1h}",
+    "sliding_log": "{algorithm: sliding_log, limit: 100, period: 1h}",
+    "sliding_window": "{algorithm: sliding_window, limit: 100, period: 1h}",
+}
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class RedisServer:
+    """A real redis-server on 127.0.0.1, no persistence; restartable on its port."""
+
+    def __init__(self, port=None):
+        self.port = port or free_port()
+        self.dir = tempfile.mkdtemp(prefix="sluice-redis-")
+        self.proc = None
+        self.start()
+
+    def start(self):
+        exe = shutil.which("redis-server")
+        if exe is None:
+            raise unittest.SkipTest("redis-server is not installed (make test installs it)")
+        self.proc = subprocess.Popen(
+            [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir, "--enable-debug-command", "yes"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                if self.client().ping():
+                    return
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.02)
+        raise AssertionError("redis-server did not start on port %d" % self.port)
+
+    def client(self):
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10)
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self):
+        self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @property
+    def url(self):
+        return "redis://127.0.0.1:%d" % self.port
+
+
+def config(policies, store="", http=False):
+    return ("listen:\n  resp: 127.0.0.1:0\n  http: %s\nthreads: 2\n" % ("127.0.0.1:0" if http else '""')
+            + store + "policies:\n" + policies)
+
+
+def one_policy(name, limit, extra=""):
+    return "  - name: %s\n    limits:\n      - %s\n%s" % (name, limit, extra)
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.redis = RedisServer()
+        self.daemons = []
+
+    def tearDown(self):
+        try:
+            for d in self.daemons:  # exit 0: no crash, no sanitizer finding, no leak
+                d.stop()
+        finally:
+            self.redis.stop()
+
+    def daemon(self, cfg, clock=T0, args=(), **kw):
+        d = Daemon(cfg, args=["--store", self.redis.url] + list(args), test_clock=clock, **kw)
+        self.daemons.append(d)
+        return d
+
+
+def hammer(daemons, command, per_client, clients_per_daemon=4):
+    """Many concurrent clients on every daemon; returns how many were admitted."""
+    admitted = [0]
+    lock = threading.Lock()
+    errors = []
+
+    def run(d):
+        try:
+            r = d.client()
+            pipe_size = 10
+            n = 0
+            mine = 0
+            while n < per_client:
+                p = r.pipeline(transaction=False)
+                for _ in range(min(pipe_size, per_client - n)):
+                    p.execute_command(*command)
+                for reply in p.execute():
+                    mine += 1 if reply[0] == 1 else 0
+                n += pipe_size
+            with lock:
+                admitted[0] += mine
+        except Exception as e:  # reported by the test
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=run, args=(d,)) for d in daemons for _ in range(clients_per_daemon)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    if errors:
+        raise AssertionError("client errors: %s" % errors[:3])
+    return admitted[0]
+
+
+class Exactness(Base):
+    def test_three_daemons_one_limit_every_algorithm(self):
+        store = "store:\n  type: redis\n  url: %s\n  clock: local\n" % self.redis.url
+        policies = "".join(one_policy(name, spec) for name, spec in ALGORITHMS.items())
+        ds = [self.daemon(config(policies, store)) for _ in range(3)]
+        for name in ALGORITHMS:
+            # 3 daemons x 4 clients x 30 requests = 360 attempts on one key
+            got = hammer(ds, ("SL.CHECK", name, "hot"), per_client=30)
+            self.assertEqual(got, 100, "%s admitted %d through 3 daemons, limit 100" % (name, got))
+            # every daemon sees the same state
+            for d in ds:
+                peek = d.client().execute_command("SL.PEEK", name, "hot")
+                self.assertEqual(peek[0], 0, name)
+                self.assertEqual(peek[2], 0, name)
+
+    def test_cl_throttle_shared(self):
+        store = "store:\n  type: redis\n  url: %s\n  clock: local\n" % self.redis.url
+        ds = [self.daemon(config(one_policy("p", ALGORITHMS["gcra"]), store)) for _ in range(3)]
+        # redis-cell: max_burst 49 -> 50 at once
+        admitted = 0
+        for i in range(120):
+            reply = ds[i % 3].client().execute_command("CL.THROTTLE", "k", 49, 50, 3600)
+            admitted += 1 if reply[0] == 0 else 0
+        self.assertEqual(admitted, 50)
+
+    def test_many_keys_and_reset(self):
+        store = "store:\n  type: redis\n  url: %s\n  clock: local\n" % self.redis.url
+        ds = [self.daemon(config(one_policy("p", "{algorithm: fixed_window, limit: 3, period: 1h}"), store))
+              for _ in range(2)]
+        a, b = ds[0].client(), ds[1].client()
+        for k in range(200):
+            key = "key-%d" % k
+            self.assertEqual(a.execute_command("SL.CHECK", "p", key)[:3], [1, 3, 2])
+            self.assertEqual(b.execute_command("SL.CHECK", "p", key)[:3], [1, 3, 1])
+        self.assertEqual(a.execute_command("SL.RESET", "p", "key-7"), b"OK")
+        self.assertEqual(b.execute_command("SL.CHECK", "p", "key-7")[:3], [1, 3, 2])
+        # every state in Redis has a TTL: nothing grows without bound
+        rc = self.redis.client()
+        keys = list(rc.scan_iter(count=1000))
+        self.assertGreaterEqual(len(keys), 200)
+        for k in keys[:50]:
+            ttl = rc.pttl(k)
+            self.assertTrue(0 < ttl <= 3600 * 1000, (k, ttl))
+
+    def test_server_clock(self):
+        # the default clock: Redis TIME, so daemons' own clocks do not matter
+        store = "store:\n  type: redis\n  url: %s\n" % self.redis.url
+        ds = [self.daemon(config(one_policy("p", ALGORITHMS["sliding_log"]), store), clock=T0 + i * 3600 * S)
+              for i in range(3)]
+        got = hammer(ds, ("SL.CHECK", "p", "hot"), per_client=30)
+        self.assertEqual(got, 100)
+
+    def test_http_and_resp_share_the_limit(self):
+        store = "store:\n  type: redis\n  url: %s\n  clock: local\n" % self.redis.url
+        policy = one_policy("p", "{algorithm: token_bucket, limit: 4, period: 1h}")
+        d1 = self.daemon(config(policy, store, http=True), args=["--http", "127.0.0.1:0"])
+        d2 = self.daemon(config(policy, store))
+        port = int(re.search(r"http_port=(\d+)", d1.output()).group(1))
+        self.assertEqual(d2.client().execute_command("SL.CHECK", "p", "u")[:3], [1, 4, 3])
+        with urllib.request.urlopen("http://127.0.0.1:%d/v1/check?policy=p&key=u" % port) as resp:
+            self.assertEqual(resp.status, 200)
+            self.assertEqual(resp.headers["X-RateLimit-Remaining"], "2")
+        self.assertEqual(d2.client().execute_command("SL.CHECK", "p", "u")[:3], [1, 4, 1])
+        urllib.request.urlopen("http://127.0.0.1:%d/v1/check?policy=p&key=u" % port).close()
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen("http://127.0.0.1:%d/v1/check?policy=p&key=u" % port)
+        self.assertEqual(e.exception.code, 429)
+        with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port) as resp:
+            self.assertEqual(resp.status, 200)
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port) as resp:
+            text = resp.read().decode()
+        self.assertIn("sluice_store_up 1", text)
+        self.assertRegex(text, r"sluice_store_calls_total [1-9]")
+
+
+FAULT_POLICIES = (one_policy("open", "{algorithm: fixed_window, limit: 2, period: 1h}",
+                             "    on_store_failure: open\n")
+                  + one_policy("closed", "{algorithm: fixed_window, limit: 2, period: 1h}",
+                               "    on_store_failure: closed\n")
+                  + one_policy("local", "{algorithm: fixed_window, limit: 4, period: 1h}",
+                               "    on_store_failure: local\n"))
+
+
+class Faults(Base):
+    def store(self, extra=""):
+        return ("store:\n  type: redis\n  url: %s\n  clock: local\n  timeout: 100ms\n  nodes: 2\n"
+                "  breaker: {failures: 3, cooldown: 200ms}\n" % self.redis.url) + extra
+
+    def timed(self, client, *args):
+        t = time.monotonic()
+        reply = client.execute_command(*args)
+        return reply, time.monotonic() - t
+
+    def test_redis_killed_then_back(self):
+        d = self.daemon(config(FAULT_POLICIES, self.store(), http=True), args=["--http", "127.0.0.1:0"])
+        port = int(re.search(r"http_port=(\d+)", d.output()).group(1))
+        c = d.client()
+        self.assertEqual(c.execute_command("SL.CHECK", "local", "k")[0], 1)
+        self.redis.kill()
+        worst = 0.0
+        for i in range(30):
+            for policy, expect in (("open", 1), ("closed", 0)):
+                reply, took = self.timed(c, "SL.CHECK", policy, "k%d" % i)
+                worst = max(worst, took)
+                self.assertEqual(reply[0], expect, (policy, i))
+        # local: this daemon's share, 4 / nodes 2 = 2 per key
+        got = [self.timed(c, "SL.CHECK", "local", "fresh")[0][0] for _ in range(4)]
+        self.assertEqual(got, [1, 1, 0, 0])
+        self.assertLess(worst, 0.100 + 0.150, "a decision waited %.3f s with Redis down" % worst)
+        # every worker publishes its client's state every 100 ms
+        deadline = time.time() + 1.0
+        while c.info("store")["store_up"] != 0 and time.time() < deadline:
+            time.sleep(0.02)
+        info = c.info("store")
+        self.assertEqual(info["store_up"], 0)
+        self.assertGreater(info["store_fallback_open"], 0)
+        self.assertGreater(info["store_fallback_closed"], 0)
+        self.assertGreater(info["store_fallback_local"], 0)
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port)
+        self.assertEqual(e.exception.code, 503)
+        # HTTP answers too, by the fallback
+        with urllib.request.urlopen("http://127.0.0.1:%d/v1/check?policy=open&key=h" % port) as resp:
+            self.assertEqual(resp.status, 200)
+        # back: decisions come from Redis again within 2 s, no restart
+        self.redis.start()
+        deadline = time.time() + 2.0
+        while time.time() < deadline:
+            if c.info("store")["store_up"] == 1:
+                reply = c.execute_command("SL.CHECK", "closed", "after")
+                if reply[0] == 1:
+                    break
+            time.sleep(0.05)
+        else:
+            self.fail("decisions did not come from Redis within 2 s of its return:\n" + d.output())
+        # and it is Redis's state: the key is in Redis
+        self.assertTrue(any(b"after" in k for k in self.redis.client().scan_iter()))
+        self.assertEqual(d.proc.poll(), None)
+
+    def test_slow_redis_times_out_without_pile_up(self):
+        d = self.daemon(config(FAULT_POLICIES, self.store()))
+        c = d.client()
+        self.assertEqual(c.execute_command("SL.CHECK", "open", "k")[0], 1)
+        sleeper = threading.Thread(target=lambda: self.redis.client().execute_command("DEBUG", "SLEEP", "1.5"))
+        sleeper.start()
+        time.sleep(0.1)
+        worst = 0.0
+        t0 = time.monotonic()
+        for i in range(40):
+            reply, took = self.timed(c, "SL.CHECK", "closed", "slow%d" % i)
+            worst = max(worst, took)
+            self.assertEqual(reply[0], 0)
+        self.assertLess(worst, 0.100 + 0.150, "a decision waited %.3f s on a sleeping Redis" % worst)
+        self.assertLess(time.monotonic() - t0, 1.4, "requests piled up behind the sleeping Redis")
+        sleeper.join()
+        # when Redis wakes, the breaker lets a probe through and it recovers
+        deadline = time.time() + 2.0
+        while time.time() < deadline:
+            if c.execute_command("SL.CHECK", "closed", "woke")[0] == 1:
+                break
+            time.sleep(0.05)
+        else:
+            self.fail("no recovery after the sleep")
+
+
+def free_cluster_port():
+    """A free port whose cluster bus port (+10000) is free too."""
+    import random
+    for _ in range(200):
+        port = random.randint(20000, 50000)
+        ok = True
+        for p in (port, port + 10000):
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                ok = False
+            finally:
+                s.close()
+        if ok:
+            return port
+    raise AssertionError("no free port pair for a cluster node")
+
+
+TOKEN = "t0ken-for-the-admin-api"
+
+
+class Rules(Base):
+    """Policies kept in Redis reach every daemon within a second."""
+
+    def admin(self, port, method, path, body=None):
+        req = urllib.request.Request("http://127.0.0.1:%d/v1/admin%s" % (port, path), method=method,
+                                     data=body.encode() if body is not None else None,
+                                     headers={"Authorization": "Bearer " + TOKEN})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def wait_for(self, what, pred, timeout=1.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if pred():
+                    return time.monotonic()
+            except redis.exceptions.ResponseError:
+                pass
+            if time.monotonic() > deadline:
+                self.fail("%s: not within %.1f s" % (what, timeout))
+            time.sleep(0.01)
+
+    def policies(self, d):
+        return [p[0].decode() if isinstance(p, list) else p for p in d.client().execute_command("SL.POLICIES")]
+
+    def test_admin_edit_reaches_every_daemon(self):
+        store = "store:\n  type: redis\n  url: %s\n  clock: local\n" % self.redis.url
+        cfg = config(one_policy("base", ALGORITHMS["gcra"]), store + "admin_token: %s\n" % TOKEN, http=True)
+        d1 = self.daemon(cfg, args=["--http", "127.0.0.1:0"])
+        d2 = self.daemon(cfg, args=["--http", "127.0.0.1:0"])
+        port = int(re.search(r"http_port=(\d+)", d1.output()).group(1))
+        status, body = self.admin(port, "PUT", "/policies/newp",
+                                  '{"limits": [{"algorithm": "fixed_window", "limit": 2, "period": "1h"}]}')
+        self.assertEqual(status, 201, body)
+        t0 = time.monotonic()
+        c2 = d2.client()
+        self.wait_for("the new policy on the other daemon",
+                      lambda: c2.execute_command("SL.CHECK", "newp", "k")[0:2] == [1, 2])
+        self.assertLess(time.monotonic() - t0, 1.0)
+        # shared like any other: the other daemon's charge counts here
+        self.assertEqual(d1.client().execute_command("SL.CHECK", "newp", "k")[:3], [1, 2, 0])
+        # a change of the file's policy, then its removal
+        status, body = self.admin(port, "PUT", "/policies/base",
+                                  '{"limits": [{"algorithm": "fixed_window", "limit": 7, "period": "1h"}]}')
+        self.assertEqual(status, 200, body)
+        self.wait_for("the changed policy", lambda: c2.execute_command("SL.CHECK", "base", "x")[1] == 7)
+        status, body = self.admin(port, "DELETE", "/policies/newp")
+        self.assertEqual(status, 200, body)
+        def gone():
+            try:
+                c2.execute_command("SL.CHECK", "newp", "k")
+                return False
+            except redis.exceptions.ResponseError:
+                return True
+        self.wait_for("the removal", gone)
+        # a daemon started later gets the rules too
+        d3 = self.daemon(cfg)
+        self.wait_for("the rules at start", lambda: d3.client().execute_command("SL.CHECK", "base", "y")[1] == 7)
+
+    def test_rules_written_by_hand_and_bad_ones(self):
+        store = "store:\n  type: redis\n  url: %s\n  clock: local\n" % self.redis.url
+        d = self.daemon(config(one_policy("base", ALGORITHMS["gcra"]), store))
+        rc = self.redis.client()
+        c = d.client()
+        rc.hset("{sluice}:rules", "byhand", '{"limits": [{"algorithm": "token_bucket", "limit": 3, "period": "1m"}]}')
+        rc.hset("{sluice}:rules", "broken", '{"limits": [{"algorithm": "nope", "limit": 3, "period": "1m"}]}')
+        t0 = time.monotonic()
+        rc.publish("sluice:rules", "byhand")
+        self.wait_for("a published change", lambda: self._has(c, "byhand"))
+        self.assertLess(time.monotonic() - t0, 1.0)
+        self.assertFalse(self._has(c, "broken"))
+        self.assertIn("broken", d.output())
+        # without a message, the version key moving is enough
+        rc.hset("{sluice}:rules", "quiet", '{"limits": [{"algorithm": "gcra", "limit": 1, "period": "1s"}]}')
+        rc.incr("{sluice}:rules:version")
+        self.wait_for("a change seen by the version", lambda: self._has(c, "quiet"))
+
+    def _has(self, c, name):
+        try:
+            c.execute_command("SL.PEEK", name, "k")
+            return True
+        except redis.exceptions.ResponseError:
+            return False
+
+
+class RedisCluster:
+    """A real Redis Cluster on 127.0.0.1: `masters` masters, each with
+    `replicas` replicas, created with redis-cli --cluster create."""
+
+    def __init__(self, masters=3, replicas=0):
+        self.nodes = []
+        for _ in range(masters * (1 + replicas)):
+            port = free_cluster_port()
+            node = RedisServer.__new__(RedisServer)
+            node.port = port
+            node.dir = tempfile.mkdtemp(prefix="sluice-cluster-")
+            node.proc = None
+            self.nodes.append(node)
+        for node in self.nodes:
+            self.start_node(node)
+        addrs = ["127.0.0.1:%d" % n.port for n in self.nodes]
+        out = subprocess.run(["redis-cli", "--cluster", "create"] + addrs
+                             + ["--cluster-replicas", str(replicas), "--cluster-yes"],
+                             capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            self.stop()
+            raise AssertionError("redis-cli --cluster create failed:\n" + out.stdout + out.stderr)
+        self.wait_ok()
+
+    def start_node(self, node):
+        node.proc = subprocess.Popen(
+            ["redis-server", "--port", str(node.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", node.dir, "--cluster-enabled", "yes",
+             "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
+             # a replica may take over at once, and syncs without waiting
+             "--cluster-replica-validity-factor", "0", "--repl-diskless-sync-delay", "0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                if node.client().ping():
+                    return
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.02)
+        raise AssertionError("cluster node did not start")
+
+    def wait_ok(self, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            states = []
+            for n in self.nodes:
+                if n.proc.poll() is not None:
+                    continue
+                try:
+                    states.append(n.client().execute_command("CLUSTER", "INFO").decode())
+                except redis.exceptions.ConnectionError:
+                    states.append("")
+            if states and all("cluster_state:ok" in s for s in states):
+                return
+            time.sleep(0.1)
+        raise AssertionError("the cluster did not reach cluster_state:ok")
+
+    def masters(self):
+        out = []
+        for n in self.nodes:
+            if n.proc.poll() is None:
+                role = n.client().execute_command("ROLE")
+                if role[0] == b"master":
+                    out.append(n)
+        return out
+
+    @property
+    def url(self):
+        return "redis-cluster://" + ",".join("127.0.0.1:%d" % n.port for n in self.nodes[:2])
+
+    def keys(self):
+        found = []
+        for n in self.masters():
+            found += list(n.client().scan_iter(count=1000))
+        return found
+
+    def stop(self):
+        for n in self.nodes:
+            n.stop()
+
+
+class Cluster(unittest.TestCase):
+    def tearDown(self):
+        try:
+            for d in getattr(self, "daemons", []):
+                d.stop()
+        finally:
+            self.cluster.stop()
+
+    def test_three_masters_exact_and_spread(self):
+        self.cluster = RedisCluster(masters=3)
+        store = "store:\n  clock: local\n"
+        policies = "".join(one_policy(name, spec) for name, spec in ALGORITHMS.items())
+        policies += one_policy("spread", "{algorithm: fixed_window, limit: 2, period: 1h}")
+        self.daemons = [Daemon(config(policies, store), args=["--store", self.cluster.url], test_clock=T0)
+                        for _ in range(3)]
+        for name in ("gcra", "sliding_log", "sliding_window"):
+            got = hammer(self.daemons, ("SL.CHECK", name, "hot"), per_client=30)
+            self.assertEqual(got, 100, "%s admitted %d through 3 daemons on a cluster" % (name, got))
+        # keys over all slots: every key admits exactly 2, whichever daemon asks
+        clients = [d.client() for d in self.daemons]
+        admitted = 0
+        for k in range(300):
+            for i in range(3):
+                admitted += clients[(k + i) % 3].execute_command("SL.CHECK", "spread", "key:%d" % k)[0]
+        self.assertEqual(admitted, 600)
+        per_master = [sum(1 for k in m.client().scan_iter(count=1000) if b"spread" in k)
+                      for m in self.cluster.masters()]
+        self.assertEqual(sum(per_master), 300)
+        self.assertTrue(all(n > 50 for n in per_master), per_master)
+
+    def test_master_killed_failover(self):
+        self.cluster = RedisCluster(masters=3, replicas=1)
+        store = ("store:\n  clock: local\n  timeout: 100ms\n  on_store_failure: closed\n"
+                 "  breaker: {failures: 3, cooldown: 200ms}\n")
+        policy = one_policy("p", "{algorithm: token_bucket, limit: 1000000, period: 1h}")
+        d = Daemon(config(policy, store), args=["--store", self.cluster.url], test_clock=T0)
+        self.daemons = [d]
+        c = d.client()
+        for k in range(100):
+            self.assertEqual(c.execute_command("SL.CHECK", "p", "k%d" % k)[0], 1)
+        victim = self.cluster.masters()[0]
+        victim.kill()
+        # the replica takes over (cluster-node-timeout 1 s); decisions come
+        # from the cluster again, every slot answering, within 10 s
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            ok = sum(c.execute_command("SL.CHECK", "p", "after%d" % k)[0] for k in range(50))
+            if ok == 50:
+                break
+            time.sleep(0.2)
+        else:
+            self.fail("decisions did not recover after the failover:\n" + d.output())
+        self.assertIsNone(d.proc.poll())
+
+
+class Configuration(Base):
+    def test_store_flag_and_bad_urls(self):
+        cfg = config(one_policy("p", ALGORITHMS["gcra"]))
+        d = Daemon(cfg, args=["--store", "redis://127.0.0.1:1:2", "--check-config"], expect_start=False)
+        self.assertNotEqual(d.proc.wait(10), 0)
+        self.assertIn("store.url", d.output())
+        d.log.close()
+        d = Daemon(cfg, args=["--store", "rediss://127.0.0.1:6379"], expect_start=False)
+        self.assertEqual(d.proc.wait(10), 2)
+        d.log.close()
+        d = Daemon("listen:\n  resp: 127.0.0.1:0\nstore:\n  type: redis\npolicies:\n" + one_policy("p", ALGORITHMS["gcra"]),
+                   args=["--check-config"], expect_start=False)
+        self.assertNotEqual(d.proc.wait(10), 0)
+        self.assertIn("store.url", d.output())
+        d.log.close()
+
+    def test_policy_beyond_lua_integers_is_refused(self):
+        # capacity 5001 x period 30 d / 7: fine in C's 64 bits, beyond 2^52,
+        # where Lua's numbers stop being exact integers
+        huge = one_policy("p", "{algorithm: gcra, limit: 7, period: 30d, burst: 5000}")
+        d = Daemon(config(huge), args=["--store", self.redis.url], expect_start=False)
+        rc = d.proc.wait(10)
+        d.log.close()
+        self.assertNotEqual(rc, 0)
+        self.assertIn("cannot be evaluated in Redis", d.output())
+        fine = one_policy("p", "{algorithm: sliding_window, limit: 100, period: 1h, precision: 512}")
+        d = Daemon(config(fine), args=["--store", self.redis.url], expect_start=False)
+        rc = d.proc.wait(10)
+        d.log.close()
+        self.assertNotEqual(rc, 0)
+        self.assertIn("256 sub-windows", d.output())
+
+    def test_store_in_info(self):
+        d = self.daemon(config(one_policy("p", ALGORITHMS["gcra"])))
+        info = d.client().info("store")
+        self.assertEqual(info["store_type"], "redis")
+        self.assertTrue(info["store_url"].startswith(self.redis.url), info)
+
+
+if __name__ == "__main__":
+    harness.main()
