@@ -50,6 +50,7 @@ bench: all
 	scripts/deps.sh bench
 	bench/resp_vs_redis.sh
 	bench/http_vs_nginx.sh
+	bench/redis_store_vs_lua.sh
 
 install: all
 	cmake --install $(BUILD)

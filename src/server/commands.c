@@ -118,8 +118,8 @@ static void decide_and_reply(sld_client_t *c, reply_kind_t kind, const sld_origi
 static void throttle(sld_client_t *c, const sld_throttle_args_t *a) {
     if (!key_ok(c, &a->key))
         return;
-    const sl_policy_t *p;
-    int rc = sld_throttles_get(c->d->throttles, a->max_burst, a->interval_ns, &p);
+    const sl_policy_t *p, *local;
+    int rc = sld_throttles_get(c->d->throttles, a->max_burst, a->interval_ns, &p, &local);
     if (rc == SL_ERANGE) {
         sld_reply_error(c->out, "ERR max_burst x interval is too large");
         return;
@@ -138,7 +138,7 @@ static void throttle(sld_client_t *c, const sld_throttle_args_t *a) {
         sld_reply_errorf(c->out, "ERR these parameters cannot be decided exactly in Redis: %s", why);
         return;
     }
-    sld_origin_t origin = {.rt = c->rt, .index = SIZE_MAX, .slot = c->d->throttle_slot};
+    sld_origin_t origin = {.rt = c->rt, .index = SIZE_MAX, .slot = c->d->throttle_slot, .local = local};
     decide_and_reply(c, REPLY_THROTTLE, &origin, p, &a->key, (uint64_t)a->quantity, 0);
 }
 

@@ -51,6 +51,8 @@ static int fall_back(sld_daemon_t *d, const sld_origin_t *o, const sl_policy_t *
                      sl_decision_t *out, sl_limit_report_t *limits) {
     sld_store_failure_t mode;
     const sl_policy_t *local = sld_policies_fallback(o->rt->policies, o->index, p, &mode);
+    if (o->index == SIZE_MAX && o->local)
+        local = o->local;
     sld_remote_count_fallback(d->remote, mode);
     if (mode == SLD_FAIL_LOCAL)
         return sl_decide(d->limiter, local, key, key_len, cost, flags, out, limits);

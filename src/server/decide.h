@@ -29,6 +29,8 @@ typedef struct sld_origin {
     const sld_runtime_t *rt;  /* the runtime p belongs to (kept alive while pending) */
     size_t index;             /* p's policy index in rt, SIZE_MAX for CL.THROTTLE's */
     uint32_t slot;            /* metrics */
+    const sl_policy_t *local; /* for index SIZE_MAX: the local fallback's policy
+                                 (NULL: p itself) */
 } sld_origin_t;
 
 /* Decides through the configured store. With the memory store (or when

@@ -24,6 +24,13 @@ typedef struct remote_worker {
     /* the client's state, published by its worker for other threads */
     _Atomic bool up, breaker_open, attached;
     _Atomic uint64_t reconnects;
+    struct sld_remote *r;
+    uv_check_t check;          /* sends the batch at the end of a loop turn */
+    struct queued *queue[SL__REDIS_MAX_BATCH];
+    struct queued *unsent;     /* could not be sent: answered at the end of the turn */
+    size_t nqueued;
+    sl_usec_t batch_now;
+    unsigned batch_slot;
     void (*detached)(void *arg);
     void *detached_arg;
 } remote_worker_t;
@@ -38,6 +45,7 @@ struct sld_remote {
     _Atomic uint64_t fallback[4]; /* by sld_store_failure_t */
     _Atomic bool warned_reply;
     bool clock_local;
+    bool cluster;   /* a batch holds one slot's requests */
 };
 
 typedef struct call {
@@ -64,6 +72,7 @@ int sld_remote_new(const sld_config_t *cfg, uint32_t nworkers, sld_remote_t **ou
     }
     r->nworkers = nworkers;
     r->clock_local = cfg->store_clock_local;
+    r->cluster = r->url.kind == SL__REDIS_CLUSTER;
     r->opts.timeout_ms = (uint32_t)((cfg->store_timeout + 999) / 1000);
     r->opts.connect_timeout_ms = r->opts.timeout_ms;
     r->opts.breaker_failures = cfg->breaker_failures;
@@ -92,6 +101,9 @@ void sld_remote_free(sld_remote_t *r) {
 }
 
 static void on_publish(uv_timer_t *t);
+static void on_check(uv_check_t *h);
+static void flush_batch(sld_remote_t *r, remote_worker_t *w, bool answer_now);
+static void answer_unsent(sld_remote_t *r, remote_worker_t *w);
 
 int sld_remote_attach(sld_remote_t *r, uint32_t worker, uv_loop_t *loop) {
     if (worker >= r->nworkers)
@@ -103,9 +115,13 @@ int sld_remote_attach(sld_remote_t *r, uint32_t worker, uv_loop_t *loop) {
      * Redis yet must not make the daemon look unready */
     atomic_store(&w->up, true);
     atomic_store(&w->attached, true);
+    w->r = r;
     uv_timer_init(loop, &w->publish);
     w->publish.data = w;
     uv_timer_start(&w->publish, on_publish, PUBLISH_MS, PUBLISH_MS);
+    uv_check_init(loop, &w->check);
+    w->check.data = w;
+    uv_check_start(&w->check, on_check);
     return SL_OK;
 }
 
@@ -146,38 +162,131 @@ void sld_remote_detach(sld_remote_t *r, uint32_t worker, void (*done)(void *arg)
     w->detached_arg = arg;
     uv_timer_stop(&w->publish);
     uv_close((uv_handle_t *)&w->publish, NULL);
+    flush_batch(r, w, true);
+    answer_unsent(r, w);
+    uv_check_stop(&w->check);
+    uv_close((uv_handle_t *)&w->check, NULL);
     sl__redis_client_close(w->client, on_client_closed, w);
 }
 
-static void on_reply(void *arg, sl__redis_status_t status, const redisReply *reply) {
-    call_t *c = arg;
-    sld_remote_t *r = c->r;
-    sl_decision_t d;
-    sl_limit_report_t limits[SL_MAX_LIMITS];
-    int rc = SL_EIO;
-    if (status == SL__REDIS_OK) {
-        const char *why = NULL;
-        rc = sl__redis_parse_evaluate(c->p, reply, &d, limits, &why);
-        if (rc != SL_OK) {
-            rc = SL_EIO;
-            if (!atomic_exchange(&r->warned_reply, true))
-                sld_error("store: unusable answer from Redis (%s%s%.*s); deciding by on_store_failure "
-                          "(logged once)", why ? why : "?", reply && reply->type == REDIS_REPLY_ERROR ? ": " : "",
-                          reply && reply->type == REDIS_REPLY_ERROR ? (int)(reply->len > 200 ? 200 : reply->len) : 0,
-                          reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "");
-        }
-    } else if (status == SL__REDIS_TIMEOUT) {
-        atomic_fetch_add_explicit(&r->timeouts, 1, memory_order_relaxed);
-    }
+/* ---- batches -------------------------------------------------------------------------------- */
+
+/* One evaluation waiting in its worker's batch. */
+typedef struct queued {
+    struct queued *next;       /* in the worker's unsent list */
+    sl__redis_eval_req_t req;  /* req.key points at key[] */
+    sld_remote_fn fn;
+    void *arg;
+    char key[];
+} queued_t;
+
+/* A batch on the wire: its requests, answered in order. */
+typedef struct batch {
+    sld_remote_t *r;
+    remote_worker_t *w;
+    size_t n;
+    queued_t *items[SL__REDIS_MAX_BATCH];
+} batch_t;
+
+static void answer(sld_remote_t *r, queued_t *q, int rc, const sl_decision_t *d,
+                   const sl_limit_report_t *limits) {
     if (rc != SL_OK)
         atomic_fetch_add_explicit(&r->failures, 1, memory_order_relaxed);
-    /* the client's state changes with failures and recoveries only */
-    if (rc != SL_OK || !atomic_load_explicit(&c->w->up, memory_order_relaxed))
-        publish(c->w);
-    sld_remote_fn fn = c->fn;
-    void *fn_arg = c->arg;
-    free(c);
-    fn(fn_arg, rc, &d, limits);
+    sld_remote_fn fn = q->fn;
+    void *arg = q->arg;
+    free(q);
+    fn(arg, rc, d, limits);
+}
+
+static void on_batch_reply(void *arg, sl__redis_status_t status, const redisReply *reply) {
+    batch_t *b = arg;
+    sld_remote_t *r = b->r;
+    sl__redis_eval_req_t reqs[SL__REDIS_MAX_BATCH];
+    for (size_t i = 0; i < b->n; i++)
+        reqs[i] = b->items[i]->req;
+    if (status == SL__REDIS_TIMEOUT)
+        atomic_fetch_add_explicit(&r->timeouts, b->n, memory_order_relaxed);
+    if (status != SL__REDIS_OK || !atomic_load_explicit(&b->w->up, memory_order_relaxed))
+        publish(b->w);
+    for (size_t i = 0; i < b->n; i++) {
+        sl_decision_t d;
+        sl_limit_report_t limits[SL_MAX_LIMITS];
+        int rc = SL_EIO;
+        if (status == SL__REDIS_OK) {
+            const char *why = NULL;
+            rc = b->n == 1 ? sl__redis_parse_evaluate(reqs[0].p, reply, &d, limits, &why)
+                           : sl__redis_parse_evaluate_batch(reqs, b->n, reply, i, &d, limits, &why);
+            if (rc != SL_OK) {
+                rc = SL_EIO;
+                if (!atomic_exchange(&r->warned_reply, true))
+                    sld_error("store: unusable answer from Redis (%s%s%.*s); deciding by "
+                              "on_store_failure (logged once)", why ? why : "?",
+                              reply && reply->type == REDIS_REPLY_ERROR ? ": " : "",
+                              reply && reply->type == REDIS_REPLY_ERROR ? (int)(reply->len > 200 ? 200 : reply->len) : 0,
+                              reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "");
+            }
+        }
+        answer(r, b->items[i], rc, &d, limits);
+    }
+    free(b);
+}
+
+/* Sends what the worker has gathered as one EVALSHA. What cannot be sent is
+ * answered (by the fallbacks) now if answer_now, else at the end of the
+ * loop turn: never from inside sld_remote_evaluate(), whose caller is in
+ * the middle of its own work. */
+static void flush_batch(sld_remote_t *r, remote_worker_t *w, bool answer_now) {
+    size_t n = w->nqueued;
+    if (n == 0)
+        return;
+    w->nqueued = 0;
+    batch_t *b = malloc(sizeof *b);
+    sl__redis_eval_req_t reqs[SL__REDIS_MAX_BATCH];
+    for (size_t i = 0; i < n; i++)
+        reqs[i] = w->queue[i]->req;
+    sl__redis_call_t call;
+    int rc = b == NULL || w->client == NULL ? SL_ENOMEM
+             : n == 1 ? sl__redis_build_evaluate(reqs[0].p, reqs[0].key, reqs[0].key_len, reqs[0].cost,
+                                                 w->batch_now, reqs[0].peek, &call)
+                      : sl__redis_build_evaluate_batch(reqs, n, w->batch_now, &call);
+    if (rc == SL_OK) {
+        b->r = r;
+        b->w = w;
+        b->n = n;
+        memcpy(b->items, w->queue, n * sizeof *b->items);
+        int st = sl__redis_client_send(w->client, call.key, call.key_len, call.argc, call.argv,
+                                       call.argvlen, sl__redis_evaluate_lua,
+                                       sl__redis_evaluate_lua_len, on_batch_reply, b);
+        sl__redis_call_free(&call);
+        if (st == 0)
+            return;
+        publish(w);
+    }
+    free(b);
+    for (size_t i = 0; i < n; i++) {
+        if (answer_now) {
+            answer(r, w->queue[i], SL_EIO, NULL, NULL);
+        } else {
+            w->queue[i]->next = w->unsent;
+            w->unsent = w->queue[i];
+        }
+    }
+}
+
+static void answer_unsent(sld_remote_t *r, remote_worker_t *w) {
+    while (w->unsent) {
+        queued_t *q = w->unsent;
+        w->unsent = q->next;
+        answer(r, q, SL_EIO, NULL, NULL);
+    }
+}
+
+/* After the loop has run every callback of this turn: what they asked goes
+ * out together. */
+static void on_check(uv_check_t *h) {
+    remote_worker_t *w = h->data;
+    flush_batch(w->r, w, true);
+    answer_unsent(w->r, w);
 }
 
 int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
@@ -185,24 +294,31 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
                         void *arg) {
     remote_worker_t *w = &r->workers[worker];
     atomic_fetch_add_explicit(&r->calls, 1, memory_order_relaxed);
-    call_t *c = malloc(sizeof *c);
-    sl__redis_call_t call;
-    if (c == NULL || w->client == NULL ||
-        sl__redis_build_evaluate(p, key, key_len, cost, now, peek, &call) != SL_OK) {
-        free(c);
+    /* an open breaker answers at once, without a trip through the batch */
+    if (w->client == NULL || atomic_load_explicit(&w->breaker_open, memory_order_relaxed)) {
         atomic_fetch_add_explicit(&r->failures, 1, memory_order_relaxed);
         return SL_EIO;
     }
-    *c = (call_t){r, w, p, fn, arg};
-    int st = sl__redis_client_send(w->client, call.key, call.key_len, call.argc, call.argv,
-                                   call.argvlen, sl__redis_evaluate_lua,
-                                   sl__redis_evaluate_lua_len, on_reply, c);
-    sl__redis_call_free(&call);
-    if (st != 0) {
-        free(c);
+    queued_t *q = malloc(sizeof *q + key_len);
+    if (q == NULL) {
         atomic_fetch_add_explicit(&r->failures, 1, memory_order_relaxed);
         return SL_EIO;
     }
+    memcpy(q->key, key, key_len);
+    q->req = (sl__redis_eval_req_t){.p = p, .key = q->key, .key_len = key_len, .cost = cost, .peek = peek};
+    q->fn = fn;
+    q->arg = arg;
+    /* one batch: one instant, and in a Cluster one slot */
+    unsigned slot = r->cluster ? sl__redis_slot_of(p, key, key_len) : 0;
+    if (w->nqueued > 0 && (w->batch_now != now || w->batch_slot != slot))
+        flush_batch(r, w, false);
+    if (w->nqueued == 0) {
+        w->batch_now = now;
+        w->batch_slot = slot;
+    }
+    w->queue[w->nqueued++] = q;
+    if (w->nqueued == SL__REDIS_MAX_BATCH)
+        flush_batch(r, w, false);
     return SL_OK;
 }
 

@@ -326,7 +326,7 @@ int main(int argc, char **argv) {
     if (rc == SL_OK)
         rc = sl_limiter_new(D.store, &lo, &D.limiter);
     if (rc == SL_OK)
-        rc = sld_throttles_new(&D.throttles);
+        rc = sld_throttles_new(cfg->store_url ? cfg->store_nodes : 1, &D.throttles);
     if (rc != SL_OK) {
         fprintf(stderr, "sluiced: cannot create the store: %s\n", sl_strerror(rc));
         return 1;

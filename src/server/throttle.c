@@ -18,18 +18,21 @@ typedef struct entry {
     int64_t max_burst;
     int64_t interval_ns;
     sl_policy_t *policy;
+    sl_policy_t *local;  /* one node's share, or NULL: the policy itself */
 } entry_t;
 
 struct sld_throttles {
     _Atomic(entry_t *) slots[SLOTS];
     pthread_mutex_t insert;
     size_t count;
+    uint32_t nodes;
 };
 
-int sld_throttles_new(sld_throttles_t **out) {
+int sld_throttles_new(uint32_t nodes, sld_throttles_t **out) {
     sld_throttles_t *t = calloc(1, sizeof *t);
     if (t == NULL)
         return SL_ENOMEM;
+    t->nodes = nodes ? nodes : 1;
     pthread_mutex_init(&t->insert, NULL);
     *out = t;
     return SL_OK;
@@ -42,6 +45,7 @@ void sld_throttles_free(sld_throttles_t *t) {
         entry_t *e = atomic_load(&t->slots[i]);
         if (e) {
             sl_policy_free(e->policy);
+            sl_policy_free(e->local);
             free(e);
         }
     }
@@ -69,12 +73,23 @@ static entry_t *lookup(sld_throttles_t *t, int64_t max_burst, int64_t interval_n
     }
 }
 
+static int compile(int64_t max_burst, int64_t interval_ns, sl_policy_t **out) {
+    /* limit 1000 per interval_ns us: an emission interval of exactly
+     * interval_ns nanoseconds. */
+    sl_limit_t l = {.algorithm = SL_GCRA, .limit = 1000, .period = interval_ns,
+                    .burst = (uint64_t)max_burst};
+    sl_policy_config_t cfg = {.name = "CL.THROTTLE", .limits = &l, .nlimits = 1};
+    return sl_policy_new(&cfg, out, NULL, 0);
+}
+
 int sld_throttles_get(sld_throttles_t *t, int64_t max_burst, int64_t interval_ns,
-                      const sl_policy_t **out) {
+                      const sl_policy_t **out, const sl_policy_t **local) {
     size_t at;
     entry_t *e = lookup(t, max_burst, interval_ns, &at);
     if (e) {
         *out = e->policy;
+        if (local)
+            *local = e->local ? e->local : e->policy;
         return SL_OK;
     }
     pthread_mutex_lock(&t->insert);
@@ -84,13 +99,17 @@ int sld_throttles_get(sld_throttles_t *t, int64_t max_burst, int64_t interval_ns
         if (t->count >= SLD_THROTTLE_MAX_SETS) {
             rc = SL_EFULL;
         } else {
-            /* limit 1000 per interval_ns us: an emission interval of exactly
-             * interval_ns nanoseconds. */
-            sl_limit_t l = {.algorithm = SL_GCRA, .limit = 1000, .period = interval_ns,
-                            .burst = (uint64_t)max_burst};
-            sl_policy_config_t cfg = {.name = "CL.THROTTLE", .limits = &l, .nlimits = 1};
             e = calloc(1, sizeof *e);
-            rc = e ? sl_policy_new(&cfg, &e->policy, NULL, 0) : SL_ENOMEM;
+            rc = e ? compile(max_burst, interval_ns, &e->policy) : SL_ENOMEM;
+            /* one node's share of the rate and the burst, for the local
+             * fallback of the shared store: n times the interval, and
+             * (max_burst + 1) / n - 1 (at least 0) */
+            if (rc == SL_OK && t->nodes > 1) {
+                int64_t burst = (max_burst + 1) / t->nodes - 1;
+                if (interval_ns > INT64_MAX / t->nodes ||
+                    compile(burst > 0 ? burst : 0, interval_ns * t->nodes, &e->local) != SL_OK)
+                    e->local = NULL; /* an interval beyond range: the whole limit */
+            }
             if (rc == SL_OK) {
                 e->max_burst = max_burst;
                 e->interval_ns = interval_ns;
@@ -103,8 +122,11 @@ int sld_throttles_get(sld_throttles_t *t, int64_t max_burst, int64_t interval_ns
         }
     }
     pthread_mutex_unlock(&t->insert);
-    if (e)
+    if (e) {
         *out = e->policy;
+        if (local)
+            *local = e->local ? e->local : e->policy;
+    }
     return rc;
 }
 

@@ -19,13 +19,16 @@
 
 typedef struct sld_throttles sld_throttles_t;
 
-int sld_throttles_new(sld_throttles_t **out);
+/* nodes: how many daemons share the store (store.nodes), for the local
+ * fallback's share; 1 without a shared store. */
+int sld_throttles_new(uint32_t nodes, sld_throttles_t **out);
 void sld_throttles_free(sld_throttles_t *t);
 
-/* The policy for (max_burst, interval_ns), compiled the first time.
- * SL_ERANGE: the parameters overflow; SL_EFULL: too many distinct sets. */
+/* The policy for (max_burst, interval_ns), compiled the first time, and
+ * (local, may be NULL) one node's share of it. SL_ERANGE: the parameters
+ * overflow; SL_EFULL: too many distinct sets. */
 int sld_throttles_get(sld_throttles_t *t, int64_t max_burst, int64_t interval_ns,
-                      const sl_policy_t **out);
+                      const sl_policy_t **out, const sl_policy_t **local);
 
 typedef struct sld_throttle_args {
     sld_arg_t key;

@@ -258,6 +258,10 @@ class Faults(Base):
         # local: this daemon's share, 4 / nodes 2 = 2 per key
         got = [self.timed(c, "SL.CHECK", "local", "fresh")[0][0] for _ in range(4)]
         self.assertEqual(got, [1, 1, 0, 0])
+        # CL.THROTTLE falls back locally too (the store's default, local):
+        # max_burst 9 = 10 at once, this node's share 5
+        got = [c.execute_command("CL.THROTTLE", "t", 9, 10, 3600)[0] for _ in range(7)]
+        self.assertEqual(got, [0, 0, 0, 0, 0, 1, 1])
         self.assertLess(worst, 0.100 + 0.150, "a decision waited %.3f s with Redis down" % worst)
         # every worker publishes its client's state every 100 ms
         deadline = time.time() + 1.0
@@ -559,6 +563,108 @@ class Cluster(unittest.TestCase):
         else:
             self.fail("decisions did not recover after the failover:\n" + d.output())
         self.assertIsNone(d.proc.poll())
+
+
+class Sentinel(unittest.TestCase):
+    """A master, its replica and a sentinel; sluiced follows a failover."""
+
+    def setUp(self):
+        self.servers = []
+        self.master = self.server()
+        self.replica = self.server("--replicaof", "127.0.0.1", str(self.master.port))
+        self.sentinel_port = free_port()
+        self.sdir = tempfile.mkdtemp(prefix="sluice-sentinel-")
+        conf = os.path.join(self.sdir, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write("port %d\nbind 127.0.0.1\ndir %s\n"
+                    "sentinel monitor mymaster 127.0.0.1 %d 1\n"
+                    "sentinel down-after-milliseconds mymaster 1000\n"
+                    "sentinel failover-timeout mymaster 2000\n" % (self.sentinel_port, self.sdir, self.master.port))
+        self.sentinel = subprocess.Popen(["redis-server", conf, "--sentinel"],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        s = redis.Redis(port=self.sentinel_port, socket_timeout=5)
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            try:
+                if (s.execute_command("SENTINEL", "REPLICAS", "mymaster") and
+                        self.replica.client().info("replication")["master_link_status"] == "up"):
+                    break
+            except (redis.exceptions.ConnectionError, redis.exceptions.ResponseError):
+                pass
+            time.sleep(0.05)
+        else:
+            self.fail("the sentinel never saw the replica in sync")
+        self.daemon = None
+
+    def server(self, *args):
+        node = RedisServer.__new__(RedisServer)
+        node.port = free_port()
+        node.dir = tempfile.mkdtemp(prefix="sluice-redis-")
+        node.proc = subprocess.Popen(
+            ["redis-server", "--port", str(node.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", node.dir, "--repl-diskless-sync-delay", "0"] + list(args),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                if node.client().ping():
+                    break
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.02)
+        self.servers.append(node)
+        return node
+
+    def tearDown(self):
+        try:
+            if self.daemon:
+                self.daemon.stop()
+        finally:
+            self.sentinel.kill()
+            self.sentinel.wait()
+            shutil.rmtree(self.sdir, ignore_errors=True)
+            for n in self.servers:
+                n.stop()
+
+    def test_follows_a_failover(self):
+        store = "store:\n  clock: local\n  timeout: 200ms\n  on_store_failure: closed\n"
+        policy = one_policy("p", "{algorithm: fixed_window, limit: 3, period: 1h}")
+        self.daemon = Daemon(config(policy, store),
+                             args=["--store", "sentinel://127.0.0.1:%d/mymaster" % self.sentinel_port],
+                             test_clock=T0)
+        c = self.daemon.client()
+        self.assertEqual([c.execute_command("SL.CHECK", "p", "k")[0] for _ in range(4)], [1, 1, 1, 0])
+        self.assertEqual(len(list(self.master.client().scan_iter())), 1, "the state is on the master")
+        # replication is asynchronous: a failover before the replica has the
+        # write would lose it (docs/distributed.md), so wait for it
+        deadline = time.time() + 5
+        while not list(self.replica.client().scan_iter()) and time.time() < deadline:
+            time.sleep(0.05)
+        sentinel = redis.Redis(port=self.sentinel_port, socket_timeout=5)
+        deadline = time.time() + 15
+        while True:  # until the sentinel has looked at the replica
+            try:
+                sentinel.execute_command("SENTINEL", "FAILOVER", "mymaster")
+                break
+            except redis.exceptions.ResponseError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+        # the replica becomes the master; decisions are written there (the
+        # old master may take a moment to be demoted, as with any client)
+        deadline = time.time() + 10
+        i = 0
+        while time.time() < deadline:
+            i += 1
+            key = "new%d" % i
+            if (c.execute_command("SL.CHECK", "p", key)[0] == 1 and
+                    self.replica.client().info("replication")["role"] == "master" and
+                    self.replica.client().exists(next(iter(self.replica.client().scan_iter(match="*" + key + "*")), "none"))):
+                break
+            time.sleep(0.1)
+        else:
+            self.fail("sluiced did not follow the failover:\n" + self.daemon.output())
+        # the state written before the failover came along with the replica
+        self.assertEqual(c.execute_command("SL.CHECK", "p", "k")[0], 0)
 
 
 class Configuration(Base):

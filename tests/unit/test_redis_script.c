@@ -450,6 +450,14 @@ static void differential(void **state) {
 
 /* ---- batches ------------------------------------------------------------------------ */
 
+/* What a batch reply of all-decided requests takes (script.c). */
+static size_t batch_reply_bytes(const sl__redis_eval_req_t *reqs, size_t n) {
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += 1 + 40 + 30 * reqs[i].p->nlimits;
+    return bytes;
+}
+
 /* One batch through the script, frozen as redis_decide_frozen() is: the
  * decisions of reqs[0..n) into d[] and r[] (SL_MAX_LIMITS reports each). */
 static void redis_decide_batch_frozen(const sl__redis_eval_req_t *reqs, size_t n, sl_usec_t now,
@@ -476,6 +484,8 @@ static void redis_decide_batch_frozen(const sl__redis_eval_req_t *reqs, size_t n
         if (rc != SL_OK)
             fail_msg("batch reply %zu not parsed (%s): %s", i, why,
                      rep->element[0]->type == REDIS_REPLY_ERROR ? rep->element[0]->str : "");
+        if (i == n - 1) /* nothing after the last */
+            assert_int_equal(rep->element[0]->len, batch_reply_bytes(reqs, n));
     }
     freeReplyObject(rep);
     sl__redis_call_free(&call);
@@ -584,12 +594,37 @@ static void batch_survives_a_failed_request(void **state) {
     assert_true(d.allowed);
     assert_int_equal(rep[0].remaining, 1);
     assert_int_equal(sl__redis_parse_evaluate_batch(reqs, 3, r, 1, &d, rep, &why), SL_EINVAL);
-    assert_int_equal(r->element[1]->type, REDIS_REPLY_ERROR);
+    assert_string_equal(why, "the script failed for this request");
     assert_int_equal(sl__redis_parse_evaluate_batch(reqs, 3, r, 2, &d, rep, &why), SL_OK);
     assert_true(d.allowed);
     assert_int_equal(rep[0].remaining, 0);
     assert_int_equal(sl__redis_parse_evaluate_batch(reqs, 3, r, 3, &d, rep, &why), SL_EINVAL);
     assert_int_equal(sl__redis_parse_evaluate_batch(reqs, 2, r, 0, &d, rep, &why), SL_EINVAL);
+    /* every prefix of the reply, and a bad status byte, read as no reply */
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    redisReply cut = *r;
+    for (cut.len = 0; cut.len < r->len; cut.len++)
+        for (size_t i = 0; i < 3; i++)
+            assert_int_equal(sl__redis_parse_evaluate_batch(reqs, 3, &cut, i, &d, rep, &why),
+                             SL_EINVAL);
+    cut.len = r->len;
+    char *copy = malloc(r->len);
+    memcpy(copy, r->str, r->len);
+    cut.str = copy;
+    copy[0] = 2;
+    assert_int_equal(sl__redis_parse_evaluate_batch(reqs, 3, &cut, 2, &d, rep, &why), SL_EINVAL);
+    free(copy);
+    freeReplyObject(r);
+
+    /* the server's clock, read once for the batch (a key of its own: "k"
+     * lives in 2096) */
+    sl__redis_eval_req_t srv = {a, "srv", 3, 1, false};
+    assert_int_equal(sl__redis_build_evaluate_batch(&srv, 1, SL__REDIS_SERVER_TIME, &call), SL_OK);
+    assert_int_equal(call.argvlen[4], 0);
+    r = send_call(&call);
+    sl__redis_call_free(&call);
+    assert_int_equal(sl__redis_parse_evaluate_batch(&srv, 1, r, 0, &d, rep, &why), SL_OK);
+    assert_true(d.allowed);
     freeReplyObject(r);
 
     /* bounds, and an unsupported policy refuses the whole batch */

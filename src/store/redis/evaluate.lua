@@ -63,19 +63,13 @@ local function ceil_div(a, b)
     return q
 end
 
-local function sat_sub(a, b)
-    if a > b then
-        return a - b
-    end
-    return 0
-end
-
 -- ---- gcra, token_bucket, leaky_bucket (gcra.c) -----------------------------------
 
 -- State: exp, word = the fraction (units of g/rate us). Decides (the
 -- verdict into st) or, with `commit`, charges `cost`.
 local function rate_step(l, st, now, cost, commit)
-    local rate, dmax = l.rate, l.dmax
+    local rate, tau = l.rate, l.cap * l.period
+    local dmax = l.cd and 2 * tau or tau
     -- debt_at(now): 0 when recovered; a state further ahead than dmax
     -- allows (the clock went back) is set to dmax
     local debt = 0
@@ -108,7 +102,7 @@ local function rate_step(l, st, now, cost, commit)
         st.word = whole * rate - d
         return
     end
-    local tau, period = l.tau, l.period
+    local period = l.period
     local rem = 0
     if debt < tau then
         rem = idiv(tau - debt, period)
@@ -163,7 +157,7 @@ local function fixed_step(l, st, now, cost, commit)
         return
     end
     st.delay = 0
-    st.rem_now = sat_sub(cap, count)
+    st.rem_now = count < cap and cap - count or 0
     st.reset_now = count > 0 and fend - now or 0
     if cost <= cap and count <= cap - cost then
         st.allowed = true
@@ -305,8 +299,19 @@ local function module_of(kind)
 
     -- sliding_window (window.c)
     local function slide_module()
-        local P = packed()
-        local muldiv, pmod, unpack_u32, pack_u32 = P.muldiv, P.pmod, P.unpack_u32, P.pack_u32
+        -- The packed helpers only when a block or a big product needs them.
+        local function muldiv(a, b, c)
+            local p = a * b
+            if p < TWO53 then
+                local r = fmod(p, c)
+                return (p - r) / c, r
+            end
+            return packed().muldiv(a, b, c)
+        end
+
+        local function pmod(k, m)
+            return fmod(fmod(k, m) + m, m)
+        end
 
         local function decode(l, s, st)
             if l.prec == 1 then
@@ -318,7 +323,7 @@ local function module_of(kind)
                 end
             elseif s and #s == 7 + 4 * l.m then
                 st.exp = struct.unpack('<I7', s)
-                st.c = unpack_u32(s, 8, l.m)
+                st.c = packed().unpack_u32(s, 8, l.m)
             end
             return st
         end
@@ -332,7 +337,7 @@ local function module_of(kind)
             end
             for i = 1, l.m do
                 if st.c[i] ~= 0 then
-                    return struct.pack('<I7', st.exp) .. pack_u32(st.c, l.m)
+                    return struct.pack('<I7', st.exp) .. packed().pack_u32(st.c, l.m)
                 end
             end
             return nil -- all zero: the same as no state
@@ -496,8 +501,6 @@ local function module_of(kind)
 
     -- sliding_log (sliding_log.c)
     local function log_module()
-        local P = packed()
-        local unpack_u32, pack_u32 = P.unpack_u32, P.pack_u32
 
         local function decode(l, s, st)
             if s and #s >= 14 + l.w and fmod(#s - 14, l.w) == 0 then
@@ -601,12 +604,13 @@ local function module_of(kind)
             elseif now - st.base > U32_MAX and l.w == 4 then
                 -- Offsets are 32-bit: count them from the oldest entry again
                 -- (younger than period < 2^32 us).
-                local old = unpack_u32(st.offs, 1, st.n)
+                local P = packed()
+                local old = P.unpack_u32(st.offs, 1, st.n)
                 local first = old[1]
                 for i = 1, st.n do
                     old[i] = old[i] - first
                 end
-                st.offs = pack_u32(old, st.n)
+                st.offs = P.pack_u32(old, st.n)
                 st.base = st.base + first
             end
             st.offs = st.offs .. string.rep(struct.pack(l.ofmt, now - st.base), push)
@@ -628,37 +632,33 @@ end
 
 -- ---- limits ------------------------------------------------------------------
 
-local function parse_limit(blob, pos)
-    local b, nominal, cap, rate, period, prec, id =
-        struct.unpack('<BI7I7I7I7I4c8', blob, pos)
-    local kind = b % 16 -- b < 64: exact
-    -- 16 fields at most: one more would double the table.
-    local l = {kind = kind, shaper = b % 32 >= 16, cd = b >= 32, nominal = nominal, cap = cap,
-               rate = rate, period = period, prec = prec, id = id, mod = nil,
-               tau = nil, dmax = nil, sub = nil, m = nil, w = nil, ofmt = nil}
-    if kind == 0 then
-        l.tau = cap * period
-        l.dmax = l.cd and 2 * l.tau or l.tau
-    elseif kind == 2 then
-        l.mod = module_of(kind)
-        l.sub = period / prec -- exact: precision divides period
-        l.m = prec + 1
-    elseif kind == 3 then
-        l.mod = module_of(kind)
-        local wide = period >= 4294967296
-        l.w = wide and 7 or 4
-        l.ofmt = wide and '<I7' or '<I4'
-    end
-    return l
-end
-
+-- The limits of a policy, 41 bytes each (script.c: put_limit). A limit of
+-- the rate family or a fixed window is a table of 8 fields (tau and dmax
+-- are computed where used): 9 would double its size.
 local function parse_limits(blob)
-    if #blob == 41 then
-        return {parse_limit(blob, 1)}
-    end
     local limits = {}
     for pos = 1, #blob, 41 do
-        limits[#limits + 1] = parse_limit(blob, pos)
+        local b, nominal, cap, rate, period, prec, id =
+            struct.unpack('<BI7I7I7I7I4c8', blob, pos)
+        local kind = b % 16 -- b < 64: exact
+        local l
+        if kind < 2 then
+            l = {kind = kind, shaper = b % 32 >= 16, cd = b >= 32, nominal = nominal, cap = cap,
+                 rate = rate, period = period, id = id}
+        else
+            l = {kind = kind, shaper = false, cd = b >= 32, nominal = nominal, cap = cap,
+                 rate = rate, period = period, id = id, prec = prec, mod = module_of(kind),
+                 sub = nil, m = nil, w = nil, ofmt = nil}
+            if kind == 2 then
+                l.sub = period / prec -- exact: precision divides period
+                l.m = prec + 1
+            else
+                local wide = period >= 4294967296
+                l.w = wide and 7 or 4
+                l.ofmt = wide and '<I7' or '<I4'
+            end
+        end
+        limits[#limits + 1] = l
     end
     return limits
 end
@@ -685,12 +685,9 @@ local function find_field(raw, id)
     return found
 end
 
-local function never(t)
-    if t == NEVER then
-        return -1
-    end
-    return t
-end
+-- A batch's keys -> their values (false: none), read with one MGET and
+-- kept as the batch writes them; nil: one GET per evaluation.
+local cache = nil
 
 -- Reads the states of `limits` from `key`, evaluates, writes the value back
 -- when a state changed (without the states of limits no longer in the
@@ -699,7 +696,12 @@ end
 -- (NEVER: never), delay, index; with `reply`, puts the per-limit reports
 -- in it from reply[9] on.
 local function evaluate(key, limits, now, cost, peek, shadow, reply)
-    local raw = redis.call('GET', key)
+    local raw
+    if cache then
+        raw = cache[key]
+    else
+        raw = redis.call('GET', key)
+    end
     local n = #limits
     local states = {}
     local all = true
@@ -792,6 +794,9 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
     if changed then
         if value == '' then
             redis.call('DEL', key)
+            if cache then
+                cache[key] = false
+            end
         else
             -- Relative, so that a caller's clock that is not Redis's still
             -- gives each key the lifetime its states need.
@@ -800,6 +805,9 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
                 ttl = ceil_div(maxexp - now, 1000)
             end
             redis.call('SET', key, value, 'PX', ttl)
+            if cache then
+                cache[key] = value
+            end
         end
     end
 
@@ -815,7 +823,7 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
         if vi.allowed and vi.rem_ch < tol then
             tolerated = true
         end
-        rem = sat_sub(rem, tol)
+        rem = rem > tol and rem - tol or 0
         if rem < remaining then
             remaining = rem
             by_rem = i - 1
@@ -837,7 +845,13 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
             reply[at + 2] = l.nominal
             reply[at + 3] = rem
             reply[at + 4] = rs
-            reply[at + 5] = vi.allowed and 0 or never(vi.retry)
+            local r = vi.retry
+            if vi.allowed then
+                r = 0
+            elseif r == NEVER then
+                r = -1
+            end
+            reply[at + 5] = r
         end
     end
     local by = all and by_rem or by_retry
@@ -880,7 +894,7 @@ local function decide(key, limits, pool_key, pool_limits, now, cost, flags)
     reply[3] = limit
     reply[4] = remaining
     reply[5] = reset
-    reply[6] = never(retry)
+    reply[6] = retry == NEVER and -1 or retry
     reply[7] = delay
     reply[8] = index
     return reply
@@ -913,8 +927,14 @@ if ARGV[2] ~= 'b' then
 end
 
 -- A batch: requests decided in order, each as one call would decide it;
--- one that fails inside the script is an error element, the others are
--- answered. Limits are parsed once per argument.
+-- one that fails inside the script is answered "failed", the others are
+-- decided. Limits are parsed once per argument, and the keys are read
+-- with one MGET (a command costs about as much as a decision).
+local values = redis.call('MGET', unpack(KEYS))
+cache = {}
+for i = 1, #KEYS do
+    cache[KEYS[i]] = values[i]
+end
 local reqs = ARGV[3]
 local parsed = {}
 local function limits_at(i)
@@ -932,6 +952,11 @@ local function one(key, li, pool_key, pi, cost, flags)
     end
     return decide(key, limits_at(li), pool_key, pool_limits, now, cost, flags)
 end
+-- The reply: one string, per request a status byte, then for 1 (decided)
+-- the decision and its reports packed (script.c: REPLY_DECISION, _REPORT),
+-- for 0 (failed) nothing more: thousands of integer replies would cost
+-- Redis and the caller more than the decisions.
+local formats = {}
 local out = {}
 local k = 1
 for i = 1, #reqs / BATCH_BYTES do
@@ -943,12 +968,16 @@ for i = 1, #reqs / BATCH_BYTES do
         k = k + 1
     end
     local ok, r = pcall(one, key, li, pool_key, pi, cost, flags)
-    if not ok then
-        if type(r) == 'table' then
-            r = r.err
+    if ok then
+        local n = (#r - 8) / 5
+        local f = formats[n]
+        if not f then
+            f = '<BBBI7I7I7i8I7i2' .. string.rep('BI7I7I7i8', n)
+            formats[n] = f
         end
-        r = {err = 'ERR sluice: ' .. tostring(r)}
+        out[i] = struct.pack(f, 1, unpack(r))
+    else
+        out[i] = '\0'
     end
-    out[i] = r
 end
-return out
+return table.concat(out)

@@ -430,16 +430,85 @@ int sl__redis_parse_evaluate(const sl_policy_t *p, const struct redisReply *r, s
     return SL_OK;
 }
 
+/* A batch reply is one string: per request a status byte, then for 1
+ * (decided) the decision and one report per limit, little-endian: */
+#define REPLY_DECISION 40 /* allowed 1, limited 1, limit 7, remaining 7, reset 7, retry 8
+                           * (signed, -1 never), delay 7, limit_index 2 (signed) */
+#define REPLY_REPORT 30   /* allowed 1, limit 7, remaining 7, reset 7, retry 8 (signed) */
+
+static uint64_t get_le(const unsigned char *in, int bytes) {
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--)
+        v = v << 8 | in[i];
+    return v;
+}
+
+/* A retry_after: -1 (never) or a time. */
+static bool get_retry(const unsigned char *in, sl_usec_t *out) {
+    int64_t v = (int64_t)get_le(in, 8);
+    if (v < -1)
+        return false;
+    *out = v == -1 ? SL_NEVER : v;
+    return true;
+}
+
 int sl__redis_parse_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n,
                                    const struct redisReply *r, size_t i, sl_decision_t *out,
                                    sl_limit_report_t *limits, const char **why) {
-    if (reqs == NULL || i >= n)
+    if (reqs == NULL || i >= n || n > SL__REDIS_MAX_BATCH)
         return bad(why, "no such request in the batch");
     if (r == NULL)
         return bad(why, "no reply");
     if (r->type == REDIS_REPLY_ERROR)
         return bad(why, "the script failed (error reply)");
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != n)
+    if (r->type != REDIS_REPLY_STRING)
+        return bad(why, "not a reply of evaluate.lua for a batch");
+    const unsigned char *s = (const unsigned char *)r->str;
+    /* The whole reply is checked, whichever decision is read: its length
+     * must be what the statuses and the policies say. */
+    size_t len = r->len, at = 0, mine = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (at >= len || s[at] > 1)
+            return bad(why, "not a reply of evaluate.lua for this batch");
+        size_t size = s[at] ? 1 + REPLY_DECISION + REPLY_REPORT * reqs[j].p->nlimits : 1;
+        if (size > len - at)
+            return bad(why, "a batch reply cut short");
+        if (j == i)
+            mine = at;
+        at += size;
+    }
+    if (at != len)
         return bad(why, "not a reply of evaluate.lua for this batch");
-    return sl__redis_parse_evaluate(reqs[i].p, r->element[i], out, limits, why);
+    at = mine;
+    if (s[at] == 0)
+        return bad(why, "the script failed for this request");
+    const sl_policy_t *p = reqs[i].p;
+    const unsigned char *d = s + at + 1;
+    sl_decision_t v;
+    int index = (int16_t)get_le(d + 38, 2);
+    if (d[0] > 1 || d[1] > 1 || index < -1 || index >= (int)p->nlimits ||
+        !get_retry(d + 23, &v.retry_after))
+        return bad(why, "a decision field is out of range");
+    v.allowed = d[0];
+    v.limited = d[1];
+    v.limit = get_le(d + 2, 7);
+    v.remaining = get_le(d + 9, 7);
+    v.reset_after = (sl_usec_t)get_le(d + 16, 7);
+    v.delay = (sl_usec_t)get_le(d + 31, 7);
+    v.limit_index = index;
+    for (size_t k = 0; k < p->nlimits; k++) {
+        const unsigned char *e = d + REPLY_DECISION + REPLY_REPORT * k;
+        sl_usec_t retry;
+        if (e[0] > 1 || !get_retry(e + 22, &retry))
+            return bad(why, "a limit's report is out of range");
+        if (limits) {
+            limits[k].allowed = e[0];
+            limits[k].limit = get_le(e + 1, 7);
+            limits[k].remaining = get_le(e + 8, 7);
+            limits[k].reset_after = (sl_usec_t)get_le(e + 15, 7);
+            limits[k].retry_after = retry;
+        }
+    }
+    *out = v;
+    return SL_OK;
 }

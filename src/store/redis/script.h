@@ -81,7 +81,7 @@ int sl__redis_build_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n, s
  * and, when not NULL, one report per limit. Returns SL_OK, or SL_EINVAL
  * with *why: the whole reply is not one (an error reply: every request
  * failed), or this request failed inside the script (the others may not
- * have). */
+ * have). Each call checks the whole reply: O(n). */
 int sl__redis_parse_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n,
                                    const struct redisReply *r, size_t i, sl_decision_t *out,
                                    sl_limit_report_t *limits, const char **why);

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# redis_store_vs_lua.sh -- sluiced on the Redis store against clients that
+# call a Lua limiter on Redis themselves, in one run.
+#
+# CLIENTS concurrent clients (redis-benchmark -c, pipeline 1: each client
+# waits for its answer, as an application does), KEYSPACE random keys:
+#   direct    the clients call the peer kit's GCRA script on redis-server
+#             with EVALSHA (what Redis + Lua users run today);
+#   sluiced   the same clients send CL.THROTTLE (same limit) to sluiced,
+#             whose store is the same redis-server (store.sync strict):
+#             each decision is one EVALSHA of sluice's evaluation script,
+#             pipelined per worker with the others in flight.
+# Then Redis memory per key for each algorithm through sluiced, against the
+# peer kit's figures for its plain Lua scripts (a_redis.sh memory).
+# Every case runs RUNS times for about DUR seconds; the median is reported
+# with its spread. Output: JSON lines, then a table with the ratios.
+#
+#   bench/redis_store_vs_lua.sh                 # everything (~4 min)
+#   PIN=1 bench/redis_store_vs_lua.sh           # redis on CPU 0, sluiced and client on CPU 1
+#
+# Knobs: RUNS (3), DUR (5), CLIENTS (64), KEYSPACE (100000), PIN (0),
+# THREADS ("1 2"), MEMKEYS (100000), SLUICED (build/sluiced),
+# REDIS_PORT (16379), SLUICED_PORT (16390).
+set -u
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PEERS="${PEERS:-$ROOT/../shared/bench/peers}"
+# shellcheck source=/dev/null
+source "$PEERS/common.sh"
+
+DUR=${DUR:-5}
+CLIENTS=${CLIENTS:-64}
+KEYSPACE=${KEYSPACE:-100000}
+PIN=${PIN:-0}
+THREADS=${THREADS:-"1 2"}
+MEMKEYS=${MEMKEYS:-100000}
+SLUICED=${SLUICED:-$ROOT/build/sluiced}
+REDIS_PORT=${REDIS_PORT:-16379}
+SLUICED_PORT=${SLUICED_PORT:-16390}
+OUT=$(mktemp -d /tmp/redis-store-vs-lua.XXXXXX)
+
+REDIS_PIN=(); OTHER_PIN=()
+if [ "$PIN" = 1 ]; then REDIS_PIN=(taskset -c 0); OTHER_PIN=(taskset -c 1); fi
+
+[ -x "$SLUICED" ] || { echo "no sluiced at $SLUICED (make first)" >&2; exit 1; }
+
+# rb PORT N ARGS... -> "rps avg min p50 p95 p99 max"
+rb() {
+  local port=$1 n=$2; shift 2
+  "${OTHER_PIN[@]}" redis-benchmark -h 127.0.0.1 -p "$port" -c "$CLIENTS" -P 1 -n "$n" \
+    -r "$KEYSPACE" --csv "$@" 2>/dev/null | awk -F, 'NR==2{gsub(/"/,""); print $2, $3, $4, $5, $6, $7, $8}'
+}
+
+# measure SERVER THREADS CASE PORT ARGS...: one JSON line
+measure() {
+  local server=$1 threads=$2 name=$3 port=$4; shift 4
+  local probe; probe=$(rb "$port" 50000 "$@")
+  local n; n=$(awk -v r="${probe%% *}" -v d="$DUR" 'BEGIN{n=int(r*d); if(n<50000)n=50000; print n}')
+  local rps=() p50=() p99=() i line r avg mn q50 q95 q99 mx
+  for i in $(seq "$RUNS"); do
+    line=$(rb "$port" "$n" "$@")
+    read -r r avg mn q50 q95 q99 mx <<<"$line"
+    rps+=("$r"); p50+=("$q50"); p99+=("$q99")
+  done
+  local m lo hi m50 m99
+  read -r m lo hi <<<"$(printf '%s\n' "${rps[@]}" | stats)"
+  read -r m50 _ _ <<<"$(printf '%s\n' "${p50[@]}" | stats)"
+  read -r m99 _ _ <<<"$(printf '%s\n' "${p99[@]}" | stats)"
+  printf '{"bench":"redis_store","server":"%s","threads":%s,"case":"%s","clients":%s,"ops_per_sec":%s,"ops_min":%s,"ops_max":%s,"p50_ms":%s,"p99_ms":%s,"runs":%s,"requests":%s}\n' \
+    "$server" "$threads" "$name" "$CLIENTS" "$m" "$lo" "$hi" "$m50" "$m99" "$RUNS" "$n" | tee -a "$OUT/lines"
+}
+
+rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
+used_mem() { rcli INFO memory | awk -F: '/^used_memory:/{gsub(/\r/,"",$2); print $2}'; }
+
+port_free "$REDIS_PORT" || exit 1
+port_free "$SLUICED_PORT" || exit 1
+start_bg redis "$OUT/redis.log" "${REDIS_PIN[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 \
+  --save "" --appendonly no --daemonize no --dir "$OUT" --protected-mode yes
+wait_port 127.0.0.1 "$REDIS_PORT" || exit 1
+SHA=$(rcli SCRIPT LOAD "$(cat "$PEERS/lua/gcra.lua")")
+
+{
+  echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cores; pin=$PIN clients=$CLIENTS keyspace=$KEYSPACE runs=$RUNS dur=${DUR}s"
+  echo "# $(redis-server --version | cut -d' ' -f1-3); $("$SLUICED" --version); $(redis-benchmark --version 2>/dev/null | head -1)"
+  echo "# the same limit everywhere: 100 per second, burst 100 (Lua: burst 100 rate 100 period 1; CL.THROTTLE: max_burst 99, 100 per 1 s)"
+} | tee "$OUT/header"
+
+rcli FLUSHALL >/dev/null
+measure direct 0 gcra-lua/spread "$REDIS_PORT" EVALSHA "$SHA" 1 "rl:__rand_int__" 100 100 1 1
+rcli FLUSHALL >/dev/null
+measure direct 0 gcra-lua/hot "$REDIS_PORT" EVALSHA "$SHA" 1 "rl:hot" 100 100 1 1
+
+for t in $THREADS; do
+  cat >"$OUT/sluice-$t.yaml" <<EOF
+listen: {resp: 127.0.0.1:$SLUICED_PORT, http: off}
+limits: {max_connections: 1000}
+store: {type: redis, url: "redis://127.0.0.1:$REDIS_PORT", timeout: 1s}
+policies:
+  - name: bench
+    limits: [{algorithm: gcra, limit: 100, period: 1s, burst: 99}]
+EOF
+  rcli FLUSHALL >/dev/null
+  start_bg sluiced "$OUT/sluiced-$t.log" "${OTHER_PIN[@]}" "$SLUICED" --config "$OUT/sluice-$t.yaml" --threads "$t"
+  wait_port 127.0.0.1 "$SLUICED_PORT" || exit 1
+  measure sluiced "$t" cl.throttle/spread "$SLUICED_PORT" CL.THROTTLE "rl:__rand_int__" 99 100 1
+  rcli FLUSHALL >/dev/null
+  measure sluiced "$t" cl.throttle/hot "$SLUICED_PORT" CL.THROTTLE "rl:hot" 99 100 1
+  stop_named sluiced
+done
+
+# Memory per key: MEMKEYS distinct keys through sluiced, long windows so
+# nothing expires while measuring; used_memory delta / DBSIZE.
+cat >"$OUT/sluice-mem.yaml" <<EOF
+listen: {resp: 127.0.0.1:$SLUICED_PORT, http: off}
+store: {type: redis, url: "redis://127.0.0.1:$REDIS_PORT", timeout: 2s}
+policies:
+  - {name: gcra, limits: [{algorithm: gcra, limit: 100, period: 1d, burst: 99}]}
+  - {name: token_bucket, limits: [{algorithm: token_bucket, limit: 100, period: 1d}]}
+  - {name: leaky_bucket, limits: [{algorithm: leaky_bucket, limit: 100, period: 1d}]}
+  - {name: fixed_window, limits: [{algorithm: fixed_window, limit: 100, period: 1d}]}
+  - {name: sliding_window, limits: [{algorithm: sliding_window, limit: 100, period: 1d}]}
+  - {name: sliding_log, limits: [{algorithm: sliding_log, limit: 100, period: 1d}]}
+EOF
+start_bg sluiced "$OUT/sluiced-mem.log" "$SLUICED" --config "$OUT/sluice-mem.yaml" --threads 2
+wait_port 127.0.0.1 "$SLUICED_PORT" || exit 1
+for alg in gcra token_bucket leaky_bucket fixed_window sliding_window sliding_log; do
+  for per_key in 1 100; do
+    [ "$alg" != sliding_log ] && [ "$per_key" = 100 ] && continue
+    rcli FLUSHALL >/dev/null; rcli MEMORY PURGE >/dev/null; sleep 0.3
+    before=$(used_mem)
+    awk -v n="$MEMKEYS" -v a="$alg" -v r="$per_key" 'BEGIN{for(i=0;i<n;i++) for(j=0;j<r;j++) printf "SL.CHECK %s k:%d\r\n", a, i}' \
+      | redis-cli -p "$SLUICED_PORT" --pipe >/dev/null 2>&1
+    after=$(used_mem); keys=$(rcli DBSIZE)
+    printf '{"bench":"redis_memory","algorithm":"%s","entries_per_key":%s,"keys":%s,"used_memory_delta":%s,"bytes_per_key":%.1f}\n' \
+      "$alg" "$per_key" "$keys" "$((after - before))" "$(awk -v d=$((after - before)) -v k="$keys" 'BEGIN{print (k ? d / k : 0)}')" \
+      | tee -a "$OUT/lines"
+  done
+done
+stop_named sluiced
+stop_named redis
+
+echo
+awk -F'[:,{}"]+' '
+  { delete v; for (i = 2; i < NF; i += 2) v[$i] = $(i + 1) }
+  v["bench"] == "redis_store" {
+    key = v["server"] "|" v["threads"] "|" v["case"]
+    ops[key] = v["ops_per_sec"]; p99[key] = v["p99_ms"]; p50[key] = v["p50_ms"]
+    lo[key] = v["ops_min"]; hi[key] = v["ops_max"]; order[++n] = key }
+  v["bench"] == "redis_memory" { mem[++m] = sprintf("%-16s %4s entries/key %12.1f B/key", v["algorithm"], v["entries_per_key"], v["bytes_per_key"]) }
+  END {
+    printf "%-8s %3s %-20s %12s %22s %9s %9s %12s\n", "server", "thr", "case", "ops/s", "[min..max]", "p50 ms", "p99 ms", "/direct Lua"
+    for (k = 1; k <= n; k++) {
+      split(order[k], f, "|")
+      lua = ops["direct|0|gcra-lua/" (f[3] ~ /hot/ ? "hot" : "spread")]
+      printf "%-8s %3s %-20s %12d %22s %9s %9s %12s\n", f[1], f[2], f[3], ops[order[k]],
+        "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]],
+        (f[1] == "sluiced" && lua > 0) ? sprintf("%.2fx", ops[order[k]] / lua) : "" }
+    print ""
+    for (k = 1; k <= m; k++) print mem[k]
+  }' "$OUT/lines"
+echo "# raw: $OUT"
