@@ -130,6 +130,15 @@ static void publish(remote_worker_t *w) {
         return;
     sl__redis_client_stats_t s;
     sl__redis_client_stats(w->client, &s);
+    bool was_up = atomic_load_explicit(&w->up, memory_order_relaxed);
+    /* say so when it changes, once per worker, with the client's reason */
+    if (was_up && !s.up) {
+        const char *why = sl__redis_client_last_error(w->client);
+        sld_warn("store: worker %u lost Redis (%s); deciding by on_store_failure until it is back",
+                 (unsigned)(w - w->r->workers), why && why[0] ? why : "no answer");
+    } else if (!was_up && s.up) {
+        sld_info("store: worker %u has Redis again", (unsigned)(w - w->r->workers));
+    }
     atomic_store_explicit(&w->up, s.up, memory_order_relaxed);
     atomic_store_explicit(&w->breaker_open, s.breaker_open, memory_order_relaxed);
     atomic_store_explicit(&w->reconnects, s.reconnects, memory_order_relaxed);

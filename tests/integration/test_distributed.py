@@ -699,6 +699,30 @@ class Configuration(Base):
         self.assertNotEqual(rc, 0)
         self.assertIn("256 sub-windows", d.output())
 
+    def test_password_user_and_database(self):
+        rc = self.redis.client()
+        rc.execute_command("ACL", "SETUSER", "limiter", "on", ">s3cret/pw", "~*", "&*", "+@all")
+        rc.config_set("requirepass", "default-pass")
+        store = "store:\n  type: redis\n  url: redis://limiter:s3cret%%2Fpw@127.0.0.1:%d/3\n  clock: local\n" \
+            % self.redis.port
+        d = Daemon(config(one_policy("p", ALGORITHMS["fixed_window"]), store), test_clock=T0)
+        self.daemons.append(d)
+        c = d.client()
+        self.assertEqual(c.execute_command("SL.CHECK", "p", "k")[:3], [1, 100, 99])
+        admin = redis.Redis(port=self.redis.port, password="default-pass", db=3)
+        self.assertEqual(len(list(admin.scan_iter())), 1)
+        self.assertEqual(len(list(redis.Redis(port=self.redis.port, password="default-pass").scan_iter())), 0)
+        # the URL's password never shows
+        self.assertNotIn("s3cret", d.output())
+        self.assertNotIn("s3cret", str(c.info("store")))
+        # a wrong password: decisions fall back, the daemon says why
+        bad = Daemon(config(one_policy("p", ALGORITHMS["fixed_window"]),
+                            "store:\n  type: redis\n  url: redis://limiter:wrong@127.0.0.1:%d\n"
+                            "  on_store_failure: closed\n" % self.redis.port), test_clock=T0)
+        self.daemons.append(bad)
+        self.assertEqual(bad.client().execute_command("SL.CHECK", "p", "k")[0], 0)
+        bad.wait_log(r"lost Redis \(.*(WRONGPASS|invalid username-password)")
+
     def test_store_in_info(self):
         d = self.daemon(config(one_policy("p", ALGORITHMS["gcra"])))
         info = d.client().info("store")
