@@ -3,9 +3,10 @@
  * across period boundaries) through sl_decide() on a memory store and through
  * the script on a real redis-server must give identical decisions and
  * per-limit reports at every step, for every algorithm, mode and mix of
- * limits. Also: key expiry, recovered == fresh, reloads, refused policies,
- * NOSCRIPT, reset, reply parsing, and what a key costs Redis (memory and
- * time, printed). */
+ * limits, one call at a time and in batches of up to 64 (the same key often
+ * twice in one). Also: a failed request inside a batch, key expiry,
+ * recovered == fresh, reloads, refused policies, NOSCRIPT, reset, reply
+ * parsing, and what a key costs Redis (memory and time, printed). */
 #include "rig.h"
 #include "redis_rig.h"
 

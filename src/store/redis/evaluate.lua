@@ -1,6 +1,7 @@
--- evaluate.lua -- one policy evaluation, atomically, in Redis: the exact
--- counterpart of sl__policy_evaluate() over the memory store (and, for
--- elastic policies, the borrowing from the pool that limiter.c does).
+-- evaluate.lua -- one policy evaluation, or a batch of them, atomically, in
+-- Redis: the exact counterpart of sl__policy_evaluate() over the memory
+-- store (and, for elastic policies, the borrowing from the pool that
+-- limiter.c does).
 --
 -- Lua numbers are doubles: every integer here stays below 2^53, which
 -- sl__redis_policy_supported() guarantees for the policies it lets through
@@ -23,6 +24,17 @@
 -- delay, limit_index, then per limit allowed, limit, remaining, reset_after,
 -- retry_after. retry_after -1 means never.
 --
+-- A batch (ARGV[2] is "b"; script.c: sl__redis_build_evaluate_batch):
+-- KEYS     each request's key in order, each followed by its pool key
+--          when the request is elastic
+-- ARGV[1]  now, as above, for every request
+-- ARGV[3]  the requests, 12 bytes each: I2 the ARGV index of its limits,
+--          I2 that of its pool's limit (0: none), I7 cost, B flags
+-- ARGV[4.. the limits of each distinct policy (and of its pool)
+-- Reply: one string; per request a status byte, then for 1 (decided) the
+-- reply above packed as '<BBI7I7I7i8I7i2' .. per limit 'BI7I7I7i8', for 0
+-- (failed inside the script, the others still decided) nothing.
+--
 -- State values (little-endian; exp = when the state has recovered):
 --   rate           I7 exp, I7 frac (units of g/rate us, g = gcd(rate, period))
 --   fixed_window   I7 exp, I5 count (kept at most capacity + 1)
@@ -41,7 +53,8 @@ local NEVER = math.huge
 local BATCH_BYTES = 12
 -- Limit kinds (written as literals below, as are the 41 bytes of a limit:
 -- every upvalue of a closure costs at every call): 0 rate family,
--- 1 fixed_window, 2 sliding_window, 3 sliding_log.
+-- 1 fixed_window, 2 sliding_window, 3 sliding_log, 4 sliding_window of
+-- precision 1 (2 on the wire).
 
 -- Redis runs the whole script body at every call, and a closure or a table
 -- costs about as much as the arithmetic of a decision: the common
@@ -171,6 +184,134 @@ local function fixed_step(l, st, now, cost, commit)
     end
 end
 
+-- ---- sliding_window, precision 1 (window.c) ------------------------------------------
+
+local module_of -- below
+
+-- The general module (module_of(2)) with its block of m = 2 counters
+-- written out: the counter of window k is in slot k mod 2, `word` (even k)
+-- or `c` (odd k), numbers here. first_elapsed: the general module's.
+local function first_elapsed1(p, k, s)
+    if p == 0 then
+        return 0
+    end
+    local a = k + 1
+    if a > p then -- floor((a*s - 1)/p) >= s
+        return 0
+    end
+    local prod, q, r = a * s, 0, 0
+    if prod < 9007199254740992 then
+        r = fmod(prod, p)
+        q = (prod - r) / p
+    else
+        q, r = module_of(2).muldiv(a, s, p)
+    end
+    local span = r > 0 and q or q - 1
+    return s - span
+end
+
+local function slide1_step(l, st, now, cost, commit)
+    local s, cap = l.period, l.cap -- one sub-window: the period
+    local c0, c1 = st.word, st.c -- the word's copy: changes are not kept
+    local j = idiv(now, s)
+    if st.exp <= now then
+        c0, c1 = 0, 0
+    else
+        local last = idiv(st.exp, s) - 2
+        if j < last then
+            if fmod(last - j, 2) == 1 then -- rotate_left by one
+                c0, c1 = c1, c0
+            end
+            st.exp = (j + 2) * s
+            st.word, st.c = c0, c1
+            st.dirty = true
+            last = j
+        end
+        local k = last + 1
+        while k <= j and k <= last + 2 do
+            local slot = fmod(k, 2) -- -1 for k = -1: no slot, as in the module
+            if slot == 0 then
+                c0 = 0
+            elseif slot == 1 then
+                c1 = 0
+            end
+            k = k + 1
+        end
+    end
+    local e = now - j * s
+    local even = fmod(j, 2) == 0
+    if commit then
+        if even then
+            c0 = c0 + cost
+            if c0 > 4294967295 then
+                c0 = 4294967295
+            end
+        else
+            c1 = c1 + cost
+            if c1 > 4294967295 then
+                c1 = 4294967295
+            end
+        end
+        st.exp = (j + 2) * s
+        st.word, st.c = c0, c1
+        return
+    end
+    -- counter(j) is the newest, counter(j - 1) the oldest
+    local newest, oldest = c1, c0
+    if even then
+        newest, oldest = c0, c1
+    end
+    local prod, est = oldest * (s - e), 0
+    if prod < 9007199254740992 then
+        est = (prod - fmod(prod, s)) / s
+    else
+        est = (module_of(2).muldiv(oldest, s - e, s))
+    end
+    est = est + newest
+    -- reset with nothing added: the newest non-zero counter's window
+    local reset = 0
+    if newest ~= 0 then
+        reset = (j + 2) * s - now
+    elseif oldest ~= 0 then
+        reset = (j + 1) * s - now
+    end
+    st.delay = 0
+    st.rem_now = est < cap and cap - est or 0
+    st.reset_now = reset
+    if cost <= cap and est <= cap - cost then
+        st.allowed = true
+        st.retry = 0
+        st.rem_ch = cap - est - cost
+        st.reset_ch = cost > 0 and (j + 2) * s - now or reset
+        return
+    end
+    st.allowed = false
+    st.rem_ch, st.reset_ch = st.rem_now, reset
+    if cost > cap then
+        st.retry = NEVER
+        return
+    end
+    -- slide_retry: in this window, then in the next one (the oldest gone)
+    if newest + cost <= cap then
+        local at = first_elapsed1(oldest, cap - cost - newest, s)
+        if at < e then
+            at = e
+        end
+        if at < s then
+            st.retry = j * s + at - now
+            return
+        end
+    end
+    if cost <= cap then
+        local at = first_elapsed1(newest, cap - cost, s)
+        if at < s then
+            st.retry = (j + 1) * s + at - now
+            return
+        end
+    end
+    st.retry = (j + 2) * s - now
+end
+
 -- ---- sliding_window, sliding_log: modules built on first use ----------------------
 
 -- A module has decode (the state as the memory store's cell: exp and the
@@ -181,7 +322,7 @@ local slide_m, log_m
 
 -- Everything it uses is its own (each upvalue of a closure costs at every
 -- call); slide_m and log_m keep what it built for the rest of the call.
-local function module_of(kind)
+function module_of(kind)
     if kind == 2 and slide_m then
         return slide_m
     elseif kind == 3 and log_m then
@@ -287,7 +428,6 @@ local function module_of(kind)
 
         return {muldiv = muldiv, pmod = pmod, unpack_u32 = unpack_u32, pack_u32 = pack_u32}
     end
-
 
     local packed_helpers
     local function packed()
@@ -495,7 +635,8 @@ local function module_of(kind)
             end
         end
 
-        return {decode = decode, encode = encode, decide = slide_decide, commit = slide_commit}
+        return {decode = decode, encode = encode, decide = slide_decide, commit = slide_commit,
+                muldiv = muldiv}
     end
 
 
@@ -633,16 +774,20 @@ end
 -- ---- limits ------------------------------------------------------------------
 
 -- The limits of a policy, 41 bytes each (script.c: put_limit). A limit of
--- the rate family or a fixed window is a table of 8 fields (tau and dmax
--- are computed where used): 9 would double its size.
+-- the rate family, a fixed window or a sliding window of precision 1 is a
+-- table of 8 fields (tau and dmax are computed where used): 9 would double
+-- its size.
 local function parse_limits(blob)
     local limits = {}
     for pos = 1, #blob, 41 do
         local b, nominal, cap, rate, period, prec, id =
             struct.unpack('<BI7I7I7I7I4c8', blob, pos)
         local kind = b % 16 -- b < 64: exact
+        if kind == 2 and prec == 1 then
+            kind = 4 -- sliding_window of precision 1: slide1_step
+        end
         local l
-        if kind < 2 then
+        if kind < 2 or kind == 4 then
             l = {kind = kind, shaper = b % 32 >= 16, cd = b >= 32, nominal = nominal, cap = cap,
                  rate = rate, period = period, id = id}
         else
@@ -726,6 +871,13 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
                 st.exp, st.word = struct.unpack('<I7I5', old)
             end
             fixed_step(l, st, now, cost, false)
+        elseif kind == 4 then
+            if old and #old == 15 then
+                st.exp, st.word, st.c = struct.unpack('<I7I4I4', old)
+            else
+                st.c = 0
+            end
+            slide1_step(l, st, now, cost, false)
         else
             l.mod.decode(l, old, st)
             l.mod.decide(l, st, now, cost)
@@ -741,6 +893,8 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
                     rate_step(l, st, now, cost, true)
                 elseif kind == 1 then
                     fixed_step(l, st, now, cost, true)
+                elseif kind == 4 then
+                    slide1_step(l, st, now, cost, true)
                 else
                     l.mod.commit(l, st, now, cost)
                 end
@@ -750,6 +904,8 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
                         rate_step(l, st, now, cost, false)
                     elseif kind == 1 then
                         fixed_step(l, st, now, cost, false)
+                    elseif kind == 4 then
+                        slide1_step(l, st, now, cost, false)
                     else
                         l.mod.decide(l, st, now, cost)
                     end
@@ -772,6 +928,8 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
                 new = struct.pack('<I7I7', st.exp, st.word)
             elseif kind == 1 then
                 new = struct.pack('<I7I5', st.exp, st.word)
+            elseif kind == 4 then
+                new = struct.pack('<I7I4I4', st.exp, st.word, st.c)
             else
                 new = l.mod.encode(l, st)
             end
@@ -864,15 +1022,16 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
     return false, true, limits[by + 1].nominal, remaining, reset, retry, 0, by
 end
 
--- One request: the reply of a single call. flags: 1 peek, 2 shadow, 4
--- elastic (then pool_key and pool_limits are the pool's).
-local function decide(key, limits, pool_key, pool_limits, now, cost, flags)
-    local n = #limits
-    local reply
-    if n == 1 then
-        reply = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
-    else
-        reply = {0, 0, 0, 0, 0, 0, 0, 0}
+-- One request: the reply of a single call, in `reply` when given (every
+-- field is written). flags: 1 peek, 2 shadow, 4 elastic (then pool_key and
+-- pool_limits are the pool's).
+local function decide(key, limits, pool_key, pool_limits, now, cost, flags, reply)
+    if not reply then
+        if #limits == 1 then
+            reply = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+        else
+            reply = {0, 0, 0, 0, 0, 0, 0, 0}
+        end
     end
     local peek = flags % 2 == 1 -- flags < 8: exact
     local allowed, limited, limit, remaining, reset, retry, delay, index =
@@ -945,13 +1104,26 @@ local function limits_at(i)
     end
     return l
 end
+-- One reply table per number of limits, reused: each is packed at once.
+local replies = {}
 local function one(key, li, pool_key, pi, cost, flags)
     local pool_limits = nil
     if flags >= 4 then
         pool_limits = limits_at(pi)
     end
-    return decide(key, limits_at(li), pool_key, pool_limits, now, cost, flags)
+    local limits = limits_at(li)
+    local n = #limits
+    local reply = replies[n]
+    if not reply then
+        reply = {}
+        for x = 1, 8 + 5 * n do
+            reply[x] = 0
+        end
+        replies[n] = reply
+    end
+    return decide(key, limits, pool_key, pool_limits, now, cost, flags, reply)
 end
+
 -- The reply: one string, per request a status byte, then for 1 (decided)
 -- the decision and its reports packed (script.c: REPLY_DECISION, _REPORT),
 -- for 0 (failed) nothing more: thousands of integer replies would cost

@@ -1,6 +1,7 @@
 /* script.c -- the calling convention of evaluate.lua: argument vectors for
- * one evaluation (or reset) of a policy on a key, and the reply read back
- * into a decision and per-limit reports.
+ * one evaluation (or reset) of a policy on a key, or for a batch of
+ * evaluations, and the reply read back into decisions and per-limit
+ * reports.
  *
  * Keys: "sl:{<policy>\0<key>}" -- the hash tag is the policy and the key, so
  * keys spread over a Cluster. Elastic policies use "sl:{<policy>}\0<key>" and
