@@ -13,7 +13,9 @@
 # Then Redis memory per key for each algorithm through sluiced, against the
 # peer kit's figures for its plain Lua scripts (a_redis.sh memory).
 # Every case runs RUNS times for about DUR seconds; the median is reported
-# with its spread. Output: JSON lines, then a table with the ratios.
+# with its spread, and Redis's own CPU time per decision (INFO cpu): the
+# "capacity" column is how many more decisions one Redis serves through
+# sluiced than called directly. Output: JSON lines, then a table.
 #
 #   bench/redis_store_vs_lua.sh                 # everything (~4 min)
 #   PIN=1 bench/redis_store_vs_lua.sh           # redis on CPU 0, sluiced and client on CPU 1
@@ -50,23 +52,34 @@ rb() {
     -r "$KEYSPACE" --csv "$@" 2>/dev/null | awk -F, 'NR==2{gsub(/"/,""); print $2, $3, $4, $5, $6, $7, $8}'
 }
 
-# measure SERVER THREADS CASE PORT ARGS...: one JSON line
+# Redis's own CPU time so far, in microseconds (user + system).
+redis_cpu_us() {
+  redis-cli -p "$REDIS_PORT" INFO cpu | awk -F: '/^used_cpu_(user|sys):/{gsub(/\r/,"",$2); t += $2} END{printf "%d", t * 1e6}'
+}
+
+# measure SERVER THREADS CASE PORT ARGS...: one JSON line. redis_us is
+# Redis's CPU per decision: what a shared Redis spends on each, the figure
+# that says how many decisions one Redis can serve when it is the limit.
 measure() {
   local server=$1 threads=$2 name=$3 port=$4; shift 4
   local probe; probe=$(rb "$port" 50000 "$@")
   local n; n=$(awk -v r="${probe%% *}" -v d="$DUR" 'BEGIN{n=int(r*d); if(n<50000)n=50000; print n}')
-  local rps=() p50=() p99=() i line r avg mn q50 q95 q99 mx
+  local rps=() p50=() p99=() cpu=() i line r avg mn q50 q95 q99 mx c0 c1
   for i in $(seq "$RUNS"); do
+    c0=$(redis_cpu_us)
     line=$(rb "$port" "$n" "$@")
+    c1=$(redis_cpu_us)
     read -r r avg mn q50 q95 q99 mx <<<"$line"
     rps+=("$r"); p50+=("$q50"); p99+=("$q99")
+    cpu+=("$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN{printf "%.2f", (b - a) / n}')")
   done
-  local m lo hi m50 m99
+  local m lo hi m50 m99 mcpu
   read -r m lo hi <<<"$(printf '%s\n' "${rps[@]}" | stats)"
   read -r m50 _ _ <<<"$(printf '%s\n' "${p50[@]}" | stats)"
   read -r m99 _ _ <<<"$(printf '%s\n' "${p99[@]}" | stats)"
-  printf '{"bench":"redis_store","server":"%s","threads":%s,"case":"%s","clients":%s,"ops_per_sec":%s,"ops_min":%s,"ops_max":%s,"p50_ms":%s,"p99_ms":%s,"runs":%s,"requests":%s}\n' \
-    "$server" "$threads" "$name" "$CLIENTS" "$m" "$lo" "$hi" "$m50" "$m99" "$RUNS" "$n" | tee -a "$OUT/lines"
+  read -r mcpu _ _ <<<"$(printf '%s\n' "${cpu[@]}" | stats)"
+  printf '{"bench":"redis_store","server":"%s","threads":%s,"case":"%s","clients":%s,"ops_per_sec":%s,"ops_min":%s,"ops_max":%s,"p50_ms":%s,"p99_ms":%s,"redis_us":%s,"runs":%s,"requests":%s}\n' \
+    "$server" "$threads" "$name" "$CLIENTS" "$m" "$lo" "$hi" "$m50" "$m99" "$mcpu" "$RUNS" "$n" | tee -a "$OUT/lines"
 }
 
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
@@ -144,17 +157,19 @@ awk -F'[:,{}"]+' '
   { delete v; for (i = 2; i < NF; i += 2) v[$i] = $(i + 1) }
   v["bench"] == "redis_store" {
     key = v["server"] "|" v["threads"] "|" v["case"]
-    ops[key] = v["ops_per_sec"]; p99[key] = v["p99_ms"]; p50[key] = v["p50_ms"]
+    ops[key] = v["ops_per_sec"]; p99[key] = v["p99_ms"]; p50[key] = v["p50_ms"]; rus[key] = v["redis_us"]
     lo[key] = v["ops_min"]; hi[key] = v["ops_max"]; order[++n] = key }
   v["bench"] == "redis_memory" { mem[++m] = sprintf("%-16s %4s entries/key %12.1f B/key", v["algorithm"], v["entries_per_key"], v["bytes_per_key"]) }
   END {
-    printf "%-8s %3s %-20s %12s %22s %9s %9s %12s\n", "server", "thr", "case", "ops/s", "[min..max]", "p50 ms", "p99 ms", "/direct Lua"
+    printf "%-8s %3s %-20s %12s %22s %9s %9s %12s %12s %12s\n", "server", "thr", "case", "ops/s", "[min..max]", "p50 ms", "p99 ms", "/direct Lua", "Redis us/op", "capacity"
     for (k = 1; k <= n; k++) {
       split(order[k], f, "|")
-      lua = ops["direct|0|gcra-lua/" (f[3] ~ /hot/ ? "hot" : "spread")]
-      printf "%-8s %3s %-20s %12d %22s %9s %9s %12s\n", f[1], f[2], f[3], ops[order[k]],
+      d = "direct|0|gcra-lua/" (f[3] ~ /hot/ ? "hot" : "spread")
+      lua = ops[d]
+      printf "%-8s %3s %-20s %12d %22s %9s %9s %12s %12s %12s\n", f[1], f[2], f[3], ops[order[k]],
         "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]],
-        (f[1] == "sluiced" && lua > 0) ? sprintf("%.2fx", ops[order[k]] / lua) : "" }
+        (f[1] == "sluiced" && lua > 0) ? sprintf("%.2fx", ops[order[k]] / lua) : "", rus[order[k]],
+        (f[1] == "sluiced" && rus[order[k]] > 0) ? sprintf("%.2fx", rus[d] / rus[order[k]]) : "" }
     print ""
     for (k = 1; k <= m; k++) print mem[k]
   }' "$OUT/lines"

@@ -217,14 +217,20 @@ static void on_batch_reply(void *arg, sl__redis_status_t status, const redisRepl
         atomic_fetch_add_explicit(&r->timeouts, b->n, memory_order_relaxed);
     if (status != SL__REDIS_OK || !atomic_load_explicit(&b->w->up, memory_order_relaxed))
         publish(b->w);
+    size_t offsets[SL__REDIS_MAX_BATCH];
+    const char *batch_why = NULL;
+    int batch_rc = status != SL__REDIS_OK ? SL_EIO
+                   : b->n == 1           ? SL_OK
+                                         : sl__redis_batch_offsets(reqs, b->n, reply, offsets, &batch_why);
     for (size_t i = 0; i < b->n; i++) {
         sl_decision_t d;
         sl_limit_report_t limits[SL_MAX_LIMITS];
         int rc = SL_EIO;
         if (status == SL__REDIS_OK) {
-            const char *why = NULL;
-            rc = b->n == 1 ? sl__redis_parse_evaluate(reqs[0].p, reply, &d, limits, &why)
-                           : sl__redis_parse_evaluate_batch(reqs, b->n, reply, i, &d, limits, &why);
+            const char *why = batch_why;
+            rc = batch_rc != SL_OK ? batch_rc
+                 : b->n == 1       ? sl__redis_parse_evaluate(reqs[0].p, reply, &d, limits, &why)
+                                   : sl__redis_parse_evaluate_at(&reqs[i], reply, offsets[i], &d, limits, &why);
             if (rc != SL_OK) {
                 rc = SL_EIO;
                 if (!atomic_exchange(&r->warned_reply, true))

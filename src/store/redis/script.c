@@ -453,38 +453,9 @@ static bool get_retry(const unsigned char *in, sl_usec_t *out) {
     return true;
 }
 
-int sl__redis_parse_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n,
-                                   const struct redisReply *r, size_t i, sl_decision_t *out,
-                                   sl_limit_report_t *limits, const char **why) {
-    if (reqs == NULL || i >= n || n > SL__REDIS_MAX_BATCH)
-        return bad(why, "no such request in the batch");
-    if (r == NULL)
-        return bad(why, "no reply");
-    if (r->type == REDIS_REPLY_ERROR)
-        return bad(why, "the script failed (error reply)");
-    if (r->type != REDIS_REPLY_STRING)
-        return bad(why, "not a reply of evaluate.lua for a batch");
-    const unsigned char *s = (const unsigned char *)r->str;
-    /* The whole reply is checked, whichever decision is read: its length
-     * must be what the statuses and the policies say. */
-    size_t len = r->len, at = 0, mine = 0;
-    for (size_t j = 0; j < n; j++) {
-        if (at >= len || s[at] > 1)
-            return bad(why, "not a reply of evaluate.lua for this batch");
-        size_t size = s[at] ? 1 + REPLY_DECISION + REPLY_REPORT * reqs[j].p->nlimits : 1;
-        if (size > len - at)
-            return bad(why, "a batch reply cut short");
-        if (j == i)
-            mine = at;
-        at += size;
-    }
-    if (at != len)
-        return bad(why, "not a reply of evaluate.lua for this batch");
-    at = mine;
-    if (s[at] == 0)
-        return bad(why, "the script failed for this request");
-    const sl_policy_t *p = reqs[i].p;
-    const unsigned char *d = s + at + 1;
+/* One decision of a reply, d pointing at its fields. */
+static int decode_decision(const sl_policy_t *p, const unsigned char *d, sl_decision_t *out,
+                           sl_limit_report_t *limits, const char **why) {
     sl_decision_t v;
     int index = (int16_t)get_le(d + 38, 2);
     if (d[0] > 1 || d[1] > 1 || index < -1 || index >= (int)p->nlimits ||
@@ -512,4 +483,51 @@ int sl__redis_parse_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n,
     }
     *out = v;
     return SL_OK;
+}
+
+int sl__redis_batch_offsets(const sl__redis_eval_req_t *reqs, size_t n, const struct redisReply *r,
+                            size_t *offsets, const char **why) {
+    if (reqs == NULL || n == 0 || n > SL__REDIS_MAX_BATCH)
+        return bad(why, "no such batch");
+    if (r == NULL)
+        return bad(why, "no reply");
+    if (r->type == REDIS_REPLY_ERROR)
+        return bad(why, "the script failed (error reply)");
+    if (r->type != REDIS_REPLY_STRING)
+        return bad(why, "not a reply of evaluate.lua for a batch");
+    const unsigned char *s = (const unsigned char *)r->str;
+    size_t len = r->len, at = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (at >= len || s[at] > 1)
+            return bad(why, "not a reply of evaluate.lua for this batch");
+        size_t size = s[at] ? 1 + REPLY_DECISION + REPLY_REPORT * reqs[j].p->nlimits : 1;
+        if (size > len - at)
+            return bad(why, "a batch reply cut short");
+        offsets[j] = at;
+        at += size;
+    }
+    if (at != len)
+        return bad(why, "not a reply of evaluate.lua for this batch");
+    return SL_OK;
+}
+
+int sl__redis_parse_evaluate_at(const sl__redis_eval_req_t *req, const struct redisReply *r,
+                                size_t at, sl_decision_t *out, sl_limit_report_t *limits,
+                                const char **why) {
+    const unsigned char *s = (const unsigned char *)r->str;
+    if (s[at] == 0)
+        return bad(why, "the script failed for this request");
+    return decode_decision(req->p, s + at + 1, out, limits, why);
+}
+
+int sl__redis_parse_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n,
+                                   const struct redisReply *r, size_t i, sl_decision_t *out,
+                                   sl_limit_report_t *limits, const char **why) {
+    size_t offsets[SL__REDIS_MAX_BATCH];
+    if (reqs == NULL || i >= n || n > SL__REDIS_MAX_BATCH)
+        return bad(why, "no such request in the batch");
+    /* The whole reply is checked, whichever decision is read: its length
+     * must be what the statuses and the policies say. */
+    int rc = sl__redis_batch_offsets(reqs, n, r, offsets, why);
+    return rc == SL_OK ? sl__redis_parse_evaluate_at(&reqs[i], r, offsets[i], out, limits, why) : rc;
 }

@@ -86,6 +86,16 @@ int sl__redis_parse_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n,
                                    const struct redisReply *r, size_t i, sl_decision_t *out,
                                    sl_limit_report_t *limits, const char **why);
 
+/* Checks a whole batch reply once and writes where each decision starts
+ * (offsets[0..n)): reading them all costs one pass, not n. SL_OK, or
+ * SL_EINVAL with *why when the reply is not one (every request failed). */
+int sl__redis_batch_offsets(const sl__redis_eval_req_t *reqs, size_t n, const struct redisReply *r,
+                            size_t *offsets, const char **why);
+/* Reads the decision at `at` (from sl__redis_batch_offsets) of request req. */
+int sl__redis_parse_evaluate_at(const sl__redis_eval_req_t *req, const struct redisReply *r,
+                                size_t at, sl_decision_t *out, sl_limit_report_t *limits,
+                                const char **why);
+
 /* The Cluster slot (0..16383) the Redis keys of `key` under `p` live in:
  * the CRC16 of their hash tag (sl__redis_key_slot). */
 unsigned sl__redis_slot_of(const sl_policy_t *p, const void *key, size_t key_len);
