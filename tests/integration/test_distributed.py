@@ -525,7 +525,7 @@ class Cluster(unittest.TestCase):
         policies += one_policy("spread", "{algorithm: fixed_window, limit: 2, period: 1h}")
         self.daemons = [Daemon(config(policies, store), args=["--store", self.cluster.url], test_clock=T0)
                         for _ in range(3)]
-        for name in ("gcra", "sliding_log", "sliding_window"):
+        for name in ALGORITHMS:
             got = hammer(self.daemons, ("SL.CHECK", name, "hot"), per_client=30)
             self.assertEqual(got, 100, "%s admitted %d through 3 daemons on a cluster" % (name, got))
         # keys over all slots: every key admits exactly 2, whichever daemon asks
