@@ -345,10 +345,12 @@ static void reset_key(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
         return;
     }
     sld_origin_t origin = {.rt = rt, .index = index, .slot = sld_policies_slot(rt->policies, index)};
-    sld_http_pending_t *pd = d->remote && later ? sld_http_pending_new() : NULL;
-    if (d->remote && later && pd == NULL) {
-        sld_http_error(r, 503, "out_of_memory", NULL, "out of memory");
-        return;
+    sld_http_pending_t *pd = NULL;
+    if (d->remote) { /* the answer comes from Redis: only an asynchronous caller can wait */
+        if (later == NULL || (pd = sld_http_pending_new()) == NULL) {
+            sld_http_error(r, 503, "unavailable", NULL, "cannot wait for the store here");
+            return;
+        }
     }
     int rc = sld_reset_start(d, worker, &origin, p, key.ptr, key.len, on_reset, pd);
     if (rc == SLD_PENDING) {

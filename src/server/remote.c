@@ -17,6 +17,7 @@
 #include "store/redis/url.h"
 
 #define PUBLISH_MS 100   /* how fresh the state other threads read is */
+#define BATCH_SPREAD_US 1000  /* clock local: arrivals one batch may span */
 
 typedef struct remote_worker {
     sl__redis_client_t *client;
@@ -254,11 +255,14 @@ static void flush_batch(sld_remote_t *r, remote_worker_t *w, bool answer_now) {
     size_t n = w->nqueued;
     if (n == 0)
         return;
+    /* the queue is the worker's: an answer below may start the next batch */
+    queued_t *items[SL__REDIS_MAX_BATCH];
+    memcpy(items, w->queue, n * sizeof *items);
     w->nqueued = 0;
     batch_t *b = malloc(sizeof *b);
     sl__redis_eval_req_t reqs[SL__REDIS_MAX_BATCH];
     for (size_t i = 0; i < n; i++)
-        reqs[i] = w->queue[i]->req;
+        reqs[i] = items[i]->req;
     sl__redis_call_t call;
     int rc = b == NULL || w->client == NULL ? SL_ENOMEM
              : n == 1 ? sl__redis_build_evaluate(reqs[0].p, reqs[0].key, reqs[0].key_len, reqs[0].cost,
@@ -268,7 +272,7 @@ static void flush_batch(sld_remote_t *r, remote_worker_t *w, bool answer_now) {
         b->r = r;
         b->w = w;
         b->n = n;
-        memcpy(b->items, w->queue, n * sizeof *b->items);
+        memcpy(b->items, items, n * sizeof *b->items);
         int st = sl__redis_client_send(w->client, call.key, call.key_len, call.argc, call.argv,
                                        call.argvlen, sl__redis_evaluate_lua,
                                        sl__redis_evaluate_lua_len, on_batch_reply, b);
@@ -280,10 +284,10 @@ static void flush_batch(sld_remote_t *r, remote_worker_t *w, bool answer_now) {
     free(b);
     for (size_t i = 0; i < n; i++) {
         if (answer_now) {
-            answer(r, w->queue[i], SL_EIO, NULL, NULL);
+            answer(r, items[i], SL_EIO, NULL, NULL);
         } else {
-            w->queue[i]->next = w->unsent;
-            w->unsent = w->queue[i];
+            items[i]->next = w->unsent;
+            w->unsent = items[i];
         }
     }
 }
@@ -323,13 +327,21 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
     q->req = (sl__redis_eval_req_t){.p = p, .key = q->key, .key_len = key_len, .cost = cost, .peek = peek};
     q->fn = fn;
     q->arg = arg;
-    /* one batch: one instant, and in a Cluster one slot */
+    /* one batch: one instant, and in a Cluster one slot. With the daemon's
+     * clock the instant is the latest arrival of the turn (the batch is
+     * decided when it leaves); arrivals more than BATCH_SPREAD_US apart, or
+     * out of order (a clock set back), go in batches of their own. */
     unsigned slot = r->cluster ? sl__redis_slot_of(p, key, key_len) : 0;
-    if (w->nqueued > 0 && (w->batch_now != now || w->batch_slot != slot))
+    bool server_time = now == SL__REDIS_SERVER_TIME;
+    if (w->nqueued > 0 &&
+        (w->batch_slot != slot || server_time != (w->batch_now == SL__REDIS_SERVER_TIME) ||
+         (!server_time && (now < w->batch_now || now - w->batch_now > BATCH_SPREAD_US))))
         flush_batch(r, w, false);
     if (w->nqueued == 0) {
         w->batch_now = now;
         w->batch_slot = slot;
+    } else if (now != SL__REDIS_SERVER_TIME && now > w->batch_now) {
+        w->batch_now = now;
     }
     w->queue[w->nqueued++] = q;
     if (w->nqueued == SL__REDIS_MAX_BATCH)

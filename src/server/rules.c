@@ -43,6 +43,7 @@ struct sld_rules {
     const sl__redis_url_t *url;
     bool fetching;
     bool stopping;
+    bool first_read;             /* the rules were read once (or Redis said no) */
     long long seen_version;      /* -1: read the rules at the next tick */
     uint64_t applied_hash;       /* of the hash last applied, 0 = none */
     pthread_mutex_t lock;        /* base and rules: reloads come from other threads */
@@ -104,9 +105,28 @@ sld_config_t *sld_rules_overlay(sld_rules_t *r, sld_config_t *cfg) {
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
+/* Whether the file's configuration with this one rule on top would run:
+ * a rule the daemon cannot apply (one Redis cannot evaluate, say) must not
+ * keep the others, or any later reload, from applying. */
+static bool applicable(sld_rules_t *r, const rule_t *rule, char *err, size_t err_len) {
+    pthread_mutex_lock(&r->lock);
+    sld_config_t *probe = r->base ? merge(r->base, rule, 1) : NULL;
+    pthread_mutex_unlock(&r->lock);
+    if (probe == NULL)
+        return true; /* nothing to check against yet; applying will tell */
+    sld_runtime_t *rt = NULL;
+    if (sld_runtime_build(r->d, probe, 0, &rt, err, err_len) != SL_OK) {
+        sld_config_free(probe);
+        return false;
+    }
+    sld_runtime_free(rt); /* and probe with it */
+    return true;
+}
+
 static void on_rules(void *arg, sl__redis_status_t status, const redisReply *reply) {
     sld_rules_t *r = arg;
     r->fetching = false;
+    r->first_read = true;
     if (r->stopping)
         return;
     if (status != SL__REDIS_OK || reply == NULL || reply->type != REDIS_REPLY_ARRAY ||
@@ -143,10 +163,12 @@ static void on_rules(void *arg, sl__redis_status_t status, const redisReply *rep
             continue;
         }
         if (sld_config_parse_policy(rule->name, v->str, v->len, now->max_key_bytes, &rule->policy, err,
-                                    sizeof err) != SL_OK) {
+                                    sizeof err) != SL_OK || !applicable(r, rule, err, sizeof err)) {
             atomic_fetch_add(&r->invalid, 1);
             sld_error("rules: policy %s in Redis (%s) is not valid, skipped: %s", rule->name, SLD_RULES_KEY,
                       err);
+            sld_config_policy_free(rule->policy);
+            rule->policy = NULL;
             free(rule->name);
             rule->name = NULL;
             continue;
@@ -191,6 +213,7 @@ static void on_version(void *arg, sl__redis_status_t status, const redisReply *r
     if (status != SL__REDIS_OK || reply == NULL ||
         (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
         atomic_fetch_add(&r->errors, 1);
+        r->first_read = true; /* Redis cannot say now: start on the file's */
         return;
     }
     long long v = reply->type == REDIS_REPLY_NIL ? 0 : strtoll(reply->str, NULL, 10);
@@ -209,7 +232,11 @@ static void on_poll(uv_timer_t *t) {
     if (sl__redis_client_send(r->client, SLD_RULES_VERSION_KEY, sizeof SLD_RULES_VERSION_KEY - 1, 2, argv,
                               argvlen, NULL, 0, on_version, r) == 0)
         r->fetching = true;
+    else
+        r->first_read = true;
 }
+
+bool sld_rules_read_once(const sld_rules_t *r) { return r->first_read; }
 
 /* ---- the subscriber --------------------------------------------------------------------------- */
 

@@ -14,6 +14,7 @@
 #ifndef SL_SERVER_RULES_H
 #define SL_SERVER_RULES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,10 @@ typedef struct sld_rules sld_rules_t;
 
 /* Starts following the rules in d's Redis store, on `loop` (the main one). */
 int sld_rules_start(sld_daemon_t *d, uv_loop_t *loop, sld_rules_t **out);
+/* Whether the rules have been read from Redis once (or Redis could not be
+ * asked): the daemon waits for it, briefly, before it serves. */
+bool sld_rules_read_once(const sld_rules_t *r);
+
 /* Stops and closes its handles (the loop must run once more). */
 void sld_rules_stop(sld_rules_t *r);
 void sld_rules_free(sld_rules_t *r);

@@ -67,6 +67,7 @@ struct conn {
     bool handle_closed;    /* uv_close done: freed once nothing is deferred */
     sld_deferred_t *deferred, *deferred_tail; /* replies owed, in order */
     uint32_t ndeferred;
+    size_t owed_bytes;     /* replies written behind deferred ones, but the tail's */
 };
 
 struct worker {
@@ -163,9 +164,16 @@ static void stop_reading(conn_t *c) {
         uv_read_stop((uv_stream_t *)&c->tcp);
 }
 
-/* Reply with a protocol error and close: the stream cannot be trusted. */
+/* Replies waiting to be written, those held behind deferred ones included:
+ * what backpressure bounds. */
+static size_t owed(const conn_t *c) {
+    return c->out.len + c->owed_bytes + (c->deferred_tail ? c->deferred_tail->after.len : 0);
+}
+
+/* Reply with a protocol error and close: the stream cannot be trusted. The
+ * error goes after every reply still owed. */
 static void protocol_error(conn_t *c, const char *why) {
-    sld_reply_errorf(&c->out, "ERR %s", why);
+    sld_reply_errorf(c->deferred_tail ? &c->deferred_tail->after : &c->out, "ERR %s", why);
     atomic_fetch_add(&c->w->s->d->stats.protocol_errors, 1);
     c->closing = true;
     stop_reading(c);
@@ -212,7 +220,7 @@ static void process(conn_t *c) {
             }
         }
         off += (size_t)used;
-        if (c->out.len >= OUT_HIGH || c->ndeferred >= MAX_DEFERRED) {
+        if (owed(c) >= OUT_HIGH || c->ndeferred >= MAX_DEFERRED) {
             /* the client is not reading, or Redis is behind: wait for them */
             c->paused = true;
             stop_reading(c);
@@ -226,7 +234,7 @@ static void process(conn_t *c) {
 
 /* Reading again once the client has read and Redis has answered enough. */
 static bool resume(conn_t *c) {
-    if (!c->paused || c->closing || c->closed || c->out.len >= OUT_HIGH ||
+    if (!c->paused || c->closing || c->closed || owed(c) >= OUT_HIGH ||
         c->ndeferred >= MAX_DEFERRED / 2)
         return false;
     c->paused = false;
@@ -256,10 +264,12 @@ sld_deferred_t *sld_client_defer(sld_client_t *client) {
     if (r == NULL)
         return NULL;
     r->conn = c;
-    if (c->deferred_tail)
+    if (c->deferred_tail) {
+        c->owed_bytes += c->deferred_tail->after.len; /* no longer written to */
         c->deferred_tail->next = r;
-    else
+    } else {
         c->deferred = r;
+    }
     c->deferred_tail = r;
     c->ndeferred++;
     client->out = &r->after;
@@ -272,10 +282,12 @@ void sld_client_undefer(sld_client_t *client, sld_deferred_t *r) {
     for (sld_deferred_t *x = c->deferred; x && x != r; x = x->next)
         prev = x;
     /* r is the tail and nothing was written after it */
-    if (prev)
+    if (prev) {
         prev->next = NULL;
-    else
+        c->owed_bytes -= prev->after.len; /* the tail again */
+    } else {
         c->deferred = NULL;
+    }
     c->deferred_tail = prev;
     c->ndeferred--;
     client->out = prev ? &prev->after : &c->out;
@@ -294,6 +306,10 @@ void sld_deferred_done(sld_deferred_t *r) {
             sld_buf_append(&c->out, head->reply.data, head->reply.len);
         if (!c->closed && head->after.len)
             sld_buf_append(&c->out, head->after.data, head->after.len);
+        if (head->reply.failed || head->after.failed)
+            c->out.failed = true; /* replies were lost: flush() closes */
+        if (head->next)
+            c->owed_bytes -= head->after.len;
         c->deferred = head->next;
         if (c->deferred == NULL)
             c->deferred_tail = NULL;
@@ -329,7 +345,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (nread < 0) { /* EOF, reset, or no memory for the buffer */
         c->closing = true;
         stop_reading(c);
-        if (!c->writing)
+        if (nread == UV_EOF)
+            flush(c); /* a half-close still gets what it is owed; flush closes after */
+        else if (!c->writing)
             conn_close(c);
         return;
     }

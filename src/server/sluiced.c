@@ -348,6 +348,17 @@ int main(int argc, char **argv) {
 
     if (D.remote && (rc = sld_rules_start(&D, loop, &D.rules)) != SL_OK)
         sld_error("cannot follow the policies kept in Redis: %s", sl_strerror(rc));
+    /* serve the policies kept in Redis from the first request: wait for
+     * them, no longer than a Redis call may take (twice, with its connect) */
+    if (D.rules) {
+        uint64_t until = uv_now(loop) + 2 * (uint64_t)(cfg->store_timeout / 1000) + 50;
+        while (!sld_rules_read_once(D.rules) && uv_now(loop) < until) {
+            uv_run(loop, UV_RUN_ONCE);
+            uv_update_time(loop);
+        }
+        if (!sld_rules_read_once(D.rules))
+            sld_warn("the policies kept in Redis are not read yet: starting on the file's");
+    }
     rc = sld_server_start(&D, cfg->resp_listen, cfg->http_listen, cfg->threads, &server, err, sizeof err);
     if (rc != SL_OK) {
         fprintf(stderr, "sluiced: %s\n", err);

@@ -11,6 +11,7 @@ exact; one test runs on the Redis server's clock (the default).
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -225,6 +226,63 @@ class Exactness(Base):
         self.assertRegex(text, r"sluice_store_calls_total [1-9]")
 
 
+class Pipelines(Base):
+    """RESP replies that wait for Redis keep their places."""
+
+    def setUp(self):
+        super().setUp()
+        store = "store:\n  type: redis\n  url: %s\n  clock: local\n" % self.redis.url
+        self.d = self.daemon(config(one_policy("p", ALGORITHMS["fixed_window"]), store))
+
+    def test_half_close_still_gets_every_reply(self):
+        s = self.d.raw()
+        s.sendall(b"SL.CHECK p k\r\nPING\r\nSL.CHECK p k\r\n")
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        self.assertTrue(data.startswith(b"*8\r\n:1\r\n:100\r\n:99\r\n"), data)
+        self.assertIn(b"+PONG\r\n*8\r\n:1\r\n:100\r\n:98\r\n", data)
+
+    def test_protocol_error_comes_after_owed_replies(self):
+        s = self.d.raw()
+        s.sendall(b"SL.CHECK p k\r\n*1\r\n$x\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        self.assertTrue(data.startswith(b"*8\r\n:1\r\n"), data)
+        self.assertIn(b"-ERR Protocol error", data)
+
+    def test_backpressure_counts_replies_held_behind_redis(self):
+        # Redis asleep: one check waits, thousands of INFO replies pile up
+        # behind it; the daemon stops reading instead of buffering them all
+        sleeper = threading.Thread(target=lambda: self.redis.client().execute_command("DEBUG", "SLEEP", "1"))
+        sleeper.start()
+        time.sleep(0.05)
+        s = self.d.raw()
+        s.setblocking(False)
+        # far more than the kernel's socket buffers hold (about 18 MB)
+        payload = b"SL.CHECK p k\r\n" + b"INFO\r\n" * 3000000
+        sent = 0
+        deadline = time.time() + 0.8
+        while sent < len(payload) and time.time() < deadline:
+            try:
+                sent += s.send(payload[sent:sent + 65536])
+            except BlockingIOError:
+                time.sleep(0.01)
+        sleeper.join()
+        self.assertLess(sent, len(payload), "the daemon read everything while replies were held")
+        s.close()
+
+
 FAULT_POLICIES = (one_policy("open", "{algorithm: fixed_window, limit: 2, period: 1h}",
                              "    on_store_failure: open\n")
                   + one_policy("closed", "{algorithm: fixed_window, limit: 2, period: 1h}",
@@ -420,6 +478,23 @@ class Rules(Base):
         rc.hset("{sluice}:rules", "quiet", '{"limits": [{"algorithm": "gcra", "limit": 1, "period": "1s"}]}')
         rc.incr("{sluice}:rules:version")
         self.wait_for("a change seen by the version", lambda: self._has(c, "quiet"))
+
+    def test_rules_redis_cannot_run_are_skipped_and_read_at_start(self):
+        rc = self.redis.client()
+        rc.hset("{sluice}:rules", "fine", '{"limits": [{"algorithm": "token_bucket", "limit": 2, "period": "1s"}]}')
+        rc.hset("{sluice}:rules", "slow", '{"limits": [{"algorithm": "sliding_window", "limit": 9, '
+                                          '"period": "512s", "precision": 512}]}')
+        store = "store:\n  type: redis\n  url: %s\n  clock: local\n" % self.redis.url
+        d = self.daemon(config(one_policy("base", ALGORITHMS["gcra"]), store))
+        c = d.client()
+        # read before the first request, the unrunnable one skipped
+        self.assertEqual(c.execute_command("SL.CHECK", "fine", "k")[:2], [1, 2])
+        self.assertFalse(self._has(c, "slow"))
+        self.assertIn("256 sub-windows", d.output())
+        # and reloads keep working
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reloaded")
+        self.assertTrue(self._has(c, "fine"))
 
     def _has(self, c, name):
         try:
