@@ -4,9 +4,13 @@
  * client.c and read back by script.c. This file only ties them to the
  * workers and counts what happens; the fallbacks are decide.c's.
  */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <hiredis/hiredis.h>
 
@@ -444,6 +448,31 @@ void sld_remote_stats(sld_remote_t *r, sld_remote_stats_t *out) {
 }
 
 bool sld_remote_clock_local(const sld_remote_t *r) { return r->clock_local; }
+
+int sld_remote_resolve(sld_remote_t *r, char *err, size_t err_len) {
+    for (size_t i = 0; i < r->url.n_nodes; i++) {
+        sl__redis_addr_t *a = &r->url.nodes[i];
+        unsigned char probe[sizeof(struct in6_addr)];
+        if (inet_pton(AF_INET, a->host, probe) == 1 || inet_pton(AF_INET6, a->host, probe) == 1)
+            continue;
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+        int rc = getaddrinfo(a->host, NULL, &hints, &ai);
+        if (rc != 0 || ai == NULL) {
+            snprintf(err, err_len, "store.url: cannot resolve %s: %s", a->host,
+                     rc ? gai_strerror(rc) : "no address");
+            return SL_EINVAL;
+        }
+        char ip[INET6_ADDRSTRLEN] = "";
+        const void *addr = ai->ai_family == AF_INET6
+                               ? (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr
+                               : (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+        inet_ntop(ai->ai_family, addr, ip, sizeof ip);
+        freeaddrinfo(ai);
+        sld_info("store: %s is %s (resolved once, at start)", a->host, ip);
+        snprintf(a->host, sizeof a->host, "%s", ip);
+    }
+    return SL_OK;
+}
 
 const char *sld_remote_describe(const sld_remote_t *r) { return r->description; }
 

@@ -41,6 +41,12 @@ int sld_remote_new(const sld_config_t *cfg, uint32_t nworkers, sld_remote_t **ou
                    size_t err_len);
 void sld_remote_free(sld_remote_t *r);
 
+/* Resolves the URL's host names to addresses, once (blocking: call it at
+ * start, before the loops run). hiredis would otherwise look them up with
+ * a blocking getaddrinfo() inside a worker's loop at every reconnection,
+ * holding up every decision of that worker while DNS is slow. */
+int sld_remote_resolve(sld_remote_t *r, char *err, size_t err_len);
+
 /* From worker `worker`'s thread, on its loop, before it serves. */
 int sld_remote_attach(sld_remote_t *r, uint32_t worker, uv_loop_t *loop);
 /* Fails what is pending and closes the worker's client; done(arg) once

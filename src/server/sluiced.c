@@ -315,6 +315,10 @@ int main(int argc, char **argv) {
         sld_remote_free(D.remote);
         return 0;
     }
+    if (D.remote && sld_remote_resolve(D.remote, err, sizeof err) != SL_OK) {
+        fprintf(stderr, "sluiced: %s\n", err);
+        return 1;
+    }
     atomic_store(&D.runtime, rt);
     D.threads = cfg->threads;
     D.load_config = load_config;

@@ -798,6 +798,19 @@ class Configuration(Base):
         self.assertEqual(bad.client().execute_command("SL.CHECK", "p", "k")[0], 0)
         bad.wait_log(r"lost Redis \(.*(WRONGPASS|invalid username-password)")
 
+    def test_host_names_resolved_at_start(self):
+        d = Daemon(config(one_policy("p", ALGORITHMS["fixed_window"]),
+                          "store:\n  type: redis\n  url: redis://localhost:%d\n  clock: local\n" % self.redis.port),
+                   test_clock=T0)
+        self.daemons.append(d)
+        self.assertIn("store: localhost is 127.0.0.1 (resolved once, at start)", d.output())
+        self.assertEqual(d.client().execute_command("SL.CHECK", "p", "k")[:2], [1, 100])
+        bad = Daemon(config(one_policy("p", ALGORITHMS["fixed_window"])),
+                     args=["--store", "redis://no-such-host.invalid:6379"], expect_start=False)
+        self.assertEqual(bad.proc.wait(30), 1)
+        bad.log.close()
+        self.assertIn("cannot resolve no-such-host.invalid", bad.output())
+
     def test_store_in_info(self):
         d = self.daemon(config(one_policy("p", ALGORITHMS["gcra"])))
         info = d.client().info("store")
