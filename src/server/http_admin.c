@@ -104,6 +104,9 @@ static void policy_json(sld_buf_t *b, const sld_policy_t *p) {
         sld_buf_append_str(b, ",\"pool\":");
         limit_json(b, &p->pool);
     }
+    /* only when set: a policy without one follows the store's setting */
+    if (p->on_store_failure != SLD_FAIL_DEFAULT)
+        sld_buf_printf(b, ",\"on_store_failure\":\"%s\"", sld_store_failure_name(p->on_store_failure));
     if (p->ntiers) {
         sld_buf_append_str(b, ",\"tiers\":[");
         for (size_t t = 0; t < p->ntiers; t++) {

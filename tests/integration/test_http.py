@@ -821,6 +821,13 @@ class Admin(unittest.TestCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.header("RateLimit-Policy"), '"added";q=10;w=60')
         self.assertEqual(policy_names(self.admin("GET", "policies").json()), ["added", "other", "per_user"])
+        # what GET gives, PUT takes back unchanged (on_store_failure included)
+        new2 = dict(new, on_store_failure="closed")
+        self.assertEqual(self.admin("PUT", "policies/added", new2).status, 200)
+        got = self.admin("GET", "policies/added").json()
+        self.assertEqual(got["on_store_failure"], "closed")
+        self.assertEqual(self.admin("PUT", "policies/added", got).status, 200)
+        self.assertEqual(self.admin("GET", "policies/added").json(), got)
         # replace one
         r = self.admin("PUT", "policies/per_user", {"limits": [{"algorithm": "fixed_window", "limit": 2,
                                                                  "period": "30s"}]})
