@@ -351,6 +351,67 @@ class Faults(Base):
         self.assertTrue(any(b"after" in k for k in self.redis.client().scan_iter()))
         self.assertEqual(d.proc.poll(), None)
 
+    def test_redis_killed_and_restarted_under_load(self):
+        d = self.daemon(config(FAULT_POLICIES, self.store(), http=True), args=["--http", "127.0.0.1:0"])
+        port = int(re.search(r"http_port=(\d+)", d.output()).group(1))
+        stop = threading.Event()
+        worst = [0.0]
+        answered = [0]
+        errors = []
+        lock = threading.Lock()
+
+        def resp_client(i):
+            try:
+                c = d.client()
+                n = 0
+                while not stop.is_set():
+                    t = time.monotonic()
+                    c.execute_command("SL.CHECK", ("open", "closed", "local")[n % 3], "c%d-%d" % (i, n % 50))
+                    took = time.monotonic() - t
+                    with lock:
+                        worst[0] = max(worst[0], took)
+                        answered[0] += 1
+                    n += 1
+            except Exception as e:
+                errors.append(repr(e))
+
+        def http_client(i):
+            try:
+                n = 0
+                while not stop.is_set():
+                    t = time.monotonic()
+                    try:
+                        urllib.request.urlopen("http://127.0.0.1:%d/v1/check?policy=local&key=h%d-%d"
+                                               % (port, i, n % 50), timeout=5).close()
+                    except urllib.error.HTTPError as e:
+                        self.assertEqual(e.code, 429)
+                    took = time.monotonic() - t
+                    with lock:
+                        worst[0] = max(worst[0], took)
+                        answered[0] += 1
+                    n += 1
+            except Exception as e:
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=resp_client, args=(i,)) for i in range(6)]
+        threads += [threading.Thread(target=http_client, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        self.redis.kill()
+        time.sleep(0.7)
+        self.redis.start()
+        time.sleep(1.5)
+        stop.set()
+        for t in threads:
+            t.join(10)
+        self.assertEqual(errors, [])
+        self.assertGreater(answered[0], 500)
+        self.assertLess(worst[0], 0.100 + 0.300, "a request waited %.3f s" % worst[0])
+        # Redis decides again: a fresh key on a closed policy is admitted
+        self.assertEqual(d.client().execute_command("SL.CHECK", "closed", "after-load")[0], 1)
+        self.assertIsNone(d.proc.poll())
+
     def test_slow_redis_times_out_without_pile_up(self):
         d = self.daemon(config(FAULT_POLICIES, self.store()))
         c = d.client()
