@@ -195,6 +195,20 @@ class Exactness(Base):
             ttl = rc.pttl(k)
             self.assertTrue(0 < ttl <= 3600 * 1000, (k, ttl))
 
+    def test_script_flushed_is_loaded_once_per_connection(self):
+        store = "store:\n  type: redis\n  url: %s\n  clock: local\n" % self.redis.url
+        d = self.daemon(config(one_policy("p", ALGORITHMS["token_bucket"]), store))
+        c = d.client()
+        self.assertEqual(c.execute_command("SL.CHECK", "p", "warm")[0], 1)
+        rc = self.redis.client()
+        rc.script_flush()
+        rc.config_resetstat()
+        got = hammer([d], ("SL.CHECK", "p", "k"), per_client=50, clients_per_daemon=4)
+        self.assertEqual(got, 100)
+        loads = rc.info("commandstats").get("cmdstat_script", {}).get("calls", 0)
+        # one SCRIPT LOAD per worker connection (2 threads), not one per decision in flight
+        self.assertLessEqual(loads, 4, "SCRIPT LOAD sent %d times" % loads)
+
     def test_server_clock(self):
         # the default clock: Redis TIME, so daemons' own clocks do not matter
         store = "store:\n  type: redis\n  url: %s\n" % self.redis.url

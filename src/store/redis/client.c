@@ -89,6 +89,8 @@ struct node {
     int handshake_left;     /* AUTH/SELECT/ROLE replies still expected */
     queue_t waitq;
     uint32_t in_flight;     /* written, reply owed (abandoned ones too) */
+    uint64_t last_rx;       /* uv_now() of its last reply (or of connecting) */
+    bool script_loading;    /* a SCRIPT LOAD is on its way on this connection */
 };
 
 struct sl__redis_client {
@@ -262,11 +264,23 @@ static void complete(pend_t *p, sl__redis_status_t st, const redisReply *r) {
     maybe_free(p);
 }
 
+static void node_drop(node_t *n, const char *why);
+
 static void deadline_cb(uv_timer_t *t) {
     sl__redis_client_t *c = t->data;
     uint64_t now = uv_now(c->loop);
-    while (c->dhead && c->dhead->deadline <= now)
-        complete(c->dhead, SL__REDIS_TIMEOUT, NULL);
+    while (c->dhead && c->dhead->deadline <= now) {
+        pend_t *p = c->dhead;
+        node_t *n = p->node;
+        complete(p, SL__REDIS_TIMEOUT, NULL);
+        /* A connection that has answered nothing for a whole timeout while
+         * owing replies is hung (a frozen or partitioned server): drop it,
+         * so it reconnects (and a Cluster re-reads its slot map) instead of
+         * timing out every command until the kernel gives up on it. */
+        if (n && !c->closing && n->state == N_READY && n->ac && n->in_flight > 0 &&
+            now - n->last_rx >= c->o.timeout_ms)
+            node_drop(n, "no reply within the timeout");
+    }
     arm_deadline(c);
 }
 
@@ -430,6 +444,14 @@ static void ignore_cb(redisAsyncContext *ac, void *r, void *priv) {
 
 static void pend_cb(redisAsyncContext *ac, void *reply, void *priv);
 
+/* The reply to a SCRIPT LOAD: the next NOSCRIPT (another SCRIPT FLUSH) may
+ * load it again. */
+static void script_loaded_cb(redisAsyncContext *ac, void *r, void *priv) {
+    node_t *n = priv;
+    if (r != NULL && n->ac == ac)
+        n->script_loading = false;
+}
+
 /* Writes p on n's ready context (ASKING first when it was redirected by
  * ASK). Fails it with DOWN when the context refuses or owes too much. */
 static void node_write(node_t *n, pend_t *p) {
@@ -471,7 +493,10 @@ static void node_ready(node_t *n) {
     uv_timer_stop(&n->timer);
     n->state = N_READY;
     n->failed = false;
-    n->backoff_ms = BACKOFF_MIN_MS;
+    n->script_loading = false;
+    /* the backoff starts over at the first reply, not here: a server that
+     * accepts and then hangs up (maxclients) must not be hammered */
+    n->last_rx = uv_now(c->loop);
     if (n->ever_ready && !n->sentinel)
         c->st.reconnects++;
     n->ever_ready = true;
@@ -629,13 +654,21 @@ static void node_lost(node_t *n) {
         fail_queue(&n->waitq, SL__REDIS_DOWN);
         return;
     }
-    fail_queue(&n->waitq, SL__REDIS_DOWN);
+    /* The backoff starts before any callback runs, and the callbacks get a
+     * queue of their own: one that sends again finds the node waiting to
+     * reconnect (and fails at once), instead of reconnecting at once and
+     * being failed by this same loop, over and over. */
+    queue_t q = n->waitq;
+    n->waitq.head = n->waitq.tail = NULL;
+    for (pend_t *p = q.head; p; p = p->qnext)
+        p->q = &q;
     if (n->wanted) {
         uv_timer_start(&n->timer, connect_timeout_cb, n->backoff_ms, 0);
         n->backoff_ms = n->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : n->backoff_ms * 2;
     }
     if (c->url.kind == SL__REDIS_CLUSTER)
         discover_later(c); /* a failover may have moved its slots */
+    fail_queue(&q, SL__REDIS_DOWN);
 }
 
 static void node_send(node_t *n, pend_t *p) {
@@ -726,6 +759,10 @@ static void pend_cb(redisAsyncContext *ac, void *reply, void *priv) {
     sl__redis_client_t *c = p->c;
     p->hi_refs--;
     n->in_flight--;
+    if (r != NULL && n->ac == ac) {
+        n->last_rx = uv_now(c->loop);
+        n->backoff_ms = BACKOFF_MIN_MS;
+    }
     if (p->done) { /* abandoned: its late reply, or the connection going */
         maybe_free(p);
         return;
@@ -740,9 +777,14 @@ static void pend_cb(redisAsyncContext *ac, void *reply, void *priv) {
             /* Load the script, then the same command again: in order on one
              * connection, so the load runs first. */
             p->script_loaded = true;
-            const char *argv[3] = {"SCRIPT", "LOAD", p->script};
-            size_t len[3] = {6, 4, p->script_len};
-            redisAsyncCommandArgv(n->ac, ignore_cb, NULL, 3, argv, len);
+            /* One load per connection at a time: every command that got
+             * NOSCRIPT meanwhile is resent behind it, in order. */
+            if (!n->script_loading) {
+                const char *argv[3] = {"SCRIPT", "LOAD", p->script};
+                size_t len[3] = {6, 4, p->script_len};
+                if (redisAsyncCommandArgv(n->ac, script_loaded_cb, n, 3, argv, len) == REDIS_OK)
+                    n->script_loading = true;
+            }
             node_write(n, p);
             return;
         }
