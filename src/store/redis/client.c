@@ -903,6 +903,8 @@ static void internal_send(sl__redis_client_t *c, node_t *to, sl__redis_reply_fn 
     long len = p ? format_command(&p->cmd, argc, argv, NULL) : -1;
     if (len < 0) {
         free(p);
+        if (probe) /* no probe went out: the next send may be one */
+            c->probing = false;
         if (fn)
             fn(c, SL__REDIS_DOWN, NULL);
         return;
@@ -1145,6 +1147,8 @@ int sl__redis_client_send(sl__redis_client_t *c, const char *key, size_t key_len
                           size_t script_len, sl__redis_reply_fn fn, void *arg) {
     if (c->closing)
         return SL__REDIS_CLOSING;
+    if (argc <= 0 || argv == NULL) /* before the breaker: it must not take this as its probe */
+        return SL__REDIS_DOWN;
     bool probe = false;
     if (c->open) {
         if (c->probing || uv_now(c->loop) < c->opened_at + c->o.breaker_cooldown_ms) {
@@ -1153,8 +1157,6 @@ int sl__redis_client_send(sl__redis_client_t *c, const char *key, size_t key_len
         }
         c->probing = probe = true; /* this one is the probe */
     }
-    if (argc <= 0 || argv == NULL)
-        return SL__REDIS_DOWN;
     int slot = key ? sl__redis_key_slot(key, key_len) : -1;
     node_t *to = c->url.kind == SL__REDIS_CLUSTER
                      ? (c->map_ready && slot >= 0 ? c->slots[slot] : NULL)
