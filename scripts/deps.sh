@@ -1,5 +1,7 @@
 #!/bin/sh
-# Installs the Debian packages a target needs, only those missing.
+# Installs the Debian packages a target needs, only those missing. Plain
+# sh and dpkg only: on a fresh Debian 12 it runs before make exists (the
+# README's commands call it first).
 #   scripts/deps.sh run    build and run
 #   scripts/deps.sh test   build and run every test
 #   scripts/deps.sh bench  the benchmarks against the peers (redis-server, nginx, wrk)
@@ -7,7 +9,7 @@ set -eu
 build="cmake make gcc pkg-config libxxhash-dev libuv1-dev libcyaml-dev libyaml-dev libh2o-dev libhiredis-dev"
 case "${1:-test}" in
   run)  want="$build redis-tools curl" ;;
-  test) want="$build libcmocka-dev clang libclang-rt-dev python3 python3-redis redis-server redis-tools curl nginx" ;;
+  test) want="$build libcmocka-dev clang libclang-rt-dev python3 python3-redis redis-server redis-tools curl nginx ca-certificates" ;;
   bench) want="$build redis-server redis-tools nginx wrk curl" ;;
   *) echo "usage: $0 run|test|bench" >&2; exit 2 ;;
 esac
