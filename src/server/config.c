@@ -884,6 +884,15 @@ static int get_duration(ctx_t *c, const char *path, const char *text, sl_usec_t 
     return SL_OK;
 }
 
+/* A duration of at least a millisecond: the store's timers count in ms. */
+static int get_duration_ms(ctx_t *c, const char *path, const char *text, sl_usec_t max,
+                           sl_usec_t *out) {
+    int rc = get_duration(c, path, text, max, out);
+    if (rc == SL_OK && *out < 1000)
+        return bad(c, path, "must be at least 1ms");
+    return rc;
+}
+
 static int get_size(ctx_t *c, const char *path, const char *text, uint64_t *out) {
     char b[SHOW_MAX + 8];
     int rc = sld_parse_size(text, out);
@@ -1454,20 +1463,12 @@ static int get_store(ctx_t *c, const raw_store_t *s, sld_config_t *cfg) {
             return bad(c, "store.sync", "expected strict or write_back, got \"%s\"",
                        show(s->sync, b));
     }
-    if (s->sync_interval) {
-        if ((rc = get_duration(c, "store.sync_interval", s->sync_interval, 60 * SL_USEC_PER_SEC,
-                               &cfg->store_sync_interval)))
-            return rc;
-        if (cfg->store_sync_interval < 1000)
-            return bad(c, "store.sync_interval", "must be at least 1ms");
-    }
-    if (s->timeout) {
-        if ((rc = get_duration(c, "store.timeout", s->timeout, 60 * SL_USEC_PER_SEC,
-                               &cfg->store_timeout)))
-            return rc;
-        if (cfg->store_timeout < 1000)
-            return bad(c, "store.timeout", "must be at least 1ms");
-    }
+    if (s->sync_interval && (rc = get_duration_ms(c, "store.sync_interval", s->sync_interval,
+                                                   60 * SL_USEC_PER_SEC, &cfg->store_sync_interval)))
+        return rc;
+    if (s->timeout && (rc = get_duration_ms(c, "store.timeout", s->timeout, 60 * SL_USEC_PER_SEC,
+                                            &cfg->store_timeout)))
+        return rc;
     if (s->clock) {
         if (strcmp(s->clock, "server") == 0)
             cfg->store_clock_local = false;
@@ -1486,13 +1487,10 @@ static int get_store(ctx_t *c, const raw_store_t *s, sld_config_t *cfg) {
         (rc = get_u32(c, "store.breaker.failures", s->breaker->failures, 1, 1000000,
                       &cfg->breaker_failures)))
         return rc;
-    if (s->breaker && s->breaker->cooldown) {
-        if ((rc = get_duration(c, "store.breaker.cooldown", s->breaker->cooldown,
-                               3600 * SL_USEC_PER_SEC, &cfg->breaker_cooldown)))
-            return rc;
-        if (cfg->breaker_cooldown < 1000)
-            return bad(c, "store.breaker.cooldown", "must be at least 1ms");
-    }
+    if (s->breaker && s->breaker->cooldown &&
+        (rc = get_duration_ms(c, "store.breaker.cooldown", s->breaker->cooldown, 3600 * SL_USEC_PER_SEC,
+                              &cfg->breaker_cooldown)))
+        return rc;
     if (s->max_memory) {
         if ((rc = get_size(c, "store.max_memory", s->max_memory, &cfg->max_memory)))
             return rc;

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <hiredis/hiredis.h>
+
 #include "decide.h"
 #include "remote.h"
 #include "store/redis/script.h"
@@ -150,11 +152,9 @@ typedef struct pending_reset {
     void *arg;
 } pending_reset_t;
 
-static void on_reset(void *arg, int rc, const sl_decision_t *d, const sl_limit_report_t *limits) {
-    (void)d;
-    (void)limits;
+static void on_reset(void *arg, const struct redisReply *reply) {
     pending_reset_t *pr = arg;
-    pr->fn(pr->arg, rc, NULL, NULL);
+    pr->fn(pr->arg, reply && reply->type == REDIS_REPLY_INTEGER ? SL_OK : SL_EIO, NULL, NULL);
     free(pr);
 }
 

@@ -53,14 +53,6 @@ struct sld_remote {
     bool cluster;   /* a batch holds one slot's requests */
 };
 
-typedef struct call {
-    sld_remote_t *r;
-    remote_worker_t *w;
-    const sl_policy_t *p;
-    sld_remote_fn fn;
-    void *arg;
-} call_t;
-
 int sld_remote_new(const sld_config_t *cfg, uint32_t nworkers, sld_remote_t **out, char *err,
                    size_t err_len) {
     sld_remote_t *r = calloc(1, sizeof *r);
@@ -150,11 +142,6 @@ static void publish(remote_worker_t *w) {
 }
 
 static void on_publish(uv_timer_t *t) { publish(t->data); }
-
-void sld_remote_tick(sld_remote_t *r, uint32_t worker) {
-    if (worker < r->nworkers)
-        publish(&r->workers[worker]);
-}
 
 static void on_client_closed(void *arg) {
     remote_worker_t *w = arg;
@@ -353,39 +340,6 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
     return SL_OK;
 }
 
-static void on_reset_reply(void *arg, sl__redis_status_t status, const redisReply *reply) {
-    call_t *c = arg;
-    int rc = status == SL__REDIS_OK && reply && reply->type == REDIS_REPLY_INTEGER ? SL_OK : SL_EIO;
-    if (rc != SL_OK)
-        atomic_fetch_add_explicit(&c->r->failures, 1, memory_order_relaxed);
-    if (rc != SL_OK || !atomic_load_explicit(&c->w->up, memory_order_relaxed))
-        publish(c->w);
-    sld_remote_fn fn = c->fn;
-    void *fn_arg = c->arg;
-    free(c);
-    fn(fn_arg, rc, NULL, NULL);
-}
-
-int sld_remote_reset(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
-                     size_t key_len, sld_remote_fn fn, void *arg) {
-    remote_worker_t *w = &r->workers[worker];
-    call_t *c = malloc(sizeof *c);
-    sl__redis_call_t call;
-    if (c == NULL || w->client == NULL || sl__redis_build_reset(p, key, key_len, &call) != SL_OK) {
-        free(c);
-        return SL_EIO;
-    }
-    *c = (call_t){r, w, NULL, fn, arg};
-    int st = sl__redis_client_send(w->client, call.key, call.key_len, call.argc, call.argv,
-                                   call.argvlen, NULL, 0, on_reset_reply, c);
-    sl__redis_call_free(&call);
-    if (st != 0) {
-        free(c);
-        return SL_EIO;
-    }
-    return SL_OK;
-}
-
 typedef struct raw_call {
     remote_worker_t *w;
     sld_remote_raw_fn fn;
@@ -417,6 +371,17 @@ int sld_remote_command(sld_remote_t *r, uint32_t worker, const char *key, size_t
         return SL_EIO;
     }
     return SL_OK;
+}
+
+int sld_remote_reset(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
+                     size_t key_len, sld_remote_raw_fn fn, void *arg) {
+    sl__redis_call_t call;
+    if (sl__redis_build_reset(p, key, key_len, &call) != SL_OK)
+        return SL_EIO;
+    int rc = sld_remote_command(r, worker, call.key, call.key_len, call.argc, call.argv, call.argvlen,
+                                fn, arg);
+    sl__redis_call_free(&call);
+    return rc;
 }
 
 const sl__redis_url_t *sld_remote_url(const sld_remote_t *r) { return &r->url; }

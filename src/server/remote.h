@@ -67,9 +67,6 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
                         size_t key_len, uint64_t cost, bool peek, sl_usec_t now, sld_remote_fn fn,
                         void *arg);
 
-/* Forgets `key` under `p` in Redis; fn as above (d is NULL). */
-int sld_remote_reset(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
-                     size_t key_len, sld_remote_fn fn, void *arg);
 
 /* Any command, from worker `worker`: fn gets the reply, or NULL when
  * there is none (timeout, down). key names the Cluster slot (NULL: any). */
@@ -86,15 +83,15 @@ struct sl__redis_client_options;
 const struct sl__redis_url *sld_remote_url(const sld_remote_t *r);
 const struct sl__redis_client_options *sld_remote_options(const sld_remote_t *r);
 
+/* Forgets `key` under `p` in Redis: fn gets DEL's reply, or NULL. */
+int sld_remote_reset(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
+                     size_t key_len, sld_remote_raw_fn fn, void *arg);
+
 /* Whether evaluations use the daemon's clock (store.clock: local). */
 bool sld_remote_clock_local(const sld_remote_t *r);
 
 /* A decision was made by on_store_failure `mode` instead of Redis. */
 void sld_remote_count_fallback(sld_remote_t *r, sld_store_failure_t mode);
-
-/* From worker `worker`'s thread, now and then: publishes its client's state
- * for sld_remote_stats(), which any thread may call. */
-void sld_remote_tick(sld_remote_t *r, uint32_t worker);
 
 void sld_remote_stats(sld_remote_t *r, sld_remote_stats_t *out);
 

@@ -42,6 +42,7 @@ typedef struct conn conn_t;
  * commands that came after it, which must wait for it. */
 struct sld_deferred {
     struct sld_deferred *next;
+    struct sld_deferred *prev;  /* the tail before it: what undefer restores */
     conn_t *conn;
     sld_buf_t reply;       /* written by the completion */
     sld_buf_t after;       /* replies of later commands, up to the next deferred one */
@@ -264,6 +265,7 @@ sld_deferred_t *sld_client_defer(sld_client_t *client) {
     if (r == NULL)
         return NULL;
     r->conn = c;
+    r->prev = c->deferred_tail;
     if (c->deferred_tail) {
         c->owed_bytes += c->deferred_tail->after.len; /* no longer written to */
         c->deferred_tail->next = r;
@@ -278,10 +280,7 @@ sld_deferred_t *sld_client_defer(sld_client_t *client) {
 
 void sld_client_undefer(sld_client_t *client, sld_deferred_t *r) {
     conn_t *c = client->conn;
-    sld_deferred_t *prev = NULL;
-    for (sld_deferred_t *x = c->deferred; x && x != r; x = x->next)
-        prev = x;
-    /* r is the tail and nothing was written after it */
+    sld_deferred_t *prev = r->prev; /* r is the tail and nothing was written after it */
     if (prev) {
         prev->next = NULL;
         c->owed_bytes -= prev->after.len; /* the tail again */
@@ -429,8 +428,6 @@ static void on_tick(uv_timer_t *t) {
         sld_http_worker_force_close(w->http);
     sld_daemon_t *d = w->s->d;
     uint32_t index = (uint32_t)(w - w->s->workers);
-    if (d->remote && !w->stopping)
-        sld_remote_tick(d->remote, index);
     if (w->stopping && w->conns == NULL && sld_http_worker_idle(w->http)) {
         /* Decisions still waiting on Redis held their connections open
          * until now; what is left of the client can go. */
