@@ -190,10 +190,12 @@ static void report_limits(const sl_policy_t *p, const sl__verdict_t *v, bool aft
 
 int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
                         bool peek, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
-                        sl_decision_t *out, sl_limit_report_t *limits) {
+                        uint32_t *costed, sl_decision_t *out, sl_limit_report_t *limits) {
     sl__verdict_t v[SL_MAX_LIMITS];
     bool all = true;
     *charged = 0;
+    if (costed)
+        *costed = 0;
     for (size_t i = 0; i < p->nlimits; i++) {
         sl__limit_decide(&p->limits[i], &cells[i], now, cost, &v[i]);
         all = all && v[i].allowed;
@@ -217,6 +219,8 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
         if (!all) /* a counted deny moved the state: report it as it now is */
             sl__limit_decide(&p->limits[i], &cells[i], now, cost, &v[i]);
     }
+    if (costed)
+        *costed = mask;
     for (size_t i = 0; i < p->nlimits; i++)
         if (cells[i].dirty)
             mask |= 1u << i;
@@ -225,4 +229,43 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
     if (limits)
         report_limits(p, v, all && !peek, limits);
     return SL_OK;
+}
+
+int sl__policy_force(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now,
+                     const uint64_t *costs, sl__prepare_fn prepare, void *ctx) {
+    for (size_t i = 0; i < p->nlimits; i++) {
+        if (costs[i] == 0)
+            continue;
+        const sl__limit_t *l = &p->limits[i];
+        sl__verdict_t v; /* only for the tidying commit expects decide to have done */
+        sl__limit_decide(l, &cells[i], now, costs[i], &v);
+        int rc = prepare(ctx, i, &cells[i], sl__limit_block_need(l, &cells[i], costs[i]));
+        if (rc != SL_OK)
+            return rc;
+        sl__limit_commit(l, &cells[i], now, costs[i]);
+    }
+    return SL_OK;
+}
+
+/* Shared debt grows no further than this (or than the limit's own
+ * debt_max, if larger): debt + a charge (<= tau <= 2^61) then stays inside
+ * int64, and so does now + debt/rate (now <= 2^62). */
+#define SL__MAX_SHARED_DEBT (INT64_C(1) << 61)
+
+static void share_debt(sl_policy_t *p, uint32_t nodes) {
+    p->write_back = true;
+    for (size_t i = 0; i < p->nlimits; i++) {
+        sl__limit_t *l = &p->limits[i];
+        if (l->family != SL__RATE || nodes <= 1)
+            continue;
+        sl__u128 shared = (sl__u128)l->debt_max * nodes;
+        l->debt_max = shared <= (sl__u128)SL__MAX_SHARED_DEBT ? (int64_t)shared
+                                                               : sl__max64(l->debt_max, SL__MAX_SHARED_DEBT);
+    }
+}
+
+void sl__policy_write_back(sl_policy_t *p, uint32_t nodes) {
+    share_debt(p, nodes);
+    if (p->pool)
+        share_debt(p->pool, nodes);
 }

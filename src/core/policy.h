@@ -21,7 +21,16 @@ struct sl_policy {
     sl_limit_t config[SL_MAX_LIMITS];   /* as given, for sl_policy_limit() */
     sl__limit_t limits[SL_MAX_LIMITS];
     struct sl_policy *pool;             /* SL_MODE_ELASTIC: one shared limit, hard */
+    bool write_back;                    /* decided locally, charges journaled for a
+                                           shared store (sl__policy_write_back) */
 };
+
+/* Makes p a write-back policy shared by `nodes` daemons, before any use:
+ * its charges are journaled by the memory store, and its rate limits keep
+ * up to `nodes` times their usual debt, so that what several daemons
+ * admitted between two syncs is paid back instead of forgiven when their
+ * charges meet in the shared state. Applies to the elastic pool too. */
+void sl__policy_write_back(sl_policy_t *p, uint32_t nodes);
 
 /* Called for every limit about to be charged, before any is: the store makes
  * room for the state and, when block_cap > 0, gives the cell a block of that
@@ -32,10 +41,17 @@ typedef int (*sl__prepare_fn)(void *ctx, size_t i, sl__cell_t *cell, uint32_t bl
 /* Decides a request of `cost` at `now` over cells[0..nlimits). Unless peek,
  * charges every limit when all pass, or only count_denied limits when one
  * does not. *charged gets the mask of cells that changed and must be
- * written back (charged, or rebased after the clock went back). limits, when
- * not NULL, gets one report per limit. */
+ * written back (charged, or rebased after the clock went back), *costed
+ * (may be NULL) the mask of those charged `cost`. limits, when not NULL,
+ * gets one report per limit. */
 int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
                         bool peek, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
-                        sl_decision_t *out, sl_limit_report_t *limits);
+                        uint32_t *costed, sl_decision_t *out, sl_limit_report_t *limits);
+
+/* Charges costs[i] to every limit i whatever it decides (cost 0: none),
+ * as count_denied charges a denied request: how charges that other daemons
+ * already admitted are merged into a state. prepare as for evaluation. */
+int sl__policy_force(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now,
+                     const uint64_t *costs, sl__prepare_fn prepare, void *ctx);
 
 #endif

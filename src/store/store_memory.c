@@ -42,6 +42,7 @@
 #include "../core/policy.h"
 #include "snapshot.h"
 #include "store.h"
+#include "write_back.h"
 
 #define SLOT_USED UINT64_C(1)
 #define SLOT_REF UINT64_C(2)
@@ -85,6 +86,8 @@ typedef struct memory_store {
     _Atomic uint64_t seed;
     size_t max_memory;
     size_t budget;  /* per shard, 0 = unbounded */
+    sl__journal_fn journal;  /* write-back: told what was charged */
+    void *journal_ctx;
 } memory_store_t;
 
 /* ---- slots ---------------------------------------------------------------------- */
@@ -434,31 +437,43 @@ static uint64_t key_hash(const memory_store_t *m, const sl_policy_t *p, const vo
     return XXH3_64bits_withSeed(key, len, atomic_load_explicit(&m->seed, memory_order_relaxed) ^ p->id);
 }
 
+/* The tags and shard of (p, key); the lock is the caller's to take. */
+static void begin(memory_store_t *m, const sl_policy_t *p, const void *key, size_t key_len,
+                  sl_usec_t now, eval_t *e) {
+    e->m = m;
+    e->p = p;
+    e->now = now;
+    uint64_t h = key_hash(m, p, key, key_len);
+    for (size_t i = 0; i < p->nlimits; i++)
+        e->tags[i] = make_tag(h, p->limits[i].id);
+    e->pins.tags = e->tags;
+    e->pins.n = p->nlimits;
+    e->sh = &m->shards[shard_of(m, e->tags[0])];
+}
+
+/* Finds every limit's slot, under the shard lock. */
+static void locate_all(eval_t *e) {
+    for (size_t i = 0; i < e->p->nlimits; i++)
+        e->at[i] = find(e->sh, e->tags[i]);
+    e->moves = e->sh->moves;
+}
+
 static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
                         uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out,
                         sl_limit_report_t *limits) {
     memory_store_t *m = (memory_store_t *)s;
     eval_t e;
-    e.m = m;
-    e.p = p;
-    e.now = now;
-    uint64_t h = key_hash(m, p, key, key_len);
-    for (size_t i = 0; i < p->nlimits; i++)
-        e.tags[i] = make_tag(h, p->limits[i].id);
-    e.pins.tags = e.tags;
-    e.pins.n = p->nlimits;
-    e.sh = &m->shards[shard_of(m, e.tags[0])];
+    begin(m, p, key, key_len, now, &e);
     shard_t *sh = e.sh;
 
     pthread_mutex_lock(&sh->lock);
     sl__cell_t cells[SL_MAX_LIMITS];
-    for (size_t i = 0; i < p->nlimits; i++)
-        e.at[i] = find(sh, e.tags[i]);
-    e.moves = sh->moves;
+    locate_all(&e);
     for (size_t i = 0; i < p->nlimits; i++)
         cells[i] = load_cell(&e, i);
-    uint32_t charged = 0;
-    int rc = sl__policy_evaluate(p, cells, now, cost, peek, prepare, &e, &charged, out, limits);
+    uint32_t charged = 0, costed = 0;
+    int rc = sl__policy_evaluate(p, cells, now, cost, peek, prepare, &e, &charged, &costed, out,
+                                 limits);
     for (size_t i = 0; rc == SL_OK && i < p->nlimits; i++) {
         if (!(charged & (1u << i)))
             continue;
@@ -467,7 +482,58 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
         if (cells[i].block == NULL)
             slot->word = cells[i].word;
     }
+    if (rc == SL_OK && costed && p->write_back && m->journal)
+        m->journal(m->journal_ctx, p, key, key_len, costed, cost);
     pthread_mutex_unlock(&sh->lock);
+    return rc;
+}
+
+/* ---- write-back ------------------------------------------------------------------ */
+
+void sl__memory_journal(sl_store_t *s, sl__journal_fn fn, void *ctx) {
+    memory_store_t *m = (memory_store_t *)s;
+    m->journal = fn;
+    m->journal_ctx = ctx;
+}
+
+/* Writes cell c as limit i's state: a fresh block holds a copy of c's. */
+static int store_cell(eval_t *e, size_t i, const sl__cell_t *c) {
+    if (locate(e, i) < 0 && c->expire_at <= e->now)
+        return SL_OK; /* recovered: no slot is as good as one */
+    sl__cell_t fresh = {0, 0, NULL, false};
+    int rc = prepare(e, i, &fresh, c->block ? c->block->cap : 0);
+    if (rc != SL_OK)
+        return rc;
+    slot_t *slot = &e->sh->slots[locate(e, i)];
+    if (c->block) {
+        sl__block_move(c->block, fresh.block);
+    } else {
+        drop_block(e->sh, slot);
+        slot->word = c->word;
+    }
+    slot->expire_at = c->expire_at;
+    return SL_OK;
+}
+
+int sl__memory_import(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
+                      sl__cell_t *cells, sl_usec_t now, sl__pending_fn pending, void *ctx) {
+    if (s->ops->evaluate != mem_evaluate) {
+        sl__cells_release(cells, p->nlimits);
+        return SL_ENOTSUP;
+    }
+    memory_store_t *m = (memory_store_t *)s;
+    eval_t e;
+    begin(m, p, key, key_len, now, &e);
+    pthread_mutex_lock(&e.sh->lock);
+    uint64_t costs[SL_MAX_LIMITS] = {0};
+    if (pending)
+        pending(ctx, p, key, key_len, costs);
+    int rc = sl__policy_force(p, cells, now, costs, sl__cells_prepare, (void *)p);
+    locate_all(&e);
+    for (size_t i = 0; rc == SL_OK && i < p->nlimits; i++)
+        rc = store_cell(&e, i, &cells[i]);
+    pthread_mutex_unlock(&e.sh->lock);
+    sl__cells_release(cells, p->nlimits);
     return rc;
 }
 

@@ -1,0 +1,292 @@
+/* test_write_back.c -- what write-back mode is built on (src/store/cells.c,
+ * the journal and import of store_memory.c, sl__policy_force): a state
+ * survives the trip through bytes exactly, charges are journaled, and
+ * daemons that decide locally and merge every sync interval admit no more
+ * than the documented bound over an exact limiter. */
+#include "rig.h"
+#include "store/write_back.h"
+
+#define KEY "k"
+
+static sl_limit_t algorithm_limit(int a) {
+    sl_limit_t l = {.algorithm = (sl_algorithm_t)a, .limit = 20, .period = SEC(1)};
+    if (a == SL_GCRA)
+        l.burst = 4;
+    if (a == SL_SLIDING_WINDOW)
+        l.precision = 4;
+    return l;
+}
+
+/* ---- a node: a memory store whose journal sums what was charged -------------------- */
+
+typedef struct node {
+    rig_t *rig;
+    uint64_t pending[SL_MAX_LIMITS];
+    int journaled;
+} node_t;
+
+static void on_charge(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
+                      uint32_t costed, uint64_t cost) {
+    node_t *n = ctx;
+    (void)key;
+    (void)key_len;
+    n->journaled++;
+    for (size_t i = 0; i < sl_policy_limit_count(p); i++)
+        if (costed & (1u << i))
+            n->pending[i] += cost;
+}
+
+static void take_pending(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
+                         uint64_t *costs) {
+    node_t *n = ctx;
+    (void)key;
+    (void)key_len;
+    for (size_t i = 0; i < sl_policy_limit_count(p); i++)
+        costs[i] = n->pending[i];
+}
+
+static void node_init(node_t *n, const sl_limit_t *limits, size_t nlimits, uint32_t nodes) {
+    memset(n, 0, sizeof *n);
+    n->rig = rig_limits(limits, nlimits, SL_MODE_HARD);
+    sl__policy_write_back(n->rig->policy, nodes);
+    sl__memory_journal(n->rig->store, on_charge, n);
+}
+
+/* The sync of one node, with no request in flight: its charges go into the
+ * shared bytes, the merged state comes back. */
+static void node_sync(node_t *n, unsigned char **shared, size_t *shared_len) {
+    unsigned char *merged;
+    size_t merged_len;
+    assert_int_equal(sl__cells_merge(n->rig->policy, *shared, *shared_len, n->pending, n->rig->now,
+                                     &merged, &merged_len, NULL),
+                     SL_OK);
+    free(*shared);
+    *shared = merged;
+    *shared_len = merged_len;
+    memset(n->pending, 0, sizeof n->pending);
+    sl__cell_t cells[SL_MAX_LIMITS];
+    assert_int_equal(sl__cells_decode(n->rig->policy, merged, merged_len, cells), SL_OK);
+    assert_int_equal(sl__memory_import(n->rig->store, n->rig->policy, KEY, 1, cells, n->rig->now,
+                                       take_pending, n),
+                     SL_OK);
+}
+
+static bool node_check(node_t *n, uint64_t cost) {
+    sl_decision_t d;
+    assert_int_equal(sl_check(n->rig->limiter, n->rig->policy, KEY, 1, cost, &d), SL_OK);
+    return d.allowed;
+}
+
+/* ---- the state as bytes ---------------------------------------------------------------- */
+
+/* A node that syncs after every request puts its state into the shared
+ * bytes exactly: a second node that imports them then decides every
+ * following request as the first does, for every algorithm (log and
+ * counter blocks included). */
+static void shared_state_decides_alike(void **state) {
+    (void)state;
+    for (int a = 0; a < SL_ALGORITHM_COUNT; a++) {
+        sl_limit_t l = algorithm_limit(a);
+        node_t one, two;
+        node_init(&one, &l, 1, 1);
+        node_init(&two, &l, 1, 1);
+        unsigned char *shared = NULL;
+        size_t shared_len = 0;
+        uint64_t seed = 7 + (uint64_t)a;
+        one.rig->now = SEC(100);
+        for (int i = 0; i < 60; i++) {
+            seed = seed * 6364136223846793005u + 1442695040888963407u;
+            one.rig->now += (sl_usec_t)(seed >> 33) % MS(40);
+            node_check(&one, 1 + (seed >> 60) % 3);
+            node_sync(&one, &shared, &shared_len);
+        }
+        assert_true(shared_len > 0);
+        two.rig->now = one.rig->now;
+        node_sync(&two, &shared, &shared_len);
+        int allowed = 0;
+        for (int i = 0; i < 200; i++) {
+            seed = seed * 6364136223846793005u + 1442695040888963407u;
+            one.rig->now += (sl_usec_t)(seed >> 33) % MS(30);
+            two.rig->now = one.rig->now;
+            uint64_t cost = 1 + (seed >> 60) % 3;
+            bool first = node_check(&one, cost);
+            assert_int_equal(first, node_check(&two, cost));
+            allowed += first;
+        }
+        assert_true(allowed > 10 && allowed < 200); /* the trace did hit the limit */
+        free(shared);
+        rig_free(one.rig);
+        rig_free(two.rig);
+    }
+}
+
+/* Bytes that are not a state give SL_ECORRUPT and fresh cells, never a
+ * crash: they come from a server anyone on the network may write to. */
+static void garbage_is_refused(void **state) {
+    (void)state;
+    sl_limit_t l = algorithm_limit(SL_SLIDING_LOG);
+    node_t n;
+    node_init(&n, &l, 1, 1);
+    n.rig->now = SEC(10);
+    node_check(&n, 3);
+    unsigned char *good;
+    size_t len;
+    assert_int_equal(sl__cells_merge(n.rig->policy, NULL, 0, n.pending, n.rig->now, &good, &len,
+                                     NULL),
+                     SL_OK);
+    sl__cell_t cells[SL_MAX_LIMITS];
+    for (size_t cut = 0; cut < len; cut++) { /* every truncation */
+        int rc = sl__cells_decode(n.rig->policy, good, cut, cells);
+        assert_true(rc == SL_OK || rc == SL_ECORRUPT);
+        if (rc == SL_ECORRUPT)
+            assert_null(cells[0].block);
+        sl__cells_release(cells, 1);
+    }
+    unsigned char bad[64];
+    memset(bad, 0xff, sizeof bad);
+    bad[0] = 1;
+    assert_int_equal(sl__cells_decode(n.rig->policy, bad, sizeof bad, cells), SL_ECORRUPT);
+    bad[0] = 9; /* another version */
+    assert_int_equal(sl__cells_decode(n.rig->policy, bad, sizeof bad, cells), SL_ECORRUPT);
+    /* merge onto garbage: the charges still count, on a fresh state */
+    unsigned char *out;
+    size_t out_len;
+    uint64_t one[SL_MAX_LIMITS] = {2};
+    assert_int_equal(sl__cells_merge(n.rig->policy, bad, sizeof bad, one, n.rig->now, &out,
+                                     &out_len, NULL),
+                     SL_ECORRUPT);
+    assert_int_equal(sl__cells_decode(n.rig->policy, out, out_len, cells), SL_OK);
+    assert_int_equal(cells[0].block->count, 2);
+    sl__cells_release(cells, 1);
+    free(out);
+    free(good);
+    rig_free(n.rig);
+}
+
+/* The journal hears of charges of write-back policies only, with what
+ * each limit was charged; peeks and denials without count_denied charge
+ * nothing. */
+static void journal_hears_charges(void **state) {
+    (void)state;
+    sl_limit_t limits[2] = {{.algorithm = SL_FIXED_WINDOW, .limit = 2, .period = SEC(1)},
+                            {.algorithm = SL_GCRA, .limit = 10, .period = SEC(1), .burst = 9,
+                             .count_denied = true}};
+    node_t n;
+    node_init(&n, limits, 2, 1);
+    n.rig->now = SEC(1);
+    sl_decision_t d;
+    assert_int_equal(sl_peek(n.rig->limiter, n.rig->policy, KEY, 1, 1, &d), SL_OK);
+    assert_int_equal(n.journaled, 0);
+    assert_true(node_check(&n, 1));
+    assert_true(node_check(&n, 1));
+    assert_false(node_check(&n, 1)); /* the window denies; count_denied charges the gcra */
+    assert_int_equal(n.journaled, 3);
+    assert_int_equal(n.pending[0], 2);
+    assert_int_equal(n.pending[1], 3);
+    /* another policy on the same store is not journaled */
+    sl_policy_t *other;
+    sl_policy_config_t pc = {.name = "other", .limits = limits, .nlimits = 1};
+    assert_int_equal(sl_policy_new(&pc, &other, NULL, 0), SL_OK);
+    assert_int_equal(sl_check(n.rig->limiter, other, KEY, 1, 1, &d), SL_OK);
+    assert_int_equal(n.journaled, 3);
+    sl_policy_free(other);
+    rig_free(n.rig);
+}
+
+/* Importing keeps the charges made since the sync was sent: they are
+ * charged on top of the merged state. */
+static void import_keeps_later_charges(void **state) {
+    (void)state;
+    sl_limit_t l = {.algorithm = SL_FIXED_WINDOW, .limit = 5, .period = SEC(10)};
+    node_t n;
+    node_init(&n, &l, 1, 1);
+    n.rig->now = SEC(10);
+    unsigned char *shared = NULL;
+    size_t len = 0;
+    uint64_t others[SL_MAX_LIMITS] = {2}; /* another daemon admitted two */
+    assert_int_equal(sl__cells_merge(n.rig->policy, NULL, 0, others, n.rig->now, &shared, &len,
+                                     NULL),
+                     SL_OK);
+    assert_true(node_check(&n, 1)); /* charged here while the sync is in flight */
+    sl__cell_t cells[SL_MAX_LIMITS];
+    assert_int_equal(sl__cells_decode(n.rig->policy, shared, len, cells), SL_OK);
+    assert_int_equal(sl__memory_import(n.rig->store, n.rig->policy, KEY, 1, cells, n.rig->now,
+                                       take_pending, &n),
+                     SL_OK);
+    sl_decision_t d;
+    assert_int_equal(sl_peek(n.rig->limiter, n.rig->policy, KEY, 1, 1, &d), SL_OK);
+    assert_int_equal(d.remaining, 2); /* 5 - 2 elsewhere - 1 here */
+    free(shared);
+    rig_free(n.rig);
+}
+
+/* ---- the bound ---------------------------------------------------------------------- */
+
+/* `nodes` daemons each offered one request per millisecond on one key for
+ * `seconds`, syncing every `interval`: what they admit together. */
+static uint64_t run_nodes(const sl_limit_t *l, uint32_t nodes, uint32_t debt_nodes, int seconds,
+                          sl_usec_t interval) {
+    node_t n[4];
+    unsigned char *shared = NULL;
+    size_t shared_len = 0;
+    for (uint32_t i = 0; i < nodes; i++) {
+        node_init(&n[i], l, 1, debt_nodes);
+        n[i].rig->now = SEC(1000);
+    }
+    uint64_t admitted = 0;
+    for (sl_usec_t t = 0; t < SEC(seconds); t += MS(1)) {
+        for (uint32_t i = 0; i < nodes; i++) {
+            n[i].rig->now = SEC(1000) + t;
+            admitted += node_check(&n[i], 1);
+            /* the nodes' syncs are spread over the interval */
+            if ((t + (sl_usec_t)i * interval / nodes / MS(1) * MS(1)) % interval == 0)
+                node_sync(&n[i], &shared, &shared_len);
+        }
+    }
+    for (uint32_t i = 0; i < nodes; i++)
+        rig_free(n[i].rig);
+    free(shared);
+    return admitted;
+}
+
+/* docs/distributed.md's bound: over an exact limiter, N daemons admit at
+ * most (N-1) x (capacity + rate x interval) more, in all, because what
+ * they admitted between syncs is charged as debt when it meets in the
+ * shared state. Without that debt (store.nodes 1) every daemon would
+ * admit the whole rate. */
+static void over_admission_is_bounded(void **state) {
+    (void)state;
+    const uint32_t nodes = 3;
+    const int seconds = 20;
+    const sl_usec_t interval = MS(10);
+    sl_limit_t gcra = {.algorithm = SL_GCRA, .limit = 100, .period = SEC(1), .burst = 9};
+    uint64_t exact = 10 + 100 * seconds; /* capacity + rate x time */
+    uint64_t bound = (nodes - 1) * (10 + 100 * interval / SEC(1));
+    uint64_t got = run_nodes(&gcra, nodes, nodes, seconds, interval);
+    print_message("gcra 100/s burst 10, %u nodes, sync 10 ms, %d s: admitted %lu, exact %lu, "
+                  "bound %lu\n", nodes, seconds, (unsigned long)got, (unsigned long)exact,
+                  (unsigned long)(exact + bound));
+    assert_true(got <= exact + bound);
+    assert_true(got + 100 * interval / SEC(1) * nodes >= exact); /* and not much fewer */
+    uint64_t forgiven = run_nodes(&gcra, nodes, 1, seconds, interval);
+    assert_true(forgiven > 2 * exact);
+
+    /* windows start afresh at every boundary: the bound holds per window */
+    sl_limit_t window = {.algorithm = SL_FIXED_WINDOW, .limit = 100, .period = SEC(1)};
+    got = run_nodes(&window, nodes, nodes, seconds, interval);
+    print_message("fixed_window 100/s: admitted %lu, exact %lu, bound %lu\n", (unsigned long)got,
+                  (unsigned long)(100 * seconds),
+                  (unsigned long)(seconds * (100 + (nodes - 1) * 10)));
+    assert_true(got <= (uint64_t)seconds * (100 + (nodes - 1) * 10));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(shared_state_decides_alike),
+        cmocka_unit_test(garbage_is_refused),
+        cmocka_unit_test(journal_hears_charges),
+        cmocka_unit_test(import_keeps_later_charges),
+        cmocka_unit_test(over_admission_is_bounded),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
