@@ -254,6 +254,7 @@ int sl__policy_force(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now,
 
 static void share_debt(sl_policy_t *p, uint32_t nodes) {
     p->write_back = true;
+    p->nodes = nodes;
     for (size_t i = 0; i < p->nlimits; i++) {
         sl__limit_t *l = &p->limits[i];
         if (l->family != SL__RATE || nodes <= 1)
@@ -268,4 +269,11 @@ void sl__policy_write_back(sl_policy_t *p, uint32_t nodes) {
     share_debt(p, nodes);
     if (p->pool)
         share_debt(p->pool, nodes);
+}
+
+uint64_t sl__policy_share(const sl_policy_t *p, size_t i) {
+    if (p->nodes <= 1)
+        return UINT64_MAX;
+    uint64_t cap = p->limits[i].capacity;
+    return cap / p->nodes + (cap % p->nodes != 0);
 }

@@ -23,6 +23,7 @@ struct sl_policy {
     struct sl_policy *pool;             /* SL_MODE_ELASTIC: one shared limit, hard */
     bool write_back;                    /* decided locally, charges journaled for a
                                            shared store (sl__policy_write_back) */
+    uint32_t nodes;                     /* write-back: daemons sharing the state */
 };
 
 /* Makes p a write-back policy shared by `nodes` daemons, before any use:
@@ -31,6 +32,12 @@ struct sl_policy {
  * admitted between two syncs is paid back instead of forgiven when their
  * charges meet in the shared state. Applies to the elastic pool too. */
 void sl__policy_write_back(sl_policy_t *p, uint32_t nodes);
+
+/* Write-back: the most a daemon may charge limit i of a key before its
+ * charges are synced, capacity / nodes rounded up (UINT64_MAX with one
+ * node), so that daemons deciding on the same stale state cannot together
+ * spend much more than one capacity. */
+uint64_t sl__policy_share(const sl_policy_t *p, size_t i);
 
 /* Called for every limit about to be charged, before any is: the store makes
  * room for the state and, when block_cap > 0, gives the cell a block of that

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "write_back.h"
 #include "decide.h"
 #include "log.h"
 #include "remote.h"
@@ -493,6 +494,21 @@ static void cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
                            (unsigned long long)rs.timeouts, (unsigned long long)rs.reconnects,
                            (unsigned long long)rs.fallback_open, (unsigned long long)rs.fallback_closed,
                            (unsigned long long)rs.fallback_local);
+        }
+        if (c->d->write_back) {
+            sld_write_back_stats_t ws;
+            sld_write_back_stats(c->d->write_back, &ws);
+            sl_usec_t wall = sl_clock_realtime(NULL);
+            sld_buf_printf(&b,
+                           "# Write-back\r\nwrite_back_keys:%llu\r\nwrite_back_unsynced_keys:%llu\r\n"
+                           "write_back_syncs:%llu\r\n"
+                           "write_back_conflicts:%llu\r\nwrite_back_failures:%llu\r\n"
+                           "write_back_dropped:%llu\r\nwrite_back_last_sync_ms_ago:%lld\r\n\r\n",
+                           (unsigned long long)ws.keys, (unsigned long long)ws.unsynced,
+                           (unsigned long long)ws.syncs,
+                           (unsigned long long)ws.conflicts, (unsigned long long)ws.failures,
+                           (unsigned long long)ws.dropped,
+                           ws.last_sync ? (long long)((wall - ws.last_sync) / 1000) : -1LL);
         }
     }
     if (wants(argv, argc, "keyspace"))

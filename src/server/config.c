@@ -1458,7 +1458,7 @@ static int get_store(ctx_t *c, const raw_store_t *s, sld_config_t *cfg) {
         if (strcmp(s->sync, "strict") == 0)
             cfg->store_write_back = false;
         else if (strcmp(s->sync, "write_back") == 0)
-            return bad(c, "store.sync", "write_back is not available yet; use strict");
+            cfg->store_write_back = true;
         else
             return bad(c, "store.sync", "expected strict or write_back, got \"%s\"",
                        show(s->sync, b));

@@ -61,12 +61,14 @@ struct sld_server;
 struct sld_retired;
 struct sld_remote;
 struct sld_rules;
+struct sld_write_back;
 
 typedef struct sld_daemon {
     sl_store_t *store;
     sl_limiter_t *limiter;
     struct sld_remote *remote;              /* the Redis store; NULL = memory only */
     struct sld_rules *rules;                /* policies kept in Redis (with remote) */
+    struct sld_write_back *write_back;      /* store.sync: write_back (with remote) */
     _Atomic(sld_runtime_t *) runtime;
     sld_throttles_t *throttles;             /* CL.THROTTLE / GCRA parameter sets */
     sld_stats_t stats;

@@ -6,8 +6,10 @@
 
 #include <hiredis/hiredis.h>
 
+#include "core/policy.h"
 #include "decide.h"
 #include "remote.h"
+#include "write_back.h"
 #include "store/redis/script.h"
 
 static uint64_t mono_ns(void) {
@@ -122,7 +124,8 @@ int sld_decide_start(sld_daemon_t *d, uint32_t worker, const sld_origin_t *origi
                      const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
                      unsigned flags, sl_decision_t *out, sl_limit_report_t *limits,
                      sld_decided_fn fn, void *arg) {
-    if (d->remote == NULL)
+    /* write-back policies decide here; write_back.c shares their state */
+    if (d->remote == NULL || p->write_back)
         return sld_decide(d, worker, origin->slot, p, key, key_len, cost, flags, out, limits);
     pending_t *pd = malloc(sizeof *pd + key_len);
     if (pd == NULL) {
@@ -164,6 +167,27 @@ int sld_reset_start(sld_daemon_t *d, uint32_t worker, const sld_origin_t *origin
     (void)origin;
     if (d->remote == NULL)
         return sl_reset(d->limiter, p, key, key_len);
+    if (p->write_back) { /* here, in the journal and in Redis; the others' copies at their next sync */
+        sl_reset(d->limiter, p, key, key_len);
+        sld_write_back_forget(d->write_back, p, key, key_len);
+        size_t n = sld_write_back_key(p, key, key_len, NULL, 0);
+        char *buf = malloc(n);
+        pending_reset_t *pr = malloc(sizeof *pr);
+        int rc = buf && pr ? SL_OK : SL_ENOMEM;
+        if (rc == SL_OK) {
+            sld_write_back_key(p, key, key_len, buf, n);
+            const char *argv[2] = {"DEL", buf};
+            size_t argvlen[2] = {3, n};
+            *pr = (pending_reset_t){fn, arg};
+            rc = sld_remote_command(d->remote, worker, buf, n, 2, argv, argvlen, on_reset, pr) == SL_OK
+                     ? SLD_PENDING
+                     : SL_EIO;
+        }
+        free(buf);
+        if (rc != SLD_PENDING)
+            free(pr);
+        return rc;
+    }
     /* the local fallback's state goes too, so a reset key is new everywhere */
     sld_store_failure_t mode;
     sl_reset(d->limiter, sld_policies_fallback(origin->rt->policies, origin->index, p, &mode), key,

@@ -6,6 +6,7 @@
 
 #include "daemon.h"
 #include "metrics.h"
+#include "write_back.h"
 #include "remote.h"
 
 /* Upper bounds of the latency buckets, nanoseconds (+Inf after the last). */
@@ -234,6 +235,26 @@ void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out) 
                        (unsigned long long)rs.failures, (unsigned long long)rs.timeouts,
                        (unsigned long long)rs.reconnects, (unsigned long long)rs.fallback_open,
                        (unsigned long long)rs.fallback_closed, (unsigned long long)rs.fallback_local);
+    }
+    if (d->write_back) {
+        sld_write_back_stats_t ws;
+        sld_write_back_stats(d->write_back, &ws);
+        sld_buf_printf(out,
+                       "# HELP sluice_write_back_keys Keys in the write-back journal.\n"
+                       "# TYPE sluice_write_back_keys gauge\nsluice_write_back_keys %llu\n"
+                       "# HELP sluice_write_back_unsynced_keys Keys with charges Redis has not merged yet.\n"
+                       "# TYPE sluice_write_back_unsynced_keys gauge\nsluice_write_back_unsynced_keys %llu\n"
+                       "# HELP sluice_write_back_syncs_total Keys whose charges were merged into Redis.\n"
+                       "# TYPE sluice_write_back_syncs_total counter\nsluice_write_back_syncs_total %llu\n"
+                       "# HELP sluice_write_back_conflicts_total Syncs another daemon wrote first (merged again).\n"
+                       "# TYPE sluice_write_back_conflicts_total counter\nsluice_write_back_conflicts_total %llu\n"
+                       "# HELP sluice_write_back_failures_total Syncs without an answer (their charges wait).\n"
+                       "# TYPE sluice_write_back_failures_total counter\nsluice_write_back_failures_total %llu\n"
+                       "# HELP sluice_write_back_dropped_total Charges not shared (journal full, policy removed).\n"
+                       "# TYPE sluice_write_back_dropped_total counter\nsluice_write_back_dropped_total %llu\n",
+                       (unsigned long long)ws.keys, (unsigned long long)ws.unsynced,
+                       (unsigned long long)ws.syncs, (unsigned long long)ws.conflicts,
+                       (unsigned long long)ws.failures, (unsigned long long)ws.dropped);
     }
     sld_buf_printf(out, "# HELP sluice_build_info The running version.\n# TYPE sluice_build_info gauge\n"
                         "sluice_build_info{version=\"%s\"} 1\n", SL_VERSION_STRING);

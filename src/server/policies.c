@@ -9,6 +9,7 @@
 
 #include <xxhash.h>
 
+#include "core/policy.h"
 #include "policies.h"
 
 typedef struct entry {
@@ -109,7 +110,9 @@ int sld_policies_build(const sld_config_t *cfg, sld_metrics_t *metrics, sld_poli
     for (size_t i = 0; i < cfg->npolicies; i++)
         for (size_t k = 0; k < cfg->policies[i].ntiers; k++)
             nkeys += cfg->policies[i].tiers[k].nkeys;
-    bool divide = cfg->store_url != NULL && cfg->store_nodes > 1;
+    /* write-back decides here already: no fallback of its own is needed */
+    bool write_back = cfg->store_url != NULL && cfg->store_write_back;
+    bool divide = cfg->store_url != NULL && cfg->store_nodes > 1 && !write_back;
     int rc = SL_ENOMEM;
     t->compiled = calloc(cfg->npolicies ? cfg->npolicies : 1, sizeof *t->compiled);
     if (t->compiled && table_init(&t->names, cfg->npolicies) == SL_OK &&
@@ -118,6 +121,8 @@ int sld_policies_build(const sld_config_t *cfg, sld_metrics_t *metrics, sld_poli
     for (size_t i = 0; rc == SL_OK && i < cfg->npolicies; i++) {
         const sld_policy_t *p = &cfg->policies[i];
         rc = compile_one(p->name, p->limits, p->nlimits, p, 1, &t->compiled[i].policy, err, err_len);
+        if (rc == SL_OK && write_back)
+            sl__policy_write_back(t->compiled[i].policy, cfg->store_nodes);
         if (rc == SL_OK && divide)
             rc = compile_one(p->name, p->limits, p->nlimits, p, cfg->store_nodes,
                              &t->compiled[i].local, err, err_len);
@@ -137,6 +142,8 @@ int sld_policies_build(const sld_config_t *cfg, sld_metrics_t *metrics, sld_poli
             snprintf(name, sizeof name, "%s/%s", p->name, tier->name);
             rc = compile_one(name, tier->limits, tier->nlimits, p, 1, &t->compiled[i].tiers[k], err,
                              err_len);
+            if (rc == SL_OK && write_back)
+                sl__policy_write_back(t->compiled[i].tiers[k], cfg->store_nodes);
             if (rc == SL_OK && divide)
                 rc = compile_one(name, tier->limits, tier->nlimits, p, cfg->store_nodes,
                                  &t->compiled[i].local_tiers[k], err, err_len);

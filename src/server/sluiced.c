@@ -25,6 +25,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "remote.h"
+#include "write_back.h"
 #include "rules.h"
 #include "runtime.h"
 #include "server.h"
@@ -350,6 +351,11 @@ int main(int argc, char **argv) {
     uv_timer_init(loop, &maintenance);
     uv_timer_start(&maintenance, on_maintenance, MAINTENANCE_MS, MAINTENANCE_MS);
 
+    if (D.remote && cfg->store_write_back &&
+        (rc = sld_write_back_start(&D, loop, &D.write_back)) != SL_OK) {
+        fprintf(stderr, "sluiced: cannot start write-back: %s\n", sl_strerror(rc));
+        return 1;
+    }
     if (D.remote && (rc = sld_rules_start(&D, loop, &D.rules)) != SL_OK)
         sld_error("cannot follow the policies kept in Redis: %s", sl_strerror(rc));
     /* serve the policies kept in Redis from the first request: wait for
@@ -379,6 +385,7 @@ int main(int argc, char **argv) {
 
     sld_rules_stop(D.rules);
     sld_server_stop(server, STOP_GRACE_MS);
+    sld_write_back_stop(D.write_back);
     D.server = NULL;
     save_snapshot("shutdown");
     uv_close((uv_handle_t *)&sig_term, NULL);
@@ -389,6 +396,8 @@ int main(int argc, char **argv) {
     uv_loop_close(loop);
     sld_rules_free(D.rules);
     D.rules = NULL;
+    sld_write_back_free(D.write_back);
+    D.write_back = NULL;
     sld_runtime_shutdown(&D);
     sld_remote_free(D.remote);
     sld_throttles_free(D.throttles);

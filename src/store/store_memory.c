@@ -87,6 +87,7 @@ typedef struct memory_store {
     size_t max_memory;
     size_t budget;  /* per shard, 0 = unbounded */
     sl__journal_fn journal;  /* write-back: told what was charged */
+    sl__unsynced_fn unsynced;
     void *journal_ctx;
 } memory_store_t;
 
@@ -458,6 +459,44 @@ static void locate_all(eval_t *e) {
     e->moves = e->sh->moves;
 }
 
+/* Write-back: the mask of limits this daemon's unsynced charges of the
+ * key would take past its share. A key with nothing unsynced may always
+ * try, so that a cost above the share is not refused forever. */
+static uint32_t share_check(const memory_store_t *m, const sl_policy_t *p, const void *key,
+                            size_t key_len, uint64_t cost, sl_usec_t *retry) {
+    uint64_t unsynced[SL_MAX_LIMITS] = {0};
+    m->unsynced(m->journal_ctx, p, key, key_len, unsynced, retry);
+    uint32_t over = 0;
+    for (size_t i = 0; i < p->nlimits; i++)
+        if (unsynced[i] > 0 && sl__sat_add_u64(unsynced[i], cost) > sl__policy_share(p, i))
+            over |= 1u << i;
+    return over;
+}
+
+/* An admission the limits would give, taken back: this daemon has spent
+ * its share until its charges are synced. */
+static void deny_for_share(const sl_policy_t *p, uint32_t over, sl_usec_t retry,
+                           sl_decision_t *out, sl_limit_report_t *limits) {
+    out->allowed = false;
+    out->limited = true;
+    out->remaining = 0;
+    out->retry_after = retry > 0 ? retry : 1;
+    out->delay = 0;
+    for (size_t i = 0; i < p->nlimits; i++) {
+        if (!(over & (1u << i)))
+            continue;
+        if (out->limit_index < 0 || !(over & (1u << out->limit_index))) {
+            out->limit_index = (int)i;
+            out->limit = p->limits[i].nominal;
+        }
+        if (limits) {
+            limits[i].allowed = false;
+            limits[i].remaining = 0;
+            limits[i].retry_after = out->retry_after;
+        }
+    }
+}
+
 static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
                         uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out,
                         sl_limit_report_t *limits) {
@@ -471,9 +510,14 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
     locate_all(&e);
     for (size_t i = 0; i < p->nlimits; i++)
         cells[i] = load_cell(&e, i);
-    uint32_t charged = 0, costed = 0;
-    int rc = sl__policy_evaluate(p, cells, now, cost, peek, prepare, &e, &charged, &costed, out,
-                                 limits);
+    uint32_t charged = 0, costed = 0, over_share = 0;
+    sl_usec_t share_retry = 0;
+    if (p->write_back && !peek && cost > 0 && p->mode != SL_MODE_SHADOW && m->unsynced)
+        over_share = share_check(m, p, key, key_len, cost, &share_retry);
+    int rc = sl__policy_evaluate(p, cells, now, cost, peek || over_share, prepare, &e, &charged,
+                                 &costed, out, limits);
+    if (rc == SL_OK && over_share && out->allowed)
+        deny_for_share(p, over_share, share_retry, out, limits);
     for (size_t i = 0; rc == SL_OK && i < p->nlimits; i++) {
         if (!(charged & (1u << i)))
             continue;
@@ -490,9 +534,10 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
 
 /* ---- write-back ------------------------------------------------------------------ */
 
-void sl__memory_journal(sl_store_t *s, sl__journal_fn fn, void *ctx) {
+void sl__memory_journal(sl_store_t *s, sl__journal_fn fn, sl__unsynced_fn unsynced, void *ctx) {
     memory_store_t *m = (memory_store_t *)s;
     m->journal = fn;
+    m->unsynced = unsynced;
     m->journal_ctx = ctx;
 }
 

@@ -21,8 +21,16 @@
 typedef void (*sl__journal_fn)(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
                                uint32_t costed, uint64_t cost);
 
+/* What the journal holds of (p, key) not yet merged into the shared state
+ * (sent or not): unsynced[i] per limit, zeroed by the caller; *retry_after
+ * gets how long until the next sync. Called under the key's shard lock
+ * before a write-back policy charges anything: a limit whose unsynced
+ * charges would pass sl__policy_share() denies until they are synced. */
+typedef void (*sl__unsynced_fn)(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
+                                uint64_t *unsynced, sl_usec_t *retry_after);
+
 /* Sets the memory store's journal (NULL: none). Call before any decision. */
-void sl__memory_journal(sl_store_t *s, sl__journal_fn fn, void *ctx);
+void sl__memory_journal(sl_store_t *s, sl__journal_fn fn, sl__unsynced_fn unsynced, void *ctx);
 
 /* The charges the journal holds for (p, key) that the state being imported
  * does not include yet: costs[i] per limit, zeroed by the caller. Called

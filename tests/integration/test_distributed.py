@@ -577,6 +577,159 @@ class Rules(Base):
             return False
 
 
+class WriteBack(Base):
+    """store.sync: write_back -- decided locally, shared every sync_interval."""
+
+    def store(self, extra=""):
+        return ("store:\n  type: redis\n  url: %s\n  sync: write_back\n  sync_interval: 10ms\n"
+                "  nodes: 3\n  timeout: 100ms\n" % self.redis.url) + extra
+
+    def wait_remaining(self, client, policy, key, want, timeout=1.0):
+        deadline = time.time() + timeout
+        got = None
+        while time.time() < deadline:
+            got = client.execute_command("SL.PEEK", policy, key)[2]
+            if got == want:
+                return
+            time.sleep(0.01)
+        self.fail("%s %s: remaining %r, wanted %d, %.1f s on" % (policy, key, got, want, timeout))
+
+    def wait_synced(self, client, timeout=2.0):
+        """Until Redis has merged every charge the daemon made so far."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if client.info("store")["write_back_unsynced_keys"] == 0:
+                return
+            time.sleep(0.01)
+        self.fail("charges still unsynced %.1f s on" % timeout)
+
+    def test_charges_reach_every_daemon(self):
+        policies = "".join(one_policy(name, spec) for name, spec in ALGORITHMS.items())
+        ds = [self.daemon(config(policies, self.store())) for _ in range(3)]
+        cs = [d.client() for d in ds]
+        for name in ALGORITHMS:
+            for i, c in enumerate(cs):  # 10, 20 and 30 admitted on the three daemons
+                for _ in range(10 * (i + 1)):
+                    self.assertEqual(c.execute_command("SL.CHECK", name, "k")[0], 1, name)
+            for c in cs:
+                self.wait_synced(c)
+            # a daemon learns the others' charges when it syncs a charge of its own
+            for i, c in enumerate(cs):
+                self.assertEqual(c.execute_command("SL.CHECK", name, "k")[0], 1, name)
+                self.wait_synced(c)
+                self.wait_remaining(c, name, "k", 100 - 61 - i)
+        # the shared state is in Redis, with a TTL
+        rc = self.redis.client()
+        keys = [k for k in rc.scan_iter(match="sl:w:*")]
+        self.assertEqual(len(keys), len(ALGORITHMS))
+        for k in keys:
+            self.assertTrue(0 < rc.pttl(k) <= 2 * 3600 * 1000 + 1000, k)  # sliding: two windows
+        info = cs[0].info("store")
+        self.assertGreater(info["write_back_syncs"], 0)
+        self.assertEqual(info["write_back_dropped"], 0)
+
+    def test_over_admission_within_the_documented_bound(self):
+        """Real clock, 3 daemons hammered: admitted vs an exact limiter.
+
+        docs/distributed.md: at most (N-1) x (capacity + rate x (interval +
+        round trip)) more in all for gcra (over-admission is charged as
+        debt), and that much per window for fixed_window."""
+        policies = (one_policy("g", "{algorithm: gcra, limit: 200, period: 1s, burst: 19}")
+                    + one_policy("w", "{algorithm: fixed_window, limit: 200, period: 1s}"))
+        ds = [self.daemon(config(policies, self.store()), clock=None) for _ in range(3)]
+        nodes, capacity, rate, interval, rtt = 3, 20, 200, 0.010, 0.005
+        for policy in ("g", "w"):
+            stop = time.monotonic() + 3.0
+            admitted = [0]
+            lock = threading.Lock()
+
+            def run(d):
+                c = d.client()
+                mine = 0
+                while time.monotonic() < stop:
+                    p = c.pipeline(transaction=False)
+                    for _ in range(5):
+                        p.execute_command("SL.CHECK", policy, "hot")
+                    mine += sum(1 for r in p.execute() if r[0] == 1)
+                with lock:
+                    admitted[0] += mine
+
+            threads = [threading.Thread(target=run, args=(d,)) for d in ds for _ in range(2)]
+            t0 = time.monotonic()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(30)
+            elapsed = time.monotonic() - t0
+            if policy == "g":
+                exact = capacity + rate * elapsed
+                bound = (nodes - 1) * (capacity + rate * (interval + rtt))
+            else:
+                windows = int(elapsed) + 2  # windows the run touched, at most
+                exact = rate * windows
+                bound = windows * (nodes - 1) * capacity * 10  # per window: (N-1) x capacity (limit 200)
+                bound = windows * (nodes - 1) * rate
+            print("write-back %s: admitted %d in %.2f s through %d daemons; exact %.0f, bound +%.0f"
+                  % (policy, admitted[0], elapsed, nodes, exact, bound))
+            self.assertLessEqual(admitted[0], exact + bound, policy)
+            self.assertGreater(admitted[0], 0.8 * rate * elapsed, policy)
+
+    def test_redis_down_decisions_go_on_and_merge_later(self):
+        p = one_policy("p", "{algorithm: fixed_window, limit: 100, period: 1h}")
+        ds = [self.daemon(config(p, self.store())) for _ in range(2)]
+        a, b = ds[0].client(), ds[1].client()
+        self.assertEqual(a.execute_command("SL.CHECK", "p", "k")[0], 1)
+        self.redis.kill()
+        worst = 0.0
+        for _ in range(10):
+            t = time.monotonic()
+            self.assertEqual(a.execute_command("SL.CHECK", "p", "k")[0], 1)
+            worst = max(worst, time.monotonic() - t)
+        for _ in range(5):
+            self.assertEqual(b.execute_command("SL.CHECK", "p", "k")[0], 1)
+        self.assertLess(worst, 0.05, "a local decision waited on a dead Redis")
+        deadline = time.time() + 2
+        while a.info("store")["write_back_failures"] == 0 and time.time() < deadline:
+            time.sleep(0.02)
+        self.assertGreater(a.info("store")["write_back_failures"], 0)
+        self.redis.start()  # empty: what the daemons charged meanwhile is merged into it
+        for c in (a, b):
+            self.wait_synced(c, timeout=3.0)
+        self.assertEqual(a.execute_command("SL.CHECK", "p", "k")[0], 1)
+        self.wait_remaining(a, "p", "k", 100 - 17)
+        for d in ds:
+            self.assertIsNone(d.proc.poll())
+
+    def test_reset_and_garbage_in_redis(self):
+        p = one_policy("p", "{algorithm: sliding_log, limit: 10, period: 1h}")
+        ds = [self.daemon(config(p, self.store())) for _ in range(2)]
+        a, b = ds[0].client(), ds[1].client()
+        for _ in range(4):
+            a.execute_command("SL.CHECK", "p", "k")
+        self.wait_synced(a)
+        b.execute_command("SL.CHECK", "p", "k")
+        self.wait_remaining(b, "p", "k", 5)
+        self.assertEqual(a.execute_command("SL.RESET", "p", "k"), b"OK")
+        self.assertEqual(a.execute_command("SL.PEEK", "p", "k")[2], 10)
+        self.assertEqual(list(self.redis.client().scan_iter(match="sl:w:*")), [])
+        # someone writes garbage over a state: it is replaced, nothing crashes
+        a.execute_command("SL.CHECK", "p", "x")
+        self.wait_synced(a)
+        rc = self.redis.client()
+        deadline = time.time() + 1
+        while not list(rc.scan_iter(match="sl:w:*")) and time.time() < deadline:
+            time.sleep(0.01)
+        for k in rc.scan_iter(match="sl:w:*"):
+            rc.set(k, b"\x01" * 8 + b"\x01\xff\xff garbage")
+        a.execute_command("SL.CHECK", "p", "x")
+        self.wait_synced(a)
+        b.execute_command("SL.CHECK", "p", "x")
+        # the garbage took the first charge with it: two are left of three
+        self.wait_remaining(b, "p", "x", 8)
+        for d in ds:
+            self.assertIsNone(d.proc.poll())
+
+
 class RedisCluster:
     """A real Redis Cluster on 127.0.0.1: `masters` masters, each with
     `replicas` replicas, created with redis-cli --cluster create."""

@@ -472,7 +472,7 @@ static const bad_case_t bad_cases[] = {
     {3, "store.url: TLS (rediss://) is not supported",
      "store:\n  type: redis\n  url: rediss://127.0.0.1:6379\n" ONE_POLICY},
     {3, "store.url: expected redis://host:port", "store:\n  type: redis\n  url: http://x\n" ONE_POLICY},
-    {4, "store.sync: write_back is not available yet", "store:\n  type: redis\n  url: redis://h:1\n  sync: write_back\n" ONE_POLICY},
+    {5, "store.sync_interval: must be at least 1ms", "store:\n  type: redis\n  url: redis://h:1\n  sync: write_back\n  sync_interval: 10us\n" ONE_POLICY},
     {4, "store.sync: expected strict or write_back", "store:\n  type: redis\n  url: redis://h:1\n  sync: lazy\n" ONE_POLICY},
     {4, "store.timeout: must be at least 1ms", "store:\n  type: redis\n  url: redis://h:1\n  timeout: 10us\n" ONE_POLICY},
     {4, "store.clock: expected server (Redis TIME) or local", "store:\n  type: redis\n  url: redis://h:1\n  clock: mine\n" ONE_POLICY},

@@ -45,11 +45,17 @@ static void take_pending(void *ctx, const sl_policy_t *p, const void *key, size_
         costs[i] = n->pending[i];
 }
 
+static void unsynced_of(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
+                        uint64_t *unsynced, sl_usec_t *retry_after) {
+    take_pending(ctx, p, key, key_len, unsynced);
+    *retry_after = MS(10);
+}
+
 static void node_init(node_t *n, const sl_limit_t *limits, size_t nlimits, uint32_t nodes) {
     memset(n, 0, sizeof *n);
     n->rig = rig_limits(limits, nlimits, SL_MODE_HARD);
     sl__policy_write_back(n->rig->policy, nodes);
-    sl__memory_journal(n->rig->store, on_charge, n);
+    sl__memory_journal(n->rig->store, on_charge, unsynced_of, n);
 }
 
 /* The sync of one node, with no request in flight: its charges go into the

@@ -1,0 +1,529 @@
+/* write_back.c -- write-back mode: the journal and the syncs (see
+ * write_back.h).
+ *
+ * The journal is a hash table of the keys charged lately, one entry per
+ * (policy, key): `pending` holds what was charged since the last sync was
+ * sent, `sent` what a sync in flight carries. Workers add to `pending`
+ * under the table's lock (itself taken under the memory store's key lock,
+ * never the other way round). The main loop owns the rest of an entry: the
+ * shared state as last seen in Redis (its version and bytes), so that a key
+ * only this daemon charges syncs in one round trip.
+ *
+ * A sync of one key: merge `sent` onto the cached shared state, write it
+ * with sync.lua if Redis still holds the cached version; if another daemon
+ * wrote first, its state comes back in the reply and the merge is redone
+ * on it (a few times at most, then the charges wait for the next round).
+ * Once written, the merged state is imported into the memory store with
+ * `pending` charged on top, under the key's lock.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <hiredis/hiredis.h>
+#include <xxhash.h>
+
+#include "log.h"
+#include "remote.h"
+#include "runtime.h"
+#include "core/arith.h"
+#include "store/redis/client.h"
+#include "store/redis/script.h"
+#include "store/write_back.h"
+#include "write_back.h"
+
+#define MAX_KEYS (1u << 20)      /* journal entries; beyond, charges stay local */
+#define MAX_ATTEMPTS 4           /* compare-and-sets of one key per round */
+#define IDLE_ROUNDS 200          /* an entry with nothing to sync this long goes */
+#define SWEEP_EVERY 64           /* rounds between sweeps of idle entries */
+#define KEY_PREFIX "sl:w:{"
+#define VERSION_BYTES 8
+
+typedef struct entry {
+    struct entry *next;          /* in its bucket */
+    struct entry *dirty_next;    /* in the list of entries with pending charges */
+    uint64_t hash;
+    uint64_t policy_id;          /* sl_policy_t.id: tells a pool from its policy */
+    bool dirty;                  /* on the dirty list */
+    bool in_flight;              /* a sync carries `sent` */
+    uint32_t idle;               /* rounds without charges */
+    uint64_t pending[SL_MAX_LIMITS];
+    uint64_t sent[SL_MAX_LIMITS];
+    /* the main loop's own */
+    bool known;                  /* version and shared are what Redis held */
+    unsigned char version[VERSION_BYTES];
+    bool has_version;            /* false: Redis had no such key */
+    unsigned char *shared;
+    size_t shared_len;
+    size_t name_len, key_len;
+    char bytes[];                /* name, then key */
+} entry_t;
+
+struct sld_write_back {
+    sld_daemon_t *d;
+    uv_loop_t *loop;
+    uv_timer_t tick;
+    sl__redis_client_t *client;
+    pthread_mutex_t lock;        /* the table, the dirty list, pending and sent */
+    entry_t **buckets;
+    size_t nbuckets;
+    size_t count;
+    entry_t *dirty;
+    uint64_t rounds;
+    sl_usec_t interval;          /* store.sync_interval */
+    uint64_t version_seed;       /* random per daemon */
+    uint64_t version_count;
+    bool stopping;
+    _Atomic uint64_t syncs, conflicts, failures, dropped;
+    _Atomic sl_usec_t last_sync;
+};
+
+/* ---- the journal (workers' side) --------------------------------------------------------- */
+
+static uint64_t hash_of(const sl_policy_t *p, const void *key, size_t key_len) {
+    return XXH3_64bits_withSeed(key, key_len, p->id);
+}
+
+static entry_t *lookup(sld_write_back_t *w, const sl_policy_t *p, const void *key,
+                       size_t key_len, uint64_t h) {
+    size_t name_len = strlen(p->name);
+    for (entry_t *e = w->buckets[h & (w->nbuckets - 1)]; e; e = e->next)
+        if (e->hash == h && e->policy_id == p->id && e->key_len == key_len &&
+            e->name_len == name_len && memcmp(e->bytes, p->name, name_len) == 0 &&
+            memcmp(e->bytes + name_len, key, key_len) == 0)
+            return e;
+    return NULL;
+}
+
+static void grow(sld_write_back_t *w) {
+    size_t n = w->nbuckets * 2;
+    entry_t **b = calloc(n, sizeof *b);
+    if (b == NULL)
+        return; /* longer chains, still correct */
+    for (size_t i = 0; i < w->nbuckets; i++) {
+        for (entry_t *e = w->buckets[i], *next; e; e = next) {
+            next = e->next;
+            e->next = b[e->hash & (n - 1)];
+            b[e->hash & (n - 1)] = e;
+        }
+    }
+    free(w->buckets);
+    w->buckets = b;
+    w->nbuckets = n;
+}
+
+static void on_charge(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
+                      uint32_t costed, uint64_t cost) {
+    sld_write_back_t *w = ctx;
+    uint64_t h = hash_of(p, key, key_len);
+    pthread_mutex_lock(&w->lock);
+    entry_t *e = lookup(w, p, key, key_len, h);
+    if (e == NULL && w->count < MAX_KEYS) {
+        size_t name_len = strlen(p->name);
+        e = calloc(1, sizeof *e + name_len + key_len);
+        if (e) {
+            e->hash = h;
+            e->policy_id = p->id;
+            e->name_len = name_len;
+            e->key_len = key_len;
+            memcpy(e->bytes, p->name, name_len);
+            memcpy(e->bytes + name_len, key, key_len);
+            e->next = w->buckets[h & (w->nbuckets - 1)];
+            w->buckets[h & (w->nbuckets - 1)] = e;
+            if (++w->count > w->nbuckets)
+                grow(w);
+        }
+    }
+    if (e == NULL) {
+        pthread_mutex_unlock(&w->lock);
+        atomic_fetch_add_explicit(&w->dropped, cost, memory_order_relaxed);
+        return;
+    }
+    for (size_t i = 0; i < p->nlimits; i++)
+        if (costed & (1u << i))
+            e->pending[i] = e->pending[i] > UINT64_MAX - cost ? UINT64_MAX : e->pending[i] + cost;
+    e->idle = 0;
+    if (!e->dirty) {
+        e->dirty = true;
+        e->dirty_next = w->dirty;
+        w->dirty = e;
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* sl__pending_fn: what the key was charged since its sync was sent. */
+static void pending_of(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
+                       uint64_t *costs) {
+    sld_write_back_t *w = ctx;
+    pthread_mutex_lock(&w->lock);
+    entry_t *e = lookup(w, p, key, key_len, hash_of(p, key, key_len));
+    if (e)
+        memcpy(costs, e->pending, p->nlimits * sizeof *costs);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* sl__unsynced_fn: what the key charged here that Redis has not merged. */
+static void unsynced_of(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
+                        uint64_t *unsynced, sl_usec_t *retry_after) {
+    sld_write_back_t *w = ctx;
+    pthread_mutex_lock(&w->lock);
+    entry_t *e = lookup(w, p, key, key_len, hash_of(p, key, key_len));
+    if (e)
+        for (size_t i = 0; i < p->nlimits; i++)
+            unsynced[i] = sl__sat_add_u64(e->pending[i], e->sent[i]);
+    pthread_mutex_unlock(&w->lock);
+    *retry_after = w->interval;
+}
+
+/* ---- keys and policies ------------------------------------------------------------------------ */
+
+size_t sld_write_back_key(const sl_policy_t *p, const void *key, size_t key_len, char *buf,
+                          size_t cap) {
+    size_t name_len = strlen(p->name);
+    size_t n = sizeof KEY_PREFIX - 1 + name_len + 1 + key_len + 1;
+    if (n > cap)
+        return n;
+    char *at = buf;
+    memcpy(at, KEY_PREFIX, sizeof KEY_PREFIX - 1);
+    at += sizeof KEY_PREFIX - 1;
+    memcpy(at, p->name, name_len);
+    at += name_len;
+    /* a pool is a state of its own: its id differs from its policy's */
+    *at++ = p->pool == NULL && p->id != XXH3_64bits(p->name, name_len) ? '\1' : '\0';
+    memcpy(at, key, key_len);
+    at += key_len;
+    *at = '}';
+    return n;
+}
+
+typedef struct find {
+    const char *name;
+    size_t name_len;
+    uint64_t id;
+    const sl_policy_t *found;
+} find_t;
+
+static int match(void *ctx, const sl_policy_t *p) {
+    find_t *f = ctx;
+    if (strlen(p->name) != f->name_len || memcmp(p->name, f->name, f->name_len) != 0)
+        return 0;
+    if (p->id == f->id)
+        f->found = p;
+    else if (p->pool && p->pool->id == f->id)
+        f->found = p->pool;
+    return f->found != NULL;
+}
+
+/* The policy (or pool) an entry was journaled for, as the runtime has it
+ * now; NULL when a reload removed it. */
+static const sl_policy_t *policy_of(const sld_runtime_t *rt, const entry_t *e) {
+    find_t f = {e->bytes, e->name_len, e->policy_id, NULL};
+    sld_policies_each(rt->policies, match, &f);
+    return f.found;
+}
+
+/* ---- syncs (the main loop's side) ------------------------------------------------------------ */
+
+typedef struct job {
+    sld_write_back_t *w;
+    entry_t *e;
+    sld_runtime_t *rt;           /* pinned while the job lives */
+    const sl_policy_t *p;
+    int attempts;
+    unsigned char version[VERSION_BYTES];
+    unsigned char *merged;       /* what was sent: the new shared state */
+    size_t merged_len;
+} job_t;
+
+static void send_job(job_t *j);
+
+/* Back to pending: the charges go with the next round. */
+static void give_back(sld_write_back_t *w, entry_t *e) {
+    pthread_mutex_lock(&w->lock);
+    for (size_t i = 0; i < SL_MAX_LIMITS; i++) {
+        e->pending[i] = e->pending[i] > UINT64_MAX - e->sent[i] ? UINT64_MAX : e->pending[i] + e->sent[i];
+        e->sent[i] = 0;
+    }
+    e->in_flight = false;
+    if (!e->dirty) {
+        e->dirty = true;
+        e->dirty_next = w->dirty;
+        w->dirty = e;
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void end_job(job_t *j) {
+    atomic_fetch_sub(&j->rt->pins, 1);
+    free(j->merged);
+    free(j);
+}
+
+static void set_shared(entry_t *e, const unsigned char *value, size_t len) {
+    free(e->shared);
+    e->shared = NULL;
+    e->shared_len = 0;
+    e->has_version = len >= VERSION_BYTES;
+    if (!e->has_version)
+        return;
+    memcpy(e->version, value, VERSION_BYTES);
+    if (len > VERSION_BYTES && (e->shared = malloc(len - VERSION_BYTES)) != NULL) {
+        memcpy(e->shared, value + VERSION_BYTES, len - VERSION_BYTES);
+        e->shared_len = len - VERSION_BYTES;
+    }
+}
+
+static void written(job_t *j) {
+    sld_write_back_t *w = j->w;
+    entry_t *e = j->e;
+    free(e->shared);
+    e->shared = j->merged;
+    e->shared_len = j->merged_len;
+    j->merged = NULL;
+    memcpy(e->version, j->version, VERSION_BYTES);
+    e->has_version = e->shared_len > 0; /* an empty state was deleted */
+    e->known = true;
+    sl__cell_t cells[SL_MAX_LIMITS];
+    if (sl__cells_decode(j->p, e->shared, e->shared_len, cells) == SL_OK)
+        sl__memory_import(w->d->store, j->p, e->bytes + e->name_len, e->key_len, cells,
+                          sld_now(w->d), pending_of, w);
+    pthread_mutex_lock(&w->lock);
+    memset(e->sent, 0, sizeof e->sent);
+    e->in_flight = false;
+    pthread_mutex_unlock(&w->lock);
+    atomic_fetch_add_explicit(&w->syncs, 1, memory_order_relaxed);
+    atomic_store_explicit(&w->last_sync, sl_clock_realtime(NULL), memory_order_relaxed);
+}
+
+static void on_reply(void *arg, sl__redis_status_t status, const redisReply *r) {
+    job_t *j = arg;
+    sld_write_back_t *w = j->w;
+    bool ok = status == SL__REDIS_OK && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+              r->element[0]->type == REDIS_REPLY_INTEGER;
+    if (ok && r->element[0]->integer == 1) {
+        written(j);
+        end_job(j);
+        return;
+    }
+    if (ok && r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING) {
+        /* another daemon wrote first: merge onto what it wrote */
+        atomic_fetch_add_explicit(&w->conflicts, 1, memory_order_relaxed);
+        set_shared(j->e, (const unsigned char *)r->element[1]->str, r->element[1]->len);
+        j->e->known = true;
+        if (++j->attempts < MAX_ATTEMPTS && !w->stopping) {
+            send_job(j);
+            return;
+        }
+    } else {
+        atomic_fetch_add_explicit(&w->failures, 1, memory_order_relaxed);
+        if (status == SL__REDIS_OK && r && r->type == REDIS_REPLY_ERROR)
+            sld_warn("store: write-back sync refused by Redis: %.*s", (int)(r->len > 200 ? 200 : r->len),
+                     r->str);
+        j->e->known = false; /* read it again next time */
+    }
+    give_back(w, j->e);
+    end_job(j);
+}
+
+static void next_version(sld_write_back_t *w, unsigned char *out) {
+    uint64_t v = w->version_seed ^ (++w->version_count * UINT64_C(0x9e3779b97f4a7c15));
+    for (int i = 0; i < VERSION_BYTES; i++)
+        out[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Merges the job's charges onto the entry's shared state and sends the
+ * compare-and-set; a failure to send gives the charges back. */
+static void send_job(job_t *j) {
+    sld_write_back_t *w = j->w;
+    entry_t *e = j->e;
+    sl_usec_t now = sld_now(w->d), recovered = 0;
+    free(j->merged);
+    j->merged = NULL;
+    int rc = sl__cells_merge(j->p, e->known ? e->shared : NULL, e->known ? e->shared_len : 0, e->sent,
+                             now, &j->merged, &j->merged_len, &recovered);
+    if (rc == SL_ECORRUPT) {
+        sld_warn("store: write-back state of a key of policy %s was unreadable; replaced", j->p->name);
+        rc = SL_OK;
+    }
+    char keybuf[512], *key = keybuf;
+    size_t key_len = sld_write_back_key(j->p, e->bytes + e->name_len, e->key_len, keybuf, sizeof keybuf);
+    if (key_len > sizeof keybuf && (key = malloc(key_len)) != NULL)
+        sld_write_back_key(j->p, e->bytes + e->name_len, e->key_len, key, key_len);
+    char ttl[24];
+    /* a little longer than the state lives, for daemons whose clocks run behind */
+    long long ms = (long long)((recovered > now ? recovered - now : 0) / 1000) + 1000;
+    snprintf(ttl, sizeof ttl, "%lld", ms);
+    next_version(w, j->version);
+    if (!e->known) /* assume a new key; if Redis has one, it says so and sends it */
+        e->has_version = false;
+    const char *argv[8] = {"EVALSHA", sl__redis_sync_lua_sha1, "1", key,
+                           e->has_version ? (const char *)e->version : "",
+                           (const char *)j->version, j->merged ? (const char *)j->merged : "", ttl};
+    size_t argvlen[8] = {7, 40, 1, key_len, e->has_version ? VERSION_BYTES : 0, VERSION_BYTES,
+                         j->merged_len, strlen(ttl)};
+    int st = rc != SL_OK || key == NULL
+                 ? -1
+                 : sl__redis_client_send(w->client, key, key_len, 8, argv, argvlen, sl__redis_sync_lua,
+                                         sl__redis_sync_lua_len, on_reply, j);
+    if (key != keybuf)
+        free(key);
+    if (st != 0) {
+        atomic_fetch_add_explicit(&w->failures, 1, memory_order_relaxed);
+        give_back(w, e);
+        end_job(j);
+    }
+}
+
+/* Frees entries with nothing to sync for IDLE_ROUNDS rounds. */
+static void sweep(sld_write_back_t *w) {
+    pthread_mutex_lock(&w->lock);
+    for (size_t i = 0; i < w->nbuckets; i++) {
+        for (entry_t **at = &w->buckets[i]; *at;) {
+            entry_t *e = *at;
+            if (!e->dirty && !e->in_flight && (e->idle += SWEEP_EVERY) >= IDLE_ROUNDS) {
+                *at = e->next;
+                free(e->shared);
+                free(e);
+                w->count--;
+            } else {
+                at = &e->next;
+            }
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void on_tick(uv_timer_t *t) {
+    sld_write_back_t *w = t->data;
+    sld_runtime_t *rt = (sld_runtime_t *)sld_runtime(w->d);
+    entry_t *batch = NULL;
+    pthread_mutex_lock(&w->lock);
+    for (entry_t **at = &w->dirty; *at;) {
+        entry_t *e = *at;
+        if (e->in_flight) { /* its sync is still out: it goes next round */
+            at = &e->dirty_next;
+            continue;
+        }
+        *at = e->dirty_next;
+        e->dirty = false;
+        e->in_flight = true;
+        memcpy(e->sent, e->pending, sizeof e->sent);
+        memset(e->pending, 0, sizeof e->pending);
+        e->dirty_next = batch;
+        batch = e;
+    }
+    pthread_mutex_unlock(&w->lock);
+    while (batch) {
+        entry_t *e = batch;
+        batch = e->dirty_next;
+        const sl_policy_t *p = policy_of(rt, e);
+        if (p == NULL) { /* a reload removed the policy: what it charged goes with it */
+            uint64_t lost = 0;
+            pthread_mutex_lock(&w->lock);
+            for (size_t i = 0; i < SL_MAX_LIMITS; i++)
+                lost += e->sent[i];
+            memset(e->sent, 0, sizeof e->sent);
+            e->in_flight = false;
+            pthread_mutex_unlock(&w->lock);
+            atomic_fetch_add_explicit(&w->dropped, lost, memory_order_relaxed);
+            continue;
+        }
+        job_t *j = calloc(1, sizeof *j);
+        if (j == NULL) {
+            give_back(w, e);
+            continue;
+        }
+        atomic_fetch_add(&rt->pins, 1);
+        *j = (job_t){.w = w, .e = e, .rt = rt, .p = p};
+        send_job(j);
+    }
+    if (++w->rounds % SWEEP_EVERY == 0)
+        sweep(w);
+}
+
+/* ---- life -------------------------------------------------------------------------------------- */
+
+int sld_write_back_start(sld_daemon_t *d, uv_loop_t *loop, sld_write_back_t **out) {
+    sld_write_back_t *w = calloc(1, sizeof *w);
+    if (w == NULL || (w->buckets = calloc(1024, sizeof *w->buckets)) == NULL) {
+        free(w);
+        return SL_ENOMEM;
+    }
+    w->nbuckets = 1024;
+    w->d = d;
+    w->loop = loop;
+    pthread_mutex_init(&w->lock, NULL);
+    if (getrandom(&w->version_seed, sizeof w->version_seed, 0) != sizeof w->version_seed)
+        w->version_seed = (uint64_t)sl_clock_realtime(NULL) * UINT64_C(0x9e3779b97f4a7c15);
+    if (sl__redis_client_new(loop, sld_remote_url(d->remote), sld_remote_options(d->remote),
+                             &w->client) != 0) {
+        free(w->buckets);
+        free(w);
+        return SL_ENOMEM;
+    }
+    w->interval = sld_runtime(d)->cfg->store_sync_interval;
+    uint64_t ms = (uint64_t)(w->interval / 1000);
+    uv_timer_init(loop, &w->tick);
+    w->tick.data = w;
+    uv_timer_start(&w->tick, on_tick, ms ? ms : 1, ms ? ms : 1);
+    sl__memory_journal(d->store, on_charge, unsynced_of, w);
+    *out = w;
+    return SL_OK;
+}
+
+static void on_client_closed(void *arg) { (void)arg; }
+
+void sld_write_back_stop(sld_write_back_t *w) {
+    if (w == NULL)
+        return;
+    w->stopping = true;
+    uv_timer_stop(&w->tick);
+    uv_close((uv_handle_t *)&w->tick, NULL);
+    sl__redis_client_close(w->client, on_client_closed, w);
+}
+
+void sld_write_back_free(sld_write_back_t *w) {
+    if (w == NULL)
+        return;
+    sl__memory_journal(w->d->store, NULL, NULL, NULL);
+    for (size_t i = 0; i < w->nbuckets; i++) {
+        for (entry_t *e = w->buckets[i], *next; e; e = next) {
+            next = e->next;
+            free(e->shared);
+            free(e);
+        }
+    }
+    free(w->buckets);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
+void sld_write_back_stats(sld_write_back_t *w, sld_write_back_stats_t *out) {
+    memset(out, 0, sizeof *out);
+    if (w == NULL)
+        return;
+    out->syncs = atomic_load(&w->syncs);
+    out->conflicts = atomic_load(&w->conflicts);
+    out->failures = atomic_load(&w->failures);
+    out->dropped = atomic_load(&w->dropped);
+    out->last_sync = atomic_load(&w->last_sync);
+    pthread_mutex_lock(&w->lock);
+    out->keys = w->count;
+    for (size_t i = 0; i < w->nbuckets; i++)
+        for (const entry_t *e = w->buckets[i]; e; e = e->next)
+            out->unsynced += e->dirty || e->in_flight;
+    pthread_mutex_unlock(&w->lock);
+}
+
+void sld_write_back_forget(sld_write_back_t *w, const sl_policy_t *p, const void *key,
+                           size_t key_len) {
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&w->lock);
+    entry_t *e = lookup(w, p, key, key_len, hash_of(p, key, key_len));
+    if (e)
+        memset(e->pending, 0, sizeof e->pending);
+    pthread_mutex_unlock(&w->lock);
+}
