@@ -201,6 +201,18 @@ bool sl__limit_block_fits(const sl__limit_t *l, const sl__block_t *b) {
     return kind != SL__BLOCK_COUNTERS || b->cap == l->precision + 1;
 }
 
+bool sl__limit_cell_valid(const sl__limit_t *l, const sl__cell_t *cell) {
+    if (cell->expire_at < 0 || cell->expire_at > SL__MAX_TIME + SL__MAX_PERIOD)
+        return false;
+    /* a sliding window's state ends on a sub-window boundary, precision + 1
+     * sub-windows after the one it counts (window.c): the counters are
+     * indexed by that arithmetic */
+    if (l->algorithm == SL_SLIDING_WINDOW && cell->expire_at > 0 &&
+        (cell->expire_at % l->sub != 0 || cell->expire_at / l->sub < (int64_t)l->precision + 1))
+        return false;
+    return true;
+}
+
 size_t sl__block_size(uint32_t kind, uint32_t cap) {
     size_t word = kind == SL__BLOCK_LOG64 ? 8 : 4;
     return sizeof(sl__block_t) + word * cap;

@@ -116,6 +116,11 @@ void sl__limit_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uin
  * from a snapshot could claim anything). */
 bool sl__limit_block_fits(const sl__limit_t *l, const sl__block_t *b);
 
+/* Whether a cell read from outside (another daemon's state) is one this
+ * limit's algorithm could have written: blocks are checked apart
+ * (sl__block_valid, sl__limit_block_fits); this checks the rest. */
+bool sl__limit_cell_valid(const sl__limit_t *l, const sl__cell_t *cell);
+
 /* Bytes of a block of `kind` holding `cap` entries. */
 size_t sl__block_size(uint32_t kind, uint32_t cap);
 /* Prepares caller memory of sl__block_size(kind, cap) bytes as an empty block. */

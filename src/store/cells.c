@@ -142,9 +142,12 @@ int sl__cells_decode(const sl_policy_t *p, const void *buf, size_t len, sl__cell
             continue;
         }
         seen |= 1u << i;
-        if ((b == NULL) != (sl__limit_block_kind(l) == SL__BLOCK_NONE))
-            continue; /* not this limit's shape: it starts afresh */
-        cells[i] = (sl__cell_t){expire_at, b ? 0 : word, b, false};
+        sl__cell_t c = {expire_at, b ? 0 : word, b, false};
+        if ((b == NULL) != (sl__limit_block_kind(l) == SL__BLOCK_NONE) || !sl__limit_cell_valid(l, &c)) {
+            free(b); /* not a state of this limit: it starts afresh */
+            continue;
+        }
+        cells[i] = c;
     }
     if (r.bad) {
         sl__cells_release(cells, p->nlimits);

@@ -231,7 +231,7 @@ static void import_keeps_later_charges(void **state) {
 /* `nodes` daemons each offered one request per millisecond on one key for
  * `seconds`, syncing every `interval`: what they admit together. */
 static uint64_t run_nodes(const sl_limit_t *l, uint32_t nodes, uint32_t debt_nodes, int seconds,
-                          sl_usec_t interval) {
+                          sl_usec_t interval, int per_ms) {
     node_t n[4];
     unsigned char *shared = NULL;
     size_t shared_len = 0;
@@ -243,7 +243,8 @@ static uint64_t run_nodes(const sl_limit_t *l, uint32_t nodes, uint32_t debt_nod
     for (sl_usec_t t = 0; t < SEC(seconds); t += MS(1)) {
         for (uint32_t i = 0; i < nodes; i++) {
             n[i].rig->now = SEC(1000) + t;
-            admitted += node_check(&n[i], 1);
+            for (int k = 0; k < per_ms; k++)
+                admitted += node_check(&n[i], 1);
             /* the nodes' syncs are spread over the interval */
             if ((t + (sl_usec_t)i * interval / nodes / MS(1) * MS(1)) % interval == 0)
                 node_sync(&n[i], &shared, &shared_len);
@@ -268,22 +269,71 @@ static void over_admission_is_bounded(void **state) {
     sl_limit_t gcra = {.algorithm = SL_GCRA, .limit = 100, .period = SEC(1), .burst = 9};
     uint64_t exact = 10 + 100 * seconds; /* capacity + rate x time */
     uint64_t bound = (nodes - 1) * (10 + 100 * interval / SEC(1));
-    uint64_t got = run_nodes(&gcra, nodes, nodes, seconds, interval);
+    uint64_t got = run_nodes(&gcra, nodes, nodes, seconds, interval, 1);
     print_message("gcra 100/s burst 10, %u nodes, sync 10 ms, %d s: admitted %lu, exact %lu, "
                   "bound %lu\n", nodes, seconds, (unsigned long)got, (unsigned long)exact,
                   (unsigned long)(exact + bound));
     assert_true(got <= exact + bound);
     assert_true(got + 100 * interval / SEC(1) * nodes >= exact); /* and not much fewer */
-    uint64_t forgiven = run_nodes(&gcra, nodes, 1, seconds, interval);
+    uint64_t forgiven = run_nodes(&gcra, nodes, 1, seconds, interval, 1);
     assert_true(forgiven > 2 * exact);
 
     /* windows start afresh at every boundary: the bound holds per window */
     sl_limit_t window = {.algorithm = SL_FIXED_WINDOW, .limit = 100, .period = SEC(1)};
-    got = run_nodes(&window, nodes, nodes, seconds, interval);
+    got = run_nodes(&window, nodes, nodes, seconds, interval, 1);
     print_message("fixed_window 100/s: admitted %lu, exact %lu, bound %lu\n", (unsigned long)got,
                   (unsigned long)(100 * seconds),
                   (unsigned long)(seconds * (100 + (nodes - 1) * 10)));
     assert_true(got <= (uint64_t)seconds * (100 + (nodes - 1) * 10));
+
+    /* hammered (50 per ms per daemon): each daemon spends its share,
+     * ceil(100 / 3) = 34, before it syncs, so a window passes at most
+     * (N-1) x 34 more than its limit */
+    got = run_nodes(&window, nodes, nodes, seconds, interval, 50);
+    print_message("fixed_window hammered: admitted %lu, exact %lu, bound %lu\n", (unsigned long)got,
+                  (unsigned long)(100 * seconds), (unsigned long)(seconds * (100 + (nodes - 1) * 34)));
+    assert_true(got <= (uint64_t)seconds * (100 + (nodes - 1) * 34));
+    assert_true(got >= (uint64_t)seconds * 100);
+    got = run_nodes(&gcra, nodes, nodes, seconds, interval, 50);
+    print_message("gcra hammered: admitted %lu, exact %lu\n", (unsigned long)got, (unsigned long)exact);
+    assert_true(got <= exact + (nodes - 1) * (4 + 100 * interval / SEC(1)));
+}
+
+/* One daemon alone bursting: it spends its share, then denies until its
+ * charges are synced (retry_after: the journal's next sync), then goes on. */
+static void share_paces_a_burst(void **state) {
+    (void)state;
+    sl_limit_t l = {.algorithm = SL_TOKEN_BUCKET, .limit = 30, .period = SEC(60)};
+    node_t n;
+    node_init(&n, &l, 1, 3);
+    n.rig->now = SEC(100);
+    unsigned char *shared = NULL;
+    size_t len = 0;
+    int passed = 0;
+    for (int i = 0; i < 15; i++)
+        passed += node_check(&n, 1);
+    assert_int_equal(passed, 10); /* 30 / 3 nodes */
+    sl_decision_t d;
+    assert_int_equal(sl_check(n.rig->limiter, n.rig->policy, KEY, 1, 1, &d), SL_OK);
+    assert_false(d.allowed);
+    assert_int_equal(d.retry_after, MS(10));
+    assert_int_equal(d.remaining, 0);
+    node_sync(&n, &shared, &len);
+    for (int i = 0; i < 15; i++)
+        passed += node_check(&n, 1);
+    assert_int_equal(passed, 20);
+    node_sync(&n, &shared, &len);
+    node_sync(&n, &shared, &len);
+    for (int i = 0; i < 15; i++)
+        passed += node_check(&n, 1);
+    assert_int_equal(passed, 30); /* the whole capacity, over three syncs */
+    /* a cost above the share passes when nothing is unsynced */
+    n.rig->now += SEC(60);
+    node_sync(&n, &shared, &len);
+    assert_true(node_check(&n, 20));
+    assert_false(node_check(&n, 1));
+    free(shared);
+    rig_free(n.rig);
 }
 
 int main(void) {
@@ -293,6 +343,7 @@ int main(void) {
         cmocka_unit_test(journal_hears_charges),
         cmocka_unit_test(import_keeps_later_charges),
         cmocka_unit_test(over_admission_is_bounded),
+        cmocka_unit_test(share_paces_a_burst),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
