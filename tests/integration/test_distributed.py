@@ -631,14 +631,17 @@ class WriteBack(Base):
     def test_over_admission_within_the_documented_bound(self):
         """Real clock, 3 daemons hammered: admitted vs an exact limiter.
 
-        docs/distributed.md: at most (N-1) x (capacity + rate x (interval +
-        round trip)) more in all for gcra (over-admission is charged as
-        debt), and that much per window for fixed_window."""
+        docs/distributed.md: at most (N-1) x (share + rate x (interval +
+        round trip)) more, share = ceil(capacity / N); in all for gcra
+        (what was over-admitted is charged as debt), per window for
+        fixed_window."""
         policies = (one_policy("g", "{algorithm: gcra, limit: 200, period: 1s, burst: 19}")
                     + one_policy("w", "{algorithm: fixed_window, limit: 200, period: 1s}"))
         ds = [self.daemon(config(policies, self.store()), clock=None) for _ in range(3)]
-        nodes, capacity, rate, interval, rtt = 3, 20, 200, 0.010, 0.005
-        for policy in ("g", "w"):
+        nodes, rate, interval, rtt = 3, 200, 0.010, 0.005
+        for policy, capacity in (("g", 20), ("w", 200)):
+            share = -(-capacity // nodes)
+            excess = (nodes - 1) * (share + rate * (interval + rtt))
             stop = time.monotonic() + 3.0
             admitted = [0]
             lock = threading.Lock()
@@ -662,13 +665,10 @@ class WriteBack(Base):
                 t.join(30)
             elapsed = time.monotonic() - t0
             if policy == "g":
-                exact = capacity + rate * elapsed
-                bound = (nodes - 1) * (capacity + rate * (interval + rtt))
-            else:
-                windows = int(elapsed) + 2  # windows the run touched, at most
-                exact = rate * windows
-                bound = windows * (nodes - 1) * capacity * 10  # per window: (N-1) x capacity (limit 200)
-                bound = windows * (nodes - 1) * rate
+                exact, bound = capacity + rate * elapsed, excess
+            else:  # the windows the run touched: the bound applies to each
+                windows = int(elapsed) + 2
+                exact, bound = rate * windows, windows * excess
             print("write-back %s: admitted %d in %.2f s through %d daemons; exact %.0f, bound +%.0f"
                   % (policy, admitted[0], elapsed, nodes, exact, bound))
             self.assertLessEqual(admitted[0], exact + bound, policy)
