@@ -9,7 +9,10 @@
 #   sluiced   the same clients send CL.THROTTLE (same limit) to sluiced,
 #             whose store is the same redis-server (store.sync strict):
 #             each decision is one EVALSHA of sluice's evaluation script,
-#             pipelined per worker with the others in flight.
+#             pipelined per worker with the others in flight;
+#   sluiced-wb  the same clients send SL.CHECK of the same limit to sluiced
+#             with store.sync write_back (decided in its memory, merged into
+#             the same redis-server every 10 ms; CL.THROTTLE stays strict).
 # Then Redis memory per key for each algorithm through sluiced, against the
 # peer kit's figures for its plain Lua scripts (a_redis.sh memory).
 # Every case runs RUNS times for about DUR seconds; the median is reported
@@ -119,6 +122,14 @@ EOF
   rcli FLUSHALL >/dev/null
   measure sluiced "$t" cl.throttle/hot "$SLUICED_PORT" CL.THROTTLE "rl:hot" 99 100 1
   stop_named sluiced
+  sed 's/timeout: 1s}/timeout: 1s, sync: write_back, sync_interval: 10ms}/' "$OUT/sluice-$t.yaml" >"$OUT/sluice-wb-$t.yaml"
+  rcli FLUSHALL >/dev/null
+  start_bg sluiced "$OUT/sluiced-wb-$t.log" "${OTHER_PIN[@]}" "$SLUICED" --config "$OUT/sluice-wb-$t.yaml" --threads "$t"
+  wait_port 127.0.0.1 "$SLUICED_PORT" || exit 1
+  measure sluiced-wb "$t" sl.check/spread "$SLUICED_PORT" SL.CHECK bench "rl:__rand_int__"
+  rcli FLUSHALL >/dev/null
+  measure sluiced-wb "$t" sl.check/hot "$SLUICED_PORT" SL.CHECK bench "rl:hot"
+  stop_named sluiced
 done
 
 # Memory per key: MEMKEYS distinct keys through sluiced, long windows so
@@ -134,22 +145,28 @@ policies:
   - {name: sliding_window, limits: [{algorithm: sliding_window, limit: 100, period: 1d}]}
   - {name: sliding_log, limits: [{algorithm: sliding_log, limit: 100, period: 1d}]}
 EOF
-start_bg sluiced "$OUT/sluiced-mem.log" "$SLUICED" --config "$OUT/sluice-mem.yaml" --threads 2
-wait_port 127.0.0.1 "$SLUICED_PORT" || exit 1
-for alg in gcra token_bucket leaky_bucket fixed_window sliding_window sliding_log; do
-  for per_key in 1 100; do
-    [ "$alg" != sliding_log ] && [ "$per_key" = 100 ] && continue
-    rcli FLUSHALL >/dev/null; rcli MEMORY PURGE >/dev/null; sleep 0.3
-    before=$(used_mem)
-    awk -v n="$MEMKEYS" -v a="$alg" -v r="$per_key" 'BEGIN{for(i=0;i<n;i++) for(j=0;j<r;j++) printf "SL.CHECK %s k:%d\r\n", a, i}' \
-      | redis-cli -p "$SLUICED_PORT" --pipe >/dev/null 2>&1
-    after=$(used_mem); keys=$(rcli DBSIZE)
-    printf '{"bench":"redis_memory","algorithm":"%s","entries_per_key":%s,"keys":%s,"used_memory_delta":%s,"bytes_per_key":%.1f}\n' \
-      "$alg" "$per_key" "$keys" "$((after - before))" "$(awk -v d=$((after - before)) -v k="$keys" 'BEGIN{print (k ? d / k : 0)}')" \
-      | tee -a "$OUT/lines"
+sed 's/timeout: 2s}/timeout: 2s, sync: write_back}/' "$OUT/sluice-mem.yaml" >"$OUT/sluice-mem-wb.yaml"
+for mode in strict write_back; do
+  cfg="$OUT/sluice-mem.yaml"; [ "$mode" = write_back ] && cfg="$OUT/sluice-mem-wb.yaml"
+  start_bg sluiced "$OUT/sluiced-mem-$mode.log" "$SLUICED" --config "$cfg" --threads 2
+  wait_port 127.0.0.1 "$SLUICED_PORT" || exit 1
+  for alg in gcra token_bucket leaky_bucket fixed_window sliding_window sliding_log; do
+    for per_key in 1 100; do
+      [ "$alg" != sliding_log ] && [ "$per_key" = 100 ] && continue
+      rcli FLUSHALL >/dev/null; rcli MEMORY PURGE >/dev/null; sleep 0.3
+      before=$(used_mem)
+      awk -v n="$MEMKEYS" -v a="$alg" -v r="$per_key" 'BEGIN{for(i=0;i<n;i++) for(j=0;j<r;j++) printf "SL.CHECK %s k:%d\r\n", a, i}' \
+        | redis-cli -p "$SLUICED_PORT" --pipe >/dev/null 2>&1
+      # write-back shares every 10 ms: wait until Redis has every key
+      for _ in $(seq 200); do [ "$(rcli DBSIZE)" -ge "$MEMKEYS" ] && break; sleep 0.05; done
+      after=$(used_mem); keys=$(rcli DBSIZE)
+      printf '{"bench":"redis_memory","mode":"%s","algorithm":"%s","entries_per_key":%s,"keys":%s,"used_memory_delta":%s,"bytes_per_key":%.1f}\n' \
+        "$mode" "$alg" "$per_key" "$keys" "$((after - before))" "$(awk -v d=$((after - before)) -v k="$keys" 'BEGIN{print (k ? d / k : 0)}')" \
+        | tee -a "$OUT/lines"
+    done
   done
+  stop_named sluiced
 done
-stop_named sluiced
 stop_named redis
 
 echo
@@ -159,17 +176,17 @@ awk -F'[:,{}"]+' '
     key = v["server"] "|" v["threads"] "|" v["case"]
     ops[key] = v["ops_per_sec"]; p99[key] = v["p99_ms"]; p50[key] = v["p50_ms"]; rus[key] = v["redis_us"]
     lo[key] = v["ops_min"]; hi[key] = v["ops_max"]; order[++n] = key }
-  v["bench"] == "redis_memory" { mem[++m] = sprintf("%-16s %4s entries/key %12.1f B/key", v["algorithm"], v["entries_per_key"], v["bytes_per_key"]) }
+  v["bench"] == "redis_memory" { mem[++m] = sprintf("%-10s %-16s %4s entries/key %12.1f B/key", v["mode"], v["algorithm"], v["entries_per_key"], v["bytes_per_key"]) }
   END {
-    printf "%-8s %3s %-20s %12s %22s %9s %9s %12s %12s %12s\n", "server", "thr", "case", "ops/s", "[min..max]", "p50 ms", "p99 ms", "/direct Lua", "Redis us/op", "capacity"
+    printf "%-10s %3s %-20s %12s %22s %9s %9s %12s %12s %12s\n", "server", "thr", "case", "ops/s", "[min..max]", "p50 ms", "p99 ms", "/direct Lua", "Redis us/op", "capacity"
     for (k = 1; k <= n; k++) {
       split(order[k], f, "|")
       d = "direct|0|gcra-lua/" (f[3] ~ /hot/ ? "hot" : "spread")
       lua = ops[d]
-      printf "%-8s %3s %-20s %12d %22s %9s %9s %12s %12s %12s\n", f[1], f[2], f[3], ops[order[k]],
+      printf "%-10s %3s %-20s %12d %22s %9s %9s %12s %12s %12s\n", f[1], f[2], f[3], ops[order[k]],
         "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]],
-        (f[1] == "sluiced" && lua > 0) ? sprintf("%.2fx", ops[order[k]] / lua) : "", rus[order[k]],
-        (f[1] == "sluiced" && rus[order[k]] > 0) ? sprintf("%.2fx", rus[d] / rus[order[k]]) : "" }
+        (f[1] ~ /^sluiced/ && lua > 0) ? sprintf("%.2fx", ops[order[k]] / lua) : "", rus[order[k]],
+        (f[1] ~ /^sluiced/ && rus[order[k]] > 0) ? sprintf("%.2fx", rus[d] / rus[order[k]]) : "" }
     print ""
     for (k = 1; k <= m; k++) print mem[k]
   }' "$OUT/lines"
