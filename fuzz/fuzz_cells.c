@@ -29,7 +29,7 @@ static void setup(void) {
     sl_policy_config_t pc = {.name = "f", .limits = limits, .nlimits = 6};
     if (sl_policy_new(&pc, &policy, NULL, 0) != SL_OK)
         abort();
-    sl__policy_write_back(policy, 3);
+    sl__policy_write_back(policy, 3, 10000);
     sl_memory_options_t mo = {.shards = 1, .seed = 1};
     if (sl_store_memory_new(&mo, &store) != SL_OK)
         abort();
@@ -49,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sl__verdict_t v;
         for (size_t i = 0; i < policy->nlimits; i++)
             sl__limit_decide(&policy->limits[i], &cells[i], instants[t], 1, &v);
-        if (sl__policy_force(policy, cells, instants[t], costs, sl__cells_prepare, policy) != SL_OK)
+        if (sl__policy_force(policy, cells, instants[t], instants[t] / 2, costs, sl__cells_prepare,
+                             policy) != SL_OK)
             abort();
     }
     sl_usec_t now = instants[3];

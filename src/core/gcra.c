@@ -84,5 +84,5 @@ void sl__rate_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint
     int64_t inc = cost > l->capacity ? l->debt_max : (int64_t)cost * l->period;
     /* Only count_denied takes debt past tau: tokens go negative down to
      * -capacity, so a client that keeps hammering stays out. */
-    set_debt(l, cell, now, sl__min64(debt + inc, l->debt_max));
+    set_debt(l, cell, now, debt > l->debt_max - inc ? l->debt_max : debt + inc);
 }

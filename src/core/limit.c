@@ -210,7 +210,7 @@ bool sl__limit_cell_valid(const sl__limit_t *l, const sl__cell_t *cell) {
     if (l->algorithm == SL_SLIDING_WINDOW && cell->expire_at > 0 &&
         (cell->expire_at % l->sub != 0 || cell->expire_at / l->sub < (int64_t)l->precision + 1))
         return false;
-    return true;
+    return l->family != SL__LOG || sl__log_valid(l, cell);
 }
 
 size_t sl__block_size(uint32_t kind, uint32_t cap) {

@@ -140,6 +140,7 @@ void sl__window_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, ui
 void sl__log_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
                     sl__verdict_t *v);
 uint32_t sl__log_need(const sl__limit_t *l, const sl__cell_t *cell, uint64_t cost);
+bool sl__log_valid(const sl__limit_t *l, const sl__cell_t *cell);
 void sl__log_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost);
 
 #endif

@@ -231,18 +231,19 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
     return SL_OK;
 }
 
-int sl__policy_force(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now,
+int sl__policy_force(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, sl_usec_t since,
                      const uint64_t *costs, sl__prepare_fn prepare, void *ctx) {
     for (size_t i = 0; i < p->nlimits; i++) {
         if (costs[i] == 0)
             continue;
         const sl__limit_t *l = &p->limits[i];
+        sl_usec_t at = l->family == SL__RATE && since > 0 && since < now ? since : now;
         sl__verdict_t v; /* only for the tidying commit expects decide to have done */
-        sl__limit_decide(l, &cells[i], now, costs[i], &v);
+        sl__limit_decide(l, &cells[i], at, costs[i], &v);
         int rc = prepare(ctx, i, &cells[i], sl__limit_block_need(l, &cells[i], costs[i]));
         if (rc != SL_OK)
             return rc;
-        sl__limit_commit(l, &cells[i], now, costs[i]);
+        sl__limit_commit(l, &cells[i], at, costs[i]);
     }
     return SL_OK;
 }
@@ -252,11 +253,17 @@ int sl__policy_force(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now,
  * int64, and so does now + debt/rate (now <= 2^62). */
 #define SL__MAX_SHARED_DEBT (INT64_C(1) << 61)
 
-static void share_debt(sl_policy_t *p, uint32_t nodes) {
+static void share_debt(sl_policy_t *p, uint32_t nodes, sl_usec_t interval) {
     p->write_back = true;
     p->nodes = nodes;
     for (size_t i = 0; i < p->nlimits; i++) {
         sl__limit_t *l = &p->limits[i];
+        /* a part of the capacity, and all of what the limit refills over
+         * two intervals, so that one daemon alone still passes the rate */
+        sl__u128 refill = ((sl__u128)l->rate * (uint64_t)(2 * interval) + (uint64_t)l->period - 1) /
+                          (uint64_t)l->period;
+        sl__u128 share = ((sl__u128)l->capacity + nodes - 1) / (nodes ? nodes : 1) + refill;
+        p->share[i] = nodes <= 1 || share > UINT64_MAX ? UINT64_MAX : (uint64_t)share;
         if (l->family != SL__RATE || nodes <= 1)
             continue;
         sl__u128 shared = (sl__u128)l->debt_max * nodes;
@@ -265,15 +272,12 @@ static void share_debt(sl_policy_t *p, uint32_t nodes) {
     }
 }
 
-void sl__policy_write_back(sl_policy_t *p, uint32_t nodes) {
-    share_debt(p, nodes);
+void sl__policy_write_back(sl_policy_t *p, uint32_t nodes, sl_usec_t interval) {
+    share_debt(p, nodes, interval < 0 ? 0 : interval);
     if (p->pool)
-        share_debt(p->pool, nodes);
+        share_debt(p->pool, nodes, interval < 0 ? 0 : interval);
 }
 
 uint64_t sl__policy_share(const sl_policy_t *p, size_t i) {
-    if (p->nodes <= 1)
-        return UINT64_MAX;
-    uint64_t cap = p->limits[i].capacity;
-    return cap / p->nodes + (cap % p->nodes != 0);
+    return p->nodes <= 1 ? UINT64_MAX : p->share[i];
 }

@@ -24,19 +24,23 @@ struct sl_policy {
     bool write_back;                    /* decided locally, charges journaled for a
                                            shared store (sl__policy_write_back) */
     uint32_t nodes;                     /* write-back: daemons sharing the state */
+    uint64_t share[SL_MAX_LIMITS];      /* write-back: see sl__policy_share() */
 };
 
-/* Makes p a write-back policy shared by `nodes` daemons, before any use:
- * its charges are journaled by the memory store, and its rate limits keep
- * up to `nodes` times their usual debt, so that what several daemons
- * admitted between two syncs is paid back instead of forgiven when their
- * charges meet in the shared state. Applies to the elastic pool too. */
-void sl__policy_write_back(sl_policy_t *p, uint32_t nodes);
+/* Makes p a write-back policy shared by `nodes` daemons syncing every
+ * `interval`, before any use: its charges are journaled by the memory
+ * store, and its rate limits keep up to `nodes` times their usual debt, so
+ * that what several daemons admitted between two syncs is paid back
+ * instead of forgiven when their charges meet in the shared state. Applies
+ * to the elastic pool too. */
+void sl__policy_write_back(sl_policy_t *p, uint32_t nodes, sl_usec_t interval);
 
 /* Write-back: the most a daemon may charge limit i of a key before its
- * charges are synced, capacity / nodes rounded up (UINT64_MAX with one
- * node), so that daemons deciding on the same stale state cannot together
- * spend much more than one capacity. */
+ * charges are synced (UINT64_MAX with one node): its part of the capacity
+ * plus what the limit refills over two sync intervals, ceil(capacity /
+ * nodes) + ceil(rate x 2 x interval / period), so that daemons deciding on
+ * the same stale state cannot together spend much more than one capacity,
+ * while one daemon alone still passes the whole rate. */
 uint64_t sl__policy_share(const sl_policy_t *p, size_t i);
 
 /* Called for every limit about to be charged, before any is: the store makes
@@ -56,9 +60,14 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
                         uint32_t *costed, sl_decision_t *out, sl_limit_report_t *limits);
 
 /* Charges costs[i] to every limit i whatever it decides (cost 0: none),
- * as count_denied charges a denied request: how charges that other daemons
- * already admitted are merged into a state. prepare as for evaluation. */
-int sl__policy_force(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now,
+ * as count_denied charges a denied request: how charges a daemon already
+ * admitted are merged into a shared state. `since` (0: now) is when the
+ * first of them was made: rate limits take them from then, as the daemon
+ * that made them did (taken at now, charges spread over a sync interval
+ * would cost the key that interval's refill); the counted algorithms take
+ * them at now, since an earlier instant would look like a clock going back
+ * to a state another daemon has moved on. prepare as for evaluation. */
+int sl__policy_force(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, sl_usec_t since,
                      const uint64_t *costs, sl__prepare_fn prepare, void *ctx);
 
 #endif

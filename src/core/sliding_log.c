@@ -144,3 +144,24 @@ void sl__log_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint6
     }
     cell->expire_at = now + l->period;
 }
+
+bool sl__log_valid(const sl__limit_t *l, const sl__cell_t *cell) {
+    const sl__block_t *b = cell->block;
+    if (b == NULL || b->count == 0)
+        return true;
+    /* as commit leaves it: oldest first, all within a period of the newest,
+     * which is expire_at - period */
+    sl_usec_t newest = cell->expire_at - l->period;
+    if (newest < 0)
+        return false;
+    sl_usec_t last = l->period;
+    for (uint32_t i = 0; i < b->count; i++) {
+        sl_usec_t age = age_of(b, i, newest);
+        if (b->kind == SL__BLOCK_LOG64 && entry_at(b, i) > (uint64_t)newest)
+            return false;
+        if (age >= l->period || age > last)
+            return false;
+        last = age;
+    }
+    return last == 0;
+}

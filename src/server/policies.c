@@ -122,7 +122,7 @@ int sld_policies_build(const sld_config_t *cfg, sld_metrics_t *metrics, sld_poli
         const sld_policy_t *p = &cfg->policies[i];
         rc = compile_one(p->name, p->limits, p->nlimits, p, 1, &t->compiled[i].policy, err, err_len);
         if (rc == SL_OK && write_back)
-            sl__policy_write_back(t->compiled[i].policy, cfg->store_nodes);
+            sl__policy_write_back(t->compiled[i].policy, cfg->store_nodes, cfg->store_sync_interval);
         if (rc == SL_OK && divide)
             rc = compile_one(p->name, p->limits, p->nlimits, p, cfg->store_nodes,
                              &t->compiled[i].local, err, err_len);
@@ -143,7 +143,7 @@ int sld_policies_build(const sld_config_t *cfg, sld_metrics_t *metrics, sld_poli
             rc = compile_one(name, tier->limits, tier->nlimits, p, 1, &t->compiled[i].tiers[k], err,
                              err_len);
             if (rc == SL_OK && write_back)
-                sl__policy_write_back(t->compiled[i].tiers[k], cfg->store_nodes);
+                sl__policy_write_back(t->compiled[i].tiers[k], cfg->store_nodes, cfg->store_sync_interval);
             if (rc == SL_OK && divide)
                 rc = compile_one(name, tier->limits, tier->nlimits, p, cfg->store_nodes,
                                  &t->compiled[i].local_tiers[k], err, err_len);

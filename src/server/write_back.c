@@ -49,8 +49,17 @@ typedef struct entry {
     bool dirty;                  /* on the dirty list */
     bool in_flight;              /* a sync carries `sent` */
     uint32_t idle;               /* rounds without charges */
+    bool reset;                  /* SL.RESET meanwhile: drop what is in flight */
+    uint32_t nlimits;
+    uint64_t ids[SL_MAX_LIMITS];  /* the limits pending and sent are counted for */
     uint64_t pending[SL_MAX_LIMITS];
     uint64_t sent[SL_MAX_LIMITS];
+    sl_usec_t pending_since;     /* when the first pending charge was made, 0 = none */
+    sl_usec_t sent_since;
+    /* a sync whose answer was lost: it may have been written */
+    bool has_doubt;
+    unsigned char doubt_version[VERSION_BYTES];
+    uint64_t doubt[SL_MAX_LIMITS];
     /* the main loop's own */
     bool known;                  /* version and shared are what Redis held */
     unsigned char version[VERSION_BYTES];
@@ -76,6 +85,7 @@ struct sld_write_back {
     uint64_t version_seed;       /* random per daemon */
     uint64_t version_count;
     bool stopping;
+    _Atomic bool offline;        /* the last sync got no answer */
     _Atomic uint64_t syncs, conflicts, failures, dropped;
     _Atomic sl_usec_t last_sync;
 };
@@ -114,8 +124,44 @@ static void grow(sld_write_back_t *w) {
     w->nbuckets = n;
 }
 
+static uint64_t sum(const uint64_t *v) {
+    uint64_t t = 0;
+    for (size_t i = 0; i < SL_MAX_LIMITS; i++)
+        t = sl__sat_add_u64(t, v[i]);
+    return t;
+}
+
+/* Counts e's charges by p's limits: a reload may have reordered, added or
+ * removed limits since they were made. Charges of a limit p no longer has
+ * go. Under the lock. */
+static void remap(sld_write_back_t *w, entry_t *e, const sl_policy_t *p) {
+    bool same = e->nlimits == p->nlimits;
+    for (size_t i = 0; same && i < p->nlimits; i++)
+        same = e->ids[i] == p->limits[i].id;
+    if (same)
+        return;
+    uint64_t pending[SL_MAX_LIMITS] = {0}, sent[SL_MAX_LIMITS] = {0}, doubt[SL_MAX_LIMITS] = {0};
+    for (size_t i = 0; i < p->nlimits; i++) {
+        for (size_t k = 0; k < e->nlimits; k++) {
+            if (e->ids[k] == p->limits[i].id) {
+                pending[i] = e->pending[k];
+                sent[i] = e->sent[k];
+                doubt[i] = e->doubt[k];
+            }
+        }
+    }
+    atomic_fetch_add_explicit(&w->dropped, sum(e->pending) + sum(e->sent) - sum(pending) - sum(sent),
+                              memory_order_relaxed);
+    memcpy(e->pending, pending, sizeof pending);
+    memcpy(e->sent, sent, sizeof sent);
+    memcpy(e->doubt, doubt, sizeof doubt);
+    e->nlimits = (uint32_t)p->nlimits;
+    for (size_t i = 0; i < p->nlimits; i++)
+        e->ids[i] = p->limits[i].id;
+}
+
 static void on_charge(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
-                      uint32_t costed, uint64_t cost) {
+                      uint32_t costed, uint64_t cost, sl_usec_t now) {
     sld_write_back_t *w = ctx;
     uint64_t h = hash_of(p, key, key_len);
     pthread_mutex_lock(&w->lock);
@@ -130,6 +176,9 @@ static void on_charge(void *ctx, const sl_policy_t *p, const void *key, size_t k
             e->key_len = key_len;
             memcpy(e->bytes, p->name, name_len);
             memcpy(e->bytes + name_len, key, key_len);
+            e->nlimits = (uint32_t)p->nlimits;
+            for (size_t i = 0; i < p->nlimits; i++)
+                e->ids[i] = p->limits[i].id;
             e->next = w->buckets[h & (w->nbuckets - 1)];
             w->buckets[h & (w->nbuckets - 1)] = e;
             if (++w->count > w->nbuckets)
@@ -141,9 +190,12 @@ static void on_charge(void *ctx, const sl_policy_t *p, const void *key, size_t k
         atomic_fetch_add_explicit(&w->dropped, cost, memory_order_relaxed);
         return;
     }
+    remap(w, e, p);
+    if (e->pending_since == 0)
+        e->pending_since = now > 0 ? now : 1;
     for (size_t i = 0; i < p->nlimits; i++)
         if (costed & (1u << i))
-            e->pending[i] = e->pending[i] > UINT64_MAX - cost ? UINT64_MAX : e->pending[i] + cost;
+            e->pending[i] = sl__sat_add_u64(e->pending[i], cost);
     e->idle = 0;
     if (!e->dirty) {
         e->dirty = true;
@@ -153,14 +205,22 @@ static void on_charge(void *ctx, const sl_policy_t *p, const void *key, size_t k
     pthread_mutex_unlock(&w->lock);
 }
 
-/* sl__pending_fn: what the key was charged since its sync was sent. */
+/* sl__pending_fn, during the import of a written state: what the key was
+ * charged since its sync was sent. What was sent is in the state now, so
+ * it stops counting as unsynced here, under the lock the next decision
+ * of the key waits for. */
 static void pending_of(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
-                       uint64_t *costs) {
+                       uint64_t *costs, sl_usec_t *since) {
     sld_write_back_t *w = ctx;
     pthread_mutex_lock(&w->lock);
     entry_t *e = lookup(w, p, key, key_len, hash_of(p, key, key_len));
-    if (e)
+    if (e) {
+        remap(w, e, p);
         memcpy(costs, e->pending, p->nlimits * sizeof *costs);
+        *since = e->pending_since;
+        memset(e->sent, 0, sizeof e->sent);
+        e->sent_since = 0;
+    }
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -168,13 +228,19 @@ static void pending_of(void *ctx, const sl_policy_t *p, const void *key, size_t 
 static void unsynced_of(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
                         uint64_t *unsynced, sl_usec_t *retry_after) {
     sld_write_back_t *w = ctx;
+    *retry_after = w->interval;
+    /* Redis away: no sync would make room, so this daemon decides alone on
+     * its whole copy until Redis is back (docs/distributed.md) */
+    if (atomic_load_explicit(&w->offline, memory_order_relaxed))
+        return;
     pthread_mutex_lock(&w->lock);
     entry_t *e = lookup(w, p, key, key_len, hash_of(p, key, key_len));
-    if (e)
+    if (e) {
+        remap(w, e, p);
         for (size_t i = 0; i < p->nlimits; i++)
             unsynced[i] = sl__sat_add_u64(e->pending[i], e->sent[i]);
+    }
     pthread_mutex_unlock(&w->lock);
-    *retry_after = w->interval;
 }
 
 /* ---- keys and policies ------------------------------------------------------------------------ */
@@ -183,7 +249,7 @@ size_t sld_write_back_key(const sl_policy_t *p, const void *key, size_t key_len,
                           size_t cap) {
     size_t name_len = strlen(p->name);
     size_t n = sizeof KEY_PREFIX - 1 + name_len + 1 + key_len + 1;
-    if (n > cap)
+    if (buf == NULL || n > cap)
         return n;
     char *at = buf;
     memcpy(at, KEY_PREFIX, sizeof KEY_PREFIX - 1);
@@ -243,9 +309,12 @@ static void send_job(job_t *j);
 static void give_back(sld_write_back_t *w, entry_t *e) {
     pthread_mutex_lock(&w->lock);
     for (size_t i = 0; i < SL_MAX_LIMITS; i++) {
-        e->pending[i] = e->pending[i] > UINT64_MAX - e->sent[i] ? UINT64_MAX : e->pending[i] + e->sent[i];
+        e->pending[i] = sl__sat_add_u64(e->pending[i], e->sent[i]);
         e->sent[i] = 0;
     }
+    if (e->sent_since && (e->pending_since == 0 || e->sent_since < e->pending_since))
+        e->pending_since = e->sent_since;
+    e->sent_since = 0;
     e->in_flight = false;
     if (!e->dirty) {
         e->dirty = true;
@@ -285,21 +354,69 @@ static void written(job_t *j) {
     memcpy(e->version, j->version, VERSION_BYTES);
     e->has_version = e->shared_len > 0; /* an empty state was deleted */
     e->known = true;
+    e->has_doubt = false;
     sl__cell_t cells[SL_MAX_LIMITS];
     if (sl__cells_decode(j->p, e->shared, e->shared_len, cells) == SL_OK)
         sl__memory_import(w->d->store, j->p, e->bytes + e->name_len, e->key_len, cells,
                           sld_now(w->d), pending_of, w);
     pthread_mutex_lock(&w->lock);
-    memset(e->sent, 0, sizeof e->sent);
+    memset(e->sent, 0, sizeof e->sent); /* pending_of did, unless the import failed */
+    e->sent_since = 0;
     e->in_flight = false;
     pthread_mutex_unlock(&w->lock);
     atomic_fetch_add_explicit(&w->syncs, 1, memory_order_relaxed);
     atomic_store_explicit(&w->last_sync, sl_clock_realtime(NULL), memory_order_relaxed);
 }
 
+static void send_delete(sld_write_back_t *w, const sl_policy_t *p, const entry_t *e);
+
+/* A reset came while the sync was out: what it carried is dropped, and
+ * the state it may have written goes too. */
+static bool reset_meanwhile(job_t *j) {
+    sld_write_back_t *w = j->w;
+    entry_t *e = j->e;
+    pthread_mutex_lock(&w->lock);
+    bool reset = e->reset;
+    if (reset) {
+        e->reset = false;
+        memset(e->sent, 0, sizeof e->sent);
+        e->sent_since = 0;
+        e->in_flight = false;
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (reset) {
+        e->known = false;
+        e->has_doubt = false;
+        send_delete(w, j->p, e);
+    }
+    return reset;
+}
+
+/* Whether `value` (a conflict's answer) is the write whose answer was
+ * lost: then what it carried is in Redis already and must not go again. */
+static bool doubt_settled(sld_write_back_t *w, entry_t *e, const redisReply *value) {
+    if (!e->has_doubt)
+        return false;
+    e->has_doubt = false;
+    if (value->len < VERSION_BYTES || memcmp(value->str, e->doubt_version, VERSION_BYTES) != 0)
+        return false; /* not written, or written over: it goes again (counted twice at worst) */
+    pthread_mutex_lock(&w->lock);
+    for (size_t i = 0; i < SL_MAX_LIMITS; i++)
+        e->sent[i] -= e->sent[i] < e->doubt[i] ? e->sent[i] : e->doubt[i];
+    pthread_mutex_unlock(&w->lock);
+    return true;
+}
+
 static void on_reply(void *arg, sl__redis_status_t status, const redisReply *r) {
     job_t *j = arg;
     sld_write_back_t *w = j->w;
+    entry_t *e = j->e;
+    if (status == SL__REDIS_OK)
+        atomic_store_explicit(&w->offline, false, memory_order_relaxed);
+    if (reset_meanwhile(j)) {
+        end_job(j);
+        return;
+    }
     bool ok = status == SL__REDIS_OK && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
               r->element[0]->type == REDIS_REPLY_INTEGER;
     if (ok && r->element[0]->integer == 1) {
@@ -308,22 +425,31 @@ static void on_reply(void *arg, sl__redis_status_t status, const redisReply *r) 
         return;
     }
     if (ok && r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING) {
-        /* another daemon wrote first: merge onto what it wrote */
+        /* another daemon wrote first (or our own lost write): merge onto it */
         atomic_fetch_add_explicit(&w->conflicts, 1, memory_order_relaxed);
-        set_shared(j->e, (const unsigned char *)r->element[1]->str, r->element[1]->len);
-        j->e->known = true;
+        doubt_settled(w, e, r->element[1]);
+        set_shared(e, (const unsigned char *)r->element[1]->str, r->element[1]->len);
+        e->known = true;
         if (++j->attempts < MAX_ATTEMPTS && !w->stopping) {
             send_job(j);
             return;
         }
-    } else {
+    } else if (status == SL__REDIS_OK) { /* an error reply: the script did not write */
         atomic_fetch_add_explicit(&w->failures, 1, memory_order_relaxed);
-        if (status == SL__REDIS_OK && r && r->type == REDIS_REPLY_ERROR)
+        if (r && r->type == REDIS_REPLY_ERROR)
             sld_warn("store: write-back sync refused by Redis: %.*s", (int)(r->len > 200 ? 200 : r->len),
                      r->str);
-        j->e->known = false; /* read it again next time */
+        e->known = false; /* read it again next time */
+    } else { /* no answer: it may have been written; the next sync finds out */
+        atomic_fetch_add_explicit(&w->failures, 1, memory_order_relaxed);
+        atomic_store_explicit(&w->offline, true, memory_order_relaxed);
+        e->has_doubt = true;
+        memcpy(e->doubt_version, j->version, VERSION_BYTES);
+        pthread_mutex_lock(&w->lock);
+        memcpy(e->doubt, e->sent, sizeof e->doubt);
+        pthread_mutex_unlock(&w->lock);
     }
-    give_back(w, j->e);
+    give_back(w, e);
     end_job(j);
 }
 
@@ -331,6 +457,26 @@ static void next_version(sld_write_back_t *w, unsigned char *out) {
     uint64_t v = w->version_seed ^ (++w->version_count * UINT64_C(0x9e3779b97f4a7c15));
     for (int i = 0; i < VERSION_BYTES; i++)
         out[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void on_deleted(void *arg, sl__redis_status_t status, const redisReply *r) {
+    (void)arg;
+    (void)status;
+    (void)r;
+}
+
+/* DEL of the key's shared state, on the connection the syncs use, so that
+ * it comes before any sync sent after it. */
+static void send_delete(sld_write_back_t *w, const sl_policy_t *p, const entry_t *e) {
+    size_t n = sld_write_back_key(p, e->bytes + e->name_len, e->key_len, NULL, 0);
+    char *key = malloc(n);
+    if (key == NULL)
+        return;
+    sld_write_back_key(p, e->bytes + e->name_len, e->key_len, key, n);
+    const char *argv[2] = {"DEL", key};
+    size_t argvlen[2] = {3, n};
+    sl__redis_client_send(w->client, key, n, 2, argv, argvlen, NULL, 0, on_deleted, NULL);
+    free(key);
 }
 
 /* Merges the job's charges onto the entry's shared state and sends the
@@ -341,8 +487,21 @@ static void send_job(job_t *j) {
     sl_usec_t now = sld_now(w->d), recovered = 0;
     free(j->merged);
     j->merged = NULL;
-    int rc = sl__cells_merge(j->p, e->known ? e->shared : NULL, e->known ? e->shared_len : 0, e->sent,
-                             now, &j->merged, &j->merged_len, &recovered);
+    uint64_t sent[SL_MAX_LIMITS];
+    pthread_mutex_lock(&w->lock);
+    remap(w, e, j->p);
+    memcpy(sent, e->sent, sizeof sent);
+    sl_usec_t since = e->sent_since;
+    bool reset = e->reset;
+    e->reset = false;
+    pthread_mutex_unlock(&w->lock);
+    if (reset) { /* the key was reset since its last sync: start from nothing, on one connection */
+        e->known = false;
+        e->has_doubt = false;
+        send_delete(w, j->p, e);
+    }
+    int rc = sl__cells_merge(j->p, e->known ? e->shared : NULL, e->known ? e->shared_len : 0, sent,
+                             since, now, &j->merged, &j->merged_len, &recovered);
     if (rc == SL_ECORRUPT) {
         sld_warn("store: write-back state of a key of policy %s was unreadable; replaced", j->p->name);
         rc = SL_OK;
@@ -371,6 +530,8 @@ static void send_job(job_t *j) {
         free(key);
     if (st != 0) {
         atomic_fetch_add_explicit(&w->failures, 1, memory_order_relaxed);
+        if (st > 0) /* down, or the breaker is open */
+            atomic_store_explicit(&w->offline, true, memory_order_relaxed);
         give_back(w, e);
         end_job(j);
     }
@@ -411,6 +572,8 @@ static void on_tick(uv_timer_t *t) {
         e->in_flight = true;
         memcpy(e->sent, e->pending, sizeof e->sent);
         memset(e->pending, 0, sizeof e->pending);
+        e->sent_since = e->pending_since;
+        e->pending_since = 0;
         e->dirty_next = batch;
         batch = e;
     }
@@ -523,7 +686,15 @@ void sld_write_back_forget(sld_write_back_t *w, const sl_policy_t *p, const void
         return;
     pthread_mutex_lock(&w->lock);
     entry_t *e = lookup(w, p, key, key_len, hash_of(p, key, key_len));
-    if (e)
+    if (e) {
         memset(e->pending, 0, sizeof e->pending);
+        e->pending_since = 0;
+        e->reset = true; /* the main loop drops what is in flight and forgets Redis's copy */
+        if (!e->dirty) { /* so that it gets to see the flag */
+            e->dirty = true;
+            e->dirty_next = w->dirty;
+            w->dirty = e;
+        }
+    }
     pthread_mutex_unlock(&w->lock);
 }

@@ -189,15 +189,15 @@ sl_usec_t sl__cells_recovered_at(const sl_policy_t *p, const sl__cell_t *cells) 
 }
 
 int sl__cells_merge(const sl_policy_t *p, const void *shared, size_t shared_len,
-                    const uint64_t *costs, sl_usec_t now, unsigned char **out, size_t *out_len,
-                    sl_usec_t *recovered_at) {
+                    const uint64_t *costs, sl_usec_t since, sl_usec_t now, unsigned char **out,
+                    size_t *out_len, sl_usec_t *recovered_at) {
     sl__cell_t cells[SL_MAX_LIMITS];
     *out = NULL;
     *out_len = 0;
     /* A state that cannot be read is dropped rather than kept failing every
      * sync: the charges still go in, on a fresh state. */
     int corrupt = sl__cells_decode(p, shared, shared_len, cells);
-    int rc = sl__policy_force(p, cells, now, costs, sl__cells_prepare, (void *)p);
+    int rc = sl__policy_force(p, cells, now, since, costs, sl__cells_prepare, (void *)p);
     size_t need = rc == SL_OK ? sl__cells_encode(p, cells, now, NULL, 0) : 0;
     if (need > 0) {
         *out = malloc(need);

@@ -527,7 +527,7 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
             slot->word = cells[i].word;
     }
     if (rc == SL_OK && costed && p->write_back && m->journal)
-        m->journal(m->journal_ctx, p, key, key_len, costed, cost);
+        m->journal(m->journal_ctx, p, key, key_len, costed, cost, now);
     pthread_mutex_unlock(&sh->lock);
     return rc;
 }
@@ -571,9 +571,10 @@ int sl__memory_import(sl_store_t *s, const sl_policy_t *p, const void *key, size
     begin(m, p, key, key_len, now, &e);
     pthread_mutex_lock(&e.sh->lock);
     uint64_t costs[SL_MAX_LIMITS] = {0};
+    sl_usec_t since = 0;
     if (pending)
-        pending(ctx, p, key, key_len, costs);
-    int rc = sl__policy_force(p, cells, now, costs, sl__cells_prepare, (void *)p);
+        pending(ctx, p, key, key_len, costs, &since);
+    int rc = sl__policy_force(p, cells, now, since, costs, sl__cells_prepare, (void *)p);
     locate_all(&e);
     for (size_t i = 0; rc == SL_OK && i < p->nlimits; i++)
         rc = store_cell(&e, i, &cells[i]);

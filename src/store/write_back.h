@@ -17,9 +17,9 @@
 
 /* Called by the memory store, under the lock of the key's shard, after an
  * evaluation of a write-back policy (sl__policy_write_back) charged
- * something: `cost` went to every limit i in the mask `costed`. */
+ * something: `cost` went to every limit i in the mask `costed`, at `now`. */
 typedef void (*sl__journal_fn)(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
-                               uint32_t costed, uint64_t cost);
+                               uint32_t costed, uint64_t cost, sl_usec_t now);
 
 /* What the journal holds of (p, key) not yet merged into the shared state
  * (sent or not): unsynced[i] per limit, zeroed by the caller; *retry_after
@@ -33,10 +33,12 @@ typedef void (*sl__unsynced_fn)(void *ctx, const sl_policy_t *p, const void *key
 void sl__memory_journal(sl_store_t *s, sl__journal_fn fn, sl__unsynced_fn unsynced, void *ctx);
 
 /* The charges the journal holds for (p, key) that the state being imported
- * does not include yet: costs[i] per limit, zeroed by the caller. Called
- * under the key's shard lock, so no evaluation of the key runs meanwhile. */
+ * does not include yet: costs[i] per limit, zeroed by the caller, and when
+ * the first was made (*since, 0 = unknown). Called under the key's shard
+ * lock, so no evaluation of the key runs meanwhile: the journal may also
+ * forget here what the imported state includes. */
 typedef void (*sl__pending_fn)(void *ctx, const sl_policy_t *p, const void *key, size_t key_len,
-                               uint64_t *costs);
+                               uint64_t *costs, sl_usec_t *since);
 
 /* Replaces the state of (p, key) with cells[0..nlimits) (decoded by
  * sl__cells_decode: their blocks are taken over and freed), charged at
@@ -65,14 +67,15 @@ void sl__cells_release(sl__cell_t *cells, size_t n);
  * a cell a malloc'd block of block_cap, with the old one's content. */
 int sl__cells_prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap);
 
-/* The shared state after charging costs[i] to limit i at `now` on top of
- * `shared` (encoded; empty: a new key): *out (malloc'd, NULL when nothing
+/* The shared state after charging costs[i] to limit i (made from `since`
+ * on, see sl__policy_force) at `now` on top of `shared` (encoded; empty: a
+ * new key): *out (malloc'd, NULL when nothing
  * is live) and *out_len; *recovered_at (may be NULL) gets when it will have
  * recovered. SL_ECORRUPT when `shared` was unreadable: *out then holds the
  * charges on a fresh state, usable as it is. */
 int sl__cells_merge(const sl_policy_t *p, const void *shared, size_t shared_len,
-                    const uint64_t *costs, sl_usec_t now, unsigned char **out, size_t *out_len,
-                    sl_usec_t *recovered_at);
+                    const uint64_t *costs, sl_usec_t since, sl_usec_t now, unsigned char **out,
+                    size_t *out_len, sl_usec_t *recovered_at);
 
 /* When every live cell has recovered: max expire_at. */
 sl_usec_t sl__cells_recovered_at(const sl_policy_t *p, const sl__cell_t *cells);
