@@ -8,6 +8,7 @@ exactness tests use `clock: local` and the daemons' manual test clocks, all
 set to the same instant, so nothing refills while they run and the count is
 exact; one test runs on the Redis server's clock (the default).
 """
+import math
 import os
 import re
 import shutil
@@ -631,17 +632,17 @@ class WriteBack(Base):
     def test_over_admission_within_the_documented_bound(self):
         """Real clock, 3 daemons hammered: admitted vs an exact limiter.
 
-        docs/distributed.md: at most (N-1) x (share + rate x (interval +
-        round trip)) more, share = ceil(capacity / N); in all for gcra
-        (what was over-admitted is charged as debt), per window for
+        docs/distributed.md: at most 2 x (N-1) x share more, share =
+        ceil(capacity / N) + ceil(rate x 2 x interval); at any time for
+        gcra (what was over-admitted is charged as debt), per window for
         fixed_window."""
         policies = (one_policy("g", "{algorithm: gcra, limit: 200, period: 1s, burst: 19}")
                     + one_policy("w", "{algorithm: fixed_window, limit: 200, period: 1s}"))
         ds = [self.daemon(config(policies, self.store()), clock=None) for _ in range(3)]
-        nodes, rate, interval, rtt = 3, 200, 0.010, 0.005
+        nodes, rate, interval = 3, 200, 0.010
         for policy, capacity in (("g", 20), ("w", 200)):
-            share = -(-capacity // nodes)
-            excess = (nodes - 1) * (share + rate * (interval + rtt))
+            share = -(-capacity // nodes) + math.ceil(rate * 2 * interval)
+            excess = 2 * (nodes - 1) * share
             stop = time.monotonic() + 3.0
             admitted = [0]
             lock = threading.Lock()
