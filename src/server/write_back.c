@@ -36,10 +36,11 @@
 
 #define MAX_KEYS (1u << 20)      /* journal entries; beyond, charges stay local */
 #define MAX_ATTEMPTS 4           /* compare-and-sets of one key per round */
-#define IDLE_ROUNDS 200          /* an entry with nothing to sync this long goes */
+#define IDLE_ROUNDS 100          /* an entry with nothing to sync this long goes */
 #define SWEEP_EVERY 64           /* rounds between sweeps of idle entries */
 #define KEY_PREFIX "sl:w:{"
 #define VERSION_BYTES 8
+#define MAX_DOUBTS 4             /* lost answers remembered per key */
 
 typedef struct entry {
     struct entry *next;          /* in its bucket */
@@ -50,16 +51,19 @@ typedef struct entry {
     bool in_flight;              /* a sync carries `sent` */
     uint32_t idle;               /* rounds without charges */
     bool reset;                  /* SL.RESET meanwhile: drop what is in flight */
-    uint32_t nlimits;
-    uint64_t ids[SL_MAX_LIMITS];  /* the limits pending and sent are counted for */
-    uint64_t pending[SL_MAX_LIMITS];
-    uint64_t sent[SL_MAX_LIMITS];
+    uint32_t nlimits;            /* counted in ids[0..nlimits) */
+    uint32_t cap;                /* room in each array: 4, or SL_MAX_LIMITS */
+    /* per limit, in the entry's tail (a key costs what its policy needs) */
+    uint64_t *ids;               /* the limits the counts below are for */
+    uint64_t *pending;
+    uint64_t *sent;
+    uint64_t *doubt;             /* what a sync whose answer was lost carried */
     sl_usec_t pending_since;     /* when the first pending charge was made, 0 = none */
     sl_usec_t sent_since;
-    /* a sync whose answer was lost: it may have been written */
-    bool has_doubt;
-    unsigned char doubt_version[VERSION_BYTES];
-    uint64_t doubt[SL_MAX_LIMITS];
+    /* syncs whose answers were lost since the last known state: any of
+     * them may have been written (each carried at least `doubt`) */
+    uint8_t ndoubt;
+    unsigned char doubt_versions[MAX_DOUBTS][VERSION_BYTES];
     /* the main loop's own */
     bool known;                  /* version and shared are what Redis held */
     unsigned char version[VERSION_BYTES];
@@ -67,7 +71,8 @@ typedef struct entry {
     unsigned char *shared;
     size_t shared_len;
     size_t name_len, key_len;
-    char bytes[];                /* name, then key */
+    char *bytes;                 /* name, then key, after the arrays */
+    uint64_t tail[];
 } entry_t;
 
 struct sld_write_back {
@@ -124,24 +129,28 @@ static void grow(sld_write_back_t *w) {
     w->nbuckets = n;
 }
 
-static uint64_t sum(const uint64_t *v) {
+static uint64_t sum(const uint64_t *v, size_t n) {
     uint64_t t = 0;
-    for (size_t i = 0; i < SL_MAX_LIMITS; i++)
+    for (size_t i = 0; i < n; i++)
         t = sl__sat_add_u64(t, v[i]);
     return t;
 }
 
+static size_t counts_bytes(const entry_t *e) { return e->cap * sizeof(uint64_t); }
+
 /* Counts e's charges by p's limits: a reload may have reordered, added or
  * removed limits since they were made. Charges of a limit p no longer has
- * go. Under the lock. */
+ * go, and so do those of limits beyond the entry's room (a reload that took
+ * a policy past 4 limits, until the key's entry is renewed). Under the lock. */
 static void remap(sld_write_back_t *w, entry_t *e, const sl_policy_t *p) {
-    bool same = e->nlimits == p->nlimits;
-    for (size_t i = 0; same && i < p->nlimits; i++)
+    size_t n = p->nlimits < e->cap ? p->nlimits : e->cap;
+    bool same = e->nlimits == n;
+    for (size_t i = 0; same && i < n; i++)
         same = e->ids[i] == p->limits[i].id;
     if (same)
         return;
     uint64_t pending[SL_MAX_LIMITS] = {0}, sent[SL_MAX_LIMITS] = {0}, doubt[SL_MAX_LIMITS] = {0};
-    for (size_t i = 0; i < p->nlimits; i++) {
+    for (size_t i = 0; i < n; i++) {
         for (size_t k = 0; k < e->nlimits; k++) {
             if (e->ids[k] == p->limits[i].id) {
                 pending[i] = e->pending[k];
@@ -150,13 +159,14 @@ static void remap(sld_write_back_t *w, entry_t *e, const sl_policy_t *p) {
             }
         }
     }
-    atomic_fetch_add_explicit(&w->dropped, sum(e->pending) + sum(e->sent) - sum(pending) - sum(sent),
+    atomic_fetch_add_explicit(&w->dropped,
+                              sum(e->pending, e->cap) + sum(e->sent, e->cap) - sum(pending, n) - sum(sent, n),
                               memory_order_relaxed);
-    memcpy(e->pending, pending, sizeof pending);
-    memcpy(e->sent, sent, sizeof sent);
-    memcpy(e->doubt, doubt, sizeof doubt);
-    e->nlimits = (uint32_t)p->nlimits;
-    for (size_t i = 0; i < p->nlimits; i++)
+    memcpy(e->pending, pending, counts_bytes(e));
+    memcpy(e->sent, sent, counts_bytes(e));
+    memcpy(e->doubt, doubt, counts_bytes(e));
+    e->nlimits = (uint32_t)n;
+    for (size_t i = 0; i < n; i++)
         e->ids[i] = p->limits[i].id;
 }
 
@@ -168,16 +178,23 @@ static void on_charge(void *ctx, const sl_policy_t *p, const void *key, size_t k
     entry_t *e = lookup(w, p, key, key_len, h);
     if (e == NULL && w->count < MAX_KEYS) {
         size_t name_len = strlen(p->name);
-        e = calloc(1, sizeof *e + name_len + key_len);
+        uint32_t cap = p->nlimits <= 4 ? 4 : SL_MAX_LIMITS;
+        e = calloc(1, sizeof *e + 4 * cap * sizeof(uint64_t) + name_len + key_len);
         if (e) {
+            e->cap = cap;
+            e->ids = e->tail;
+            e->pending = e->tail + cap;
+            e->sent = e->tail + 2 * cap;
+            e->doubt = e->tail + 3 * cap;
+            e->bytes = (char *)(e->tail + 4 * cap);
             e->hash = h;
             e->policy_id = p->id;
             e->name_len = name_len;
             e->key_len = key_len;
             memcpy(e->bytes, p->name, name_len);
             memcpy(e->bytes + name_len, key, key_len);
-            e->nlimits = (uint32_t)p->nlimits;
-            for (size_t i = 0; i < p->nlimits; i++)
+            e->nlimits = (uint32_t)(p->nlimits < cap ? p->nlimits : cap);
+            for (size_t i = 0; i < e->nlimits; i++)
                 e->ids[i] = p->limits[i].id;
             e->next = w->buckets[h & (w->nbuckets - 1)];
             w->buckets[h & (w->nbuckets - 1)] = e;
@@ -193,7 +210,7 @@ static void on_charge(void *ctx, const sl_policy_t *p, const void *key, size_t k
     remap(w, e, p);
     if (e->pending_since == 0)
         e->pending_since = now > 0 ? now : 1;
-    for (size_t i = 0; i < p->nlimits; i++)
+    for (size_t i = 0; i < e->nlimits; i++)
         if (costed & (1u << i))
             e->pending[i] = sl__sat_add_u64(e->pending[i], cost);
     e->idle = 0;
@@ -216,9 +233,9 @@ static void pending_of(void *ctx, const sl_policy_t *p, const void *key, size_t 
     entry_t *e = lookup(w, p, key, key_len, hash_of(p, key, key_len));
     if (e) {
         remap(w, e, p);
-        memcpy(costs, e->pending, p->nlimits * sizeof *costs);
+        memcpy(costs, e->pending, e->nlimits * sizeof *costs);
         *since = e->pending_since;
-        memset(e->sent, 0, sizeof e->sent);
+        memset(e->sent, 0, counts_bytes(e));
         e->sent_since = 0;
     }
     pthread_mutex_unlock(&w->lock);
@@ -237,7 +254,7 @@ static void unsynced_of(void *ctx, const sl_policy_t *p, const void *key, size_t
     entry_t *e = lookup(w, p, key, key_len, hash_of(p, key, key_len));
     if (e) {
         remap(w, e, p);
-        for (size_t i = 0; i < p->nlimits; i++)
+        for (size_t i = 0; i < e->nlimits; i++)
             unsynced[i] = sl__sat_add_u64(e->pending[i], e->sent[i]);
     }
     pthread_mutex_unlock(&w->lock);
@@ -308,7 +325,7 @@ static void send_job(job_t *j);
 /* Back to pending: the charges go with the next round. */
 static void give_back(sld_write_back_t *w, entry_t *e) {
     pthread_mutex_lock(&w->lock);
-    for (size_t i = 0; i < SL_MAX_LIMITS; i++) {
+    for (size_t i = 0; i < e->cap; i++) {
         e->pending[i] = sl__sat_add_u64(e->pending[i], e->sent[i]);
         e->sent[i] = 0;
     }
@@ -354,13 +371,13 @@ static void written(job_t *j) {
     memcpy(e->version, j->version, VERSION_BYTES);
     e->has_version = e->shared_len > 0; /* an empty state was deleted */
     e->known = true;
-    e->has_doubt = false;
+    e->ndoubt = 0;
     sl__cell_t cells[SL_MAX_LIMITS];
     if (sl__cells_decode(j->p, e->shared, e->shared_len, cells) == SL_OK)
         sl__memory_import(w->d->store, j->p, e->bytes + e->name_len, e->key_len, cells,
                           sld_now(w->d), pending_of, w);
     pthread_mutex_lock(&w->lock);
-    memset(e->sent, 0, sizeof e->sent); /* pending_of did, unless the import failed */
+    memset(e->sent, 0, counts_bytes(e)); /* pending_of did, unless the import failed */
     e->sent_since = 0;
     e->in_flight = false;
     pthread_mutex_unlock(&w->lock);
@@ -379,29 +396,30 @@ static bool reset_meanwhile(job_t *j) {
     bool reset = e->reset;
     if (reset) {
         e->reset = false;
-        memset(e->sent, 0, sizeof e->sent);
+        memset(e->sent, 0, counts_bytes(e));
         e->sent_since = 0;
         e->in_flight = false;
     }
     pthread_mutex_unlock(&w->lock);
     if (reset) {
         e->known = false;
-        e->has_doubt = false;
+        e->ndoubt = 0;
         send_delete(w, j->p, e);
     }
     return reset;
 }
 
-/* Whether `value` (a conflict's answer) is the write whose answer was
- * lost: then what it carried is in Redis already and must not go again. */
+/* Whether `value` (a conflict's answer) is a write whose answer was lost:
+ * then what it carried is in Redis already and must not go again. */
 static bool doubt_settled(sld_write_back_t *w, entry_t *e, const redisReply *value) {
-    if (!e->has_doubt)
-        return false;
-    e->has_doubt = false;
-    if (value->len < VERSION_BYTES || memcmp(value->str, e->doubt_version, VERSION_BYTES) != 0)
+    bool landed = false;
+    for (uint8_t k = 0; k < e->ndoubt && value->len >= VERSION_BYTES; k++)
+        landed = landed || memcmp(value->str, e->doubt_versions[k], VERSION_BYTES) == 0;
+    e->ndoubt = 0;
+    if (!landed)
         return false; /* not written, or written over: it goes again (counted twice at worst) */
     pthread_mutex_lock(&w->lock);
-    for (size_t i = 0; i < SL_MAX_LIMITS; i++)
+    for (size_t i = 0; i < e->cap; i++)
         e->sent[i] -= e->sent[i] < e->doubt[i] ? e->sent[i] : e->doubt[i];
     pthread_mutex_unlock(&w->lock);
     return true;
@@ -443,11 +461,13 @@ static void on_reply(void *arg, sl__redis_status_t status, const redisReply *r) 
     } else { /* no answer: it may have been written; the next sync finds out */
         atomic_fetch_add_explicit(&w->failures, 1, memory_order_relaxed);
         atomic_store_explicit(&w->offline, true, memory_order_relaxed);
-        e->has_doubt = true;
-        memcpy(e->doubt_version, j->version, VERSION_BYTES);
-        pthread_mutex_lock(&w->lock);
-        memcpy(e->doubt, e->sent, sizeof e->doubt);
-        pthread_mutex_unlock(&w->lock);
+        if (e->ndoubt == 0) { /* later lost syncs carry these charges and more */
+            pthread_mutex_lock(&w->lock);
+            memcpy(e->doubt, e->sent, counts_bytes(e));
+            pthread_mutex_unlock(&w->lock);
+        }
+        if (e->ndoubt < MAX_DOUBTS)
+            memcpy(e->doubt_versions[e->ndoubt++], j->version, VERSION_BYTES);
     }
     give_back(w, e);
     end_job(j);
@@ -487,17 +507,17 @@ static void send_job(job_t *j) {
     sl_usec_t now = sld_now(w->d), recovered = 0;
     free(j->merged);
     j->merged = NULL;
-    uint64_t sent[SL_MAX_LIMITS];
+    uint64_t sent[SL_MAX_LIMITS] = {0};
     pthread_mutex_lock(&w->lock);
     remap(w, e, j->p);
-    memcpy(sent, e->sent, sizeof sent);
+    memcpy(sent, e->sent, e->nlimits * sizeof *sent);
     sl_usec_t since = e->sent_since;
     bool reset = e->reset;
     e->reset = false;
     pthread_mutex_unlock(&w->lock);
     if (reset) { /* the key was reset since its last sync: start from nothing, on one connection */
         e->known = false;
-        e->has_doubt = false;
+        e->ndoubt = 0;
         send_delete(w, j->p, e);
     }
     int rc = sl__cells_merge(j->p, e->known ? e->shared : NULL, e->known ? e->shared_len : 0, sent,
@@ -570,8 +590,8 @@ static void on_tick(uv_timer_t *t) {
         *at = e->dirty_next;
         e->dirty = false;
         e->in_flight = true;
-        memcpy(e->sent, e->pending, sizeof e->sent);
-        memset(e->pending, 0, sizeof e->pending);
+        memcpy(e->sent, e->pending, counts_bytes(e));
+        memset(e->pending, 0, counts_bytes(e));
         e->sent_since = e->pending_since;
         e->pending_since = 0;
         e->dirty_next = batch;
@@ -585,9 +605,8 @@ static void on_tick(uv_timer_t *t) {
         if (p == NULL) { /* a reload removed the policy: what it charged goes with it */
             uint64_t lost = 0;
             pthread_mutex_lock(&w->lock);
-            for (size_t i = 0; i < SL_MAX_LIMITS; i++)
-                lost += e->sent[i];
-            memset(e->sent, 0, sizeof e->sent);
+            lost = sum(e->sent, e->cap);
+            memset(e->sent, 0, counts_bytes(e));
             e->in_flight = false;
             pthread_mutex_unlock(&w->lock);
             atomic_fetch_add_explicit(&w->dropped, lost, memory_order_relaxed);
@@ -687,7 +706,7 @@ void sld_write_back_forget(sld_write_back_t *w, const sl_policy_t *p, const void
     pthread_mutex_lock(&w->lock);
     entry_t *e = lookup(w, p, key, key_len, hash_of(p, key, key_len));
     if (e) {
-        memset(e->pending, 0, sizeof e->pending);
+        memset(e->pending, 0, counts_bytes(e));
         e->pending_since = 0;
         e->reset = true; /* the main loop drops what is in flight and forgets Redis's copy */
         if (!e->dirty) { /* so that it gets to see the flag */

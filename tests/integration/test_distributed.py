@@ -705,6 +705,37 @@ class WriteBack(Base):
         for d in ds:
             self.assertIsNone(d.proc.poll())
 
+    def shared_count(self, policy, key):
+        """The fixed_window count in Redis's copy of (policy, key)."""
+        value = self.redis.client().get(b"sl:w:{%s\x00%s}" % (policy.encode(), key.encode()))
+        # 8-byte version, format byte, then id, expire_at, word (the count)
+        return int.from_bytes(value[8 + 1 + 16:8 + 1 + 24], "little") if value else 0
+
+    def test_lost_answer_is_not_merged_twice(self):
+        """A sync Redis runs after its answer timed out: the next sync sees
+        its own version there and does not add those charges again."""
+        p = one_policy("p", "{algorithm: fixed_window, limit: 100, period: 1h}")
+        d = self.daemon(config(p, self.store()))
+        c = d.client()
+        for _ in range(5):
+            c.execute_command("SL.CHECK", "p", "k")
+        self.wait_synced(c)
+        self.assertEqual(self.shared_count("p", "k"), 5)
+        failures = c.info("store")["write_back_failures"]
+        sleeper = threading.Thread(target=lambda: self.redis.client().execute_command("DEBUG", "SLEEP", "0.4"))
+        sleeper.start()
+        time.sleep(0.05)  # Redis is asleep: the next sync waits behind it and times out (100 ms)
+        for _ in range(3):
+            self.assertEqual(c.execute_command("SL.CHECK", "p", "k")[0], 1)
+        sleeper.join()
+        self.assertGreater(c.info("store")["write_back_failures"], failures)
+        self.wait_synced(c)
+        self.assertEqual(self.shared_count("p", "k"), 8)
+        self.assertEqual(c.execute_command("SL.CHECK", "p", "k")[0], 1)
+        self.wait_synced(c)
+        self.assertEqual(self.shared_count("p", "k"), 9)
+        self.assertEqual(c.execute_command("SL.PEEK", "p", "k")[2], 91)
+
     def test_reset_and_garbage_in_redis(self):
         p = one_policy("p", "{algorithm: sliding_log, limit: 10, period: 1h}")
         ds = [self.daemon(config(p, self.store())) for _ in range(2)]
