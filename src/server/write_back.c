@@ -36,6 +36,7 @@
 
 #define MAX_KEYS (1u << 20)      /* journal entries; beyond, charges stay local */
 #define MAX_ATTEMPTS 4           /* compare-and-sets of one key per round */
+#define MAX_PER_ROUND 8192       /* keys synced per round */
 #define IDLE_ROUNDS 100          /* an entry with nothing to sync this long goes */
 #define SWEEP_EVERY 64           /* rounds between sweeps of idle entries */
 #define KEY_PREFIX "sl:w:{"
@@ -580,13 +581,17 @@ static void on_tick(uv_timer_t *t) {
     sld_write_back_t *w = t->data;
     sld_runtime_t *rt = (sld_runtime_t *)sld_runtime(w->d);
     entry_t *batch = NULL;
+    size_t taken = 0;
     pthread_mutex_lock(&w->lock);
-    for (entry_t **at = &w->dirty; *at;) {
+    /* a bounded round keeps the main loop responsive and the replies within
+     * their deadline; what is left goes next round */
+    for (entry_t **at = &w->dirty; *at && taken < MAX_PER_ROUND;) {
         entry_t *e = *at;
         if (e->in_flight) { /* its sync is still out: it goes next round */
             at = &e->dirty_next;
             continue;
         }
+        taken++;
         *at = e->dirty_next;
         e->dirty = false;
         e->in_flight = true;

@@ -705,6 +705,32 @@ class WriteBack(Base):
         for d in ds:
             self.assertIsNone(d.proc.poll())
 
+    def test_elastic_pool_and_tiers_are_shared(self):
+        policies = ("  - name: e\n    mode: elastic\n"
+                    "    pool: {algorithm: fixed_window, limit: 4, period: 1h}\n"
+                    "    limits:\n      - {algorithm: fixed_window, limit: 2, period: 1h}\n"
+                    "  - name: t\n    limits:\n      - {algorithm: fixed_window, limit: 2, period: 1h}\n"
+                    "    tiers:\n      - {name: gold, keys: [vip], limits: [{algorithm: fixed_window, limit: 5, period: 1h}]}\n")
+        ds = [self.daemon(config(policies, self.store())) for _ in range(2)]
+        a, b = ds[0].client(), ds[1].client()
+        # a: k1 takes its 2 and borrows 2 of the pool's 4
+        self.assertEqual([a.execute_command("SL.CHECK", "e", "k1")[0] for _ in range(4)], [1, 1, 1, 1])
+        self.wait_synced(a)
+        # b: k2 takes its 2, then the pool has 2 left (b learns of a's 2 at its first sync)
+        got = [b.execute_command("SL.CHECK", "e", "k2")[0] for _ in range(3)]
+        self.wait_synced(b)
+        got += [b.execute_command("SL.CHECK", "e", "k2")[0] for _ in range(3)]
+        self.assertEqual(got.count(1), 4, got)
+        keys = set(self.redis.client().scan_iter(match="sl:w:*"))
+        self.assertIn(b"sl:w:{e\x01}", keys)  # the pool, a state of its own
+        # a tier is a policy of its own, shared the same way
+        for _ in range(3):
+            self.assertEqual(a.execute_command("SL.CHECK", "t", "vip")[0], 1)
+        self.wait_synced(a)
+        self.assertEqual(b.execute_command("SL.CHECK", "t", "vip")[0], 1)
+        self.wait_synced(b)
+        self.assertEqual(b.execute_command("SL.PEEK", "t", "vip")[2], 1)
+
     def shared_count(self, policy, key):
         """The fixed_window count in Redis's copy of (policy, key)."""
         value = self.redis.client().get(b"sl:w:{%s\x00%s}" % (policy.encode(), key.encode()))
