@@ -30,6 +30,8 @@
 #include "runtime.h"
 #include "core/arith.h"
 #include "store/redis/client.h"
+#include "store/redis/cluster.h"
+#include "store/redis/url.h"
 #include "store/redis/script.h"
 #include "store/write_back.h"
 #include "write_back.h"
@@ -91,6 +93,7 @@ struct sld_write_back {
     uint64_t version_seed;       /* random per daemon */
     uint64_t version_count;
     bool stopping;
+    bool cluster;                /* calls hold one slot's keys */
     _Atomic bool offline;        /* the last sync got no answer */
     _Atomic uint64_t syncs, conflicts, failures, dropped;
     _Atomic sl_usec_t last_sync;
@@ -319,7 +322,23 @@ typedef struct job {
     unsigned char version[VERSION_BYTES];
     unsigned char *merged;       /* what was sent: the new shared state */
     size_t merged_len;
+    /* the compare-and-set, as prepare_job() made it */
+    char *key;
+    size_t key_len;
+    unsigned slot;               /* Cluster: the key's slot */
+    bool expect;                 /* false: merged onto no key */
+    unsigned char expected[VERSION_BYTES];
+    char ttl[24];
 } job_t;
+
+/* Compare-and-sets sent in one call (one Cluster slot). */
+#define BATCH_KEYS 64
+
+typedef struct batch {
+    sld_write_back_t *w;
+    size_t n;
+    job_t *jobs[BATCH_KEYS];
+} batch_t;
 
 static void send_job(job_t *j);
 
@@ -345,6 +364,7 @@ static void give_back(sld_write_back_t *w, entry_t *e) {
 static void end_job(job_t *j) {
     atomic_fetch_sub(&j->rt->pins, 1);
     free(j->merged);
+    free(j->key);
     free(j);
 }
 
@@ -426,8 +446,9 @@ static bool doubt_settled(sld_write_back_t *w, entry_t *e, const redisReply *val
     return true;
 }
 
-static void on_reply(void *arg, sl__redis_status_t status, const redisReply *r) {
-    job_t *j = arg;
+/* One key's answer: r is its part of the batch's reply ({1} or {0,
+ * value}), or the whole reply when that is an error. */
+static void on_reply(job_t *j, sl__redis_status_t status, const redisReply *r) {
     sld_write_back_t *w = j->w;
     entry_t *e = j->e;
     if (status == SL__REDIS_OK)
@@ -500,14 +521,27 @@ static void send_delete(sld_write_back_t *w, const sl_policy_t *p, const entry_t
     free(key);
 }
 
-/* Merges the job's charges onto the entry's shared state and sends the
- * compare-and-set; a failure to send gives the charges back. */
-static void send_job(job_t *j) {
+/* A job that could not be sent: its charges go back to pending. */
+static void fail_job(job_t *j, int st) {
+    sld_write_back_t *w = j->w;
+    atomic_fetch_add_explicit(&w->failures, 1, memory_order_relaxed);
+    if (st > 0) /* down, or the breaker is open */
+        atomic_store_explicit(&w->offline, true, memory_order_relaxed);
+    give_back(w, j->e);
+    end_job(j);
+}
+
+/* Merges the job's charges onto the entry's shared state and makes the
+ * compare-and-set's arguments. False (the job failed and is gone) when
+ * that cannot be done. */
+static bool prepare_job(job_t *j) {
     sld_write_back_t *w = j->w;
     entry_t *e = j->e;
     sl_usec_t now = sld_now(w->d), recovered = 0;
     free(j->merged);
     j->merged = NULL;
+    free(j->key);
+    j->key = NULL;
     uint64_t sent[SL_MAX_LIMITS] = {0};
     pthread_mutex_lock(&w->lock);
     remap(w, e, j->p);
@@ -527,34 +561,99 @@ static void send_job(job_t *j) {
         sld_warn("store: write-back state of a key of policy %s was unreadable; replaced", j->p->name);
         rc = SL_OK;
     }
-    char keybuf[512], *key = keybuf;
-    size_t key_len = sld_write_back_key(j->p, e->bytes + e->name_len, e->key_len, keybuf, sizeof keybuf);
-    if (key_len > sizeof keybuf && (key = malloc(key_len)) != NULL)
-        sld_write_back_key(j->p, e->bytes + e->name_len, e->key_len, key, key_len);
-    char ttl[24];
+    j->key_len = sld_write_back_key(j->p, e->bytes + e->name_len, e->key_len, NULL, 0);
+    j->key = malloc(j->key_len);
+    if (rc != SL_OK || j->key == NULL) {
+        fail_job(j, -1);
+        return false;
+    }
+    sld_write_back_key(j->p, e->bytes + e->name_len, e->key_len, j->key, j->key_len);
+    j->slot = sl__redis_key_slot(j->key, j->key_len);
     /* a little longer than the state lives, for daemons whose clocks run behind */
     long long ms = (long long)((recovered > now ? recovered - now : 0) / 1000) + 1000;
-    snprintf(ttl, sizeof ttl, "%lld", ms);
+    snprintf(j->ttl, sizeof j->ttl, "%lld", ms);
     next_version(w, j->version);
-    if (!e->known) /* assume a new key; if Redis has one, it says so and sends it */
-        e->has_version = false;
-    const char *argv[8] = {"EVALSHA", sl__redis_sync_lua_sha1, "1", key,
-                           e->has_version ? (const char *)e->version : "",
-                           (const char *)j->version, j->merged ? (const char *)j->merged : "", ttl};
-    size_t argvlen[8] = {7, 40, 1, key_len, e->has_version ? VERSION_BYTES : 0, VERSION_BYTES,
-                         j->merged_len, strlen(ttl)};
-    int st = rc != SL_OK || key == NULL
-                 ? -1
-                 : sl__redis_client_send(w->client, key, key_len, 8, argv, argvlen, sl__redis_sync_lua,
-                                         sl__redis_sync_lua_len, on_reply, j);
-    if (key != keybuf)
-        free(key);
-    if (st != 0) {
-        atomic_fetch_add_explicit(&w->failures, 1, memory_order_relaxed);
-        if (st > 0) /* down, or the breaker is open */
-            atomic_store_explicit(&w->offline, true, memory_order_relaxed);
-        give_back(w, e);
-        end_job(j);
+    /* not known: assume a new key; if Redis has one, it says so and sends it */
+    j->expect = e->known && e->has_version;
+    if (j->expect)
+        memcpy(j->expected, e->version, VERSION_BYTES);
+    return true;
+}
+
+static void on_batch_reply(void *arg, sl__redis_status_t status, const redisReply *r) {
+    batch_t *b = arg;
+    bool parts = status == SL__REDIS_OK && r && r->type == REDIS_REPLY_ARRAY && r->elements == b->n;
+    for (size_t i = 0; i < b->n; i++)
+        on_reply(b->jobs[i], status, parts ? r->element[i] : r);
+    free(b);
+}
+
+/* Sends jobs[0..n) (prepared, one slot) as one call of sync.lua. */
+static void send_batch(sld_write_back_t *w, job_t **jobs, size_t n) {
+    batch_t *b = malloc(sizeof *b);
+    const char **argv = malloc((3 + 5 * n) * sizeof *argv);
+    size_t *argvlen = malloc((3 + 5 * n) * sizeof *argvlen);
+    int st = -1;
+    if (b && argv && argvlen) {
+        char count[8];
+        snprintf(count, sizeof count, "%zu", n);
+        argv[0] = "EVALSHA";
+        argvlen[0] = 7;
+        argv[1] = sl__redis_sync_lua_sha1;
+        argvlen[1] = 40;
+        argv[2] = count;
+        argvlen[2] = strlen(count);
+        for (size_t i = 0; i < n; i++) {
+            job_t *j = jobs[i];
+            size_t k = 3 + i, a = 3 + n + 4 * i;
+            argv[k] = j->key;
+            argvlen[k] = j->key_len;
+            argv[a] = j->expect ? (const char *)j->expected : "";
+            argvlen[a] = j->expect ? VERSION_BYTES : 0;
+            argv[a + 1] = (const char *)j->version;
+            argvlen[a + 1] = VERSION_BYTES;
+            argv[a + 2] = j->merged ? (const char *)j->merged : "";
+            argvlen[a + 2] = j->merged_len;
+            argv[a + 3] = j->ttl;
+            argvlen[a + 3] = strlen(j->ttl);
+            b->jobs[i] = j;
+        }
+        b->w = w;
+        b->n = n;
+        st = sl__redis_client_send(w->client, jobs[0]->key, jobs[0]->key_len, (int)(3 + 5 * n), argv,
+                                   argvlen, sl__redis_sync_lua, sl__redis_sync_lua_len, on_batch_reply, b);
+    }
+    free(argv);
+    free(argvlen);
+    if (st == 0)
+        return;
+    free(b);
+    for (size_t i = 0; i < n; i++)
+        fail_job(jobs[i], st);
+}
+
+/* One key again (after a lost race): merge and send. */
+static void send_job(job_t *j) {
+    if (prepare_job(j))
+        send_batch(j->w, &j, 1);
+}
+
+static int by_slot(const void *a, const void *b) {
+    unsigned x = (*(job_t *const *)a)->slot, y = (*(job_t *const *)b)->slot;
+    return x < y ? -1 : x > y;
+}
+
+/* Sends a round's prepared jobs, BATCH_KEYS per call; in a Cluster a call
+ * holds one slot's keys. */
+static void send_round(sld_write_back_t *w, job_t **jobs, size_t n) {
+    if (w->cluster)
+        qsort(jobs, n, sizeof *jobs, by_slot);
+    for (size_t i = 0; i < n;) {
+        size_t k = 1;
+        while (i + k < n && k < BATCH_KEYS && (!w->cluster || jobs[i + k]->slot == jobs[i]->slot))
+            k++;
+        send_batch(w, jobs + i, k);
+        i += k;
     }
 }
 
@@ -603,6 +702,8 @@ static void on_tick(uv_timer_t *t) {
         batch = e;
     }
     pthread_mutex_unlock(&w->lock);
+    job_t **jobs = taken ? malloc(taken * sizeof *jobs) : NULL;
+    size_t njobs = 0;
     while (batch) {
         entry_t *e = batch;
         batch = e->dirty_next;
@@ -617,15 +718,18 @@ static void on_tick(uv_timer_t *t) {
             atomic_fetch_add_explicit(&w->dropped, lost, memory_order_relaxed);
             continue;
         }
-        job_t *j = calloc(1, sizeof *j);
+        job_t *j = jobs ? calloc(1, sizeof *j) : NULL;
         if (j == NULL) {
             give_back(w, e);
             continue;
         }
         atomic_fetch_add(&rt->pins, 1);
         *j = (job_t){.w = w, .e = e, .rt = rt, .p = p};
-        send_job(j);
+        if (prepare_job(j))
+            jobs[njobs++] = j;
     }
+    send_round(w, jobs, njobs);
+    free(jobs);
     if (++w->rounds % SWEEP_EVERY == 0)
         sweep(w);
 }
@@ -640,6 +744,7 @@ int sld_write_back_start(sld_daemon_t *d, uv_loop_t *loop, sld_write_back_t **ou
     }
     w->nbuckets = 1024;
     w->d = d;
+    w->cluster = sld_remote_url(d->remote)->kind == SL__REDIS_CLUSTER;
     w->loop = loop;
     pthread_mutex_init(&w->lock, NULL);
     if (getrandom(&w->version_seed, sizeof w->version_seed, 0) != sizeof w->version_seed)

@@ -883,6 +883,33 @@ class Cluster(unittest.TestCase):
         self.assertEqual(sum(per_master), 300)
         self.assertTrue(all(n > 50 for n in per_master), per_master)
 
+    def test_write_back_on_a_cluster(self):
+        """Write-back syncs go per slot: keys over every master end up shared."""
+        self.cluster = RedisCluster(masters=3)
+        store = "store:\n  sync: write_back\n  sync_interval: 10ms\n  nodes: 2\n"
+        policies = one_policy("spread", "{algorithm: fixed_window, limit: 5, period: 1h}")
+        self.daemons = [Daemon(config(policies, store), args=["--store", self.cluster.url], test_clock=T0)
+                        for _ in range(2)]
+        a, b = (d.client() for d in self.daemons)
+        for k in range(300):
+            self.assertEqual(a.execute_command("SL.CHECK", "spread", "key:%d" % k)[0], 1)
+        deadline = time.time() + 5
+        while a.info("store")["write_back_unsynced_keys"] and time.time() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(a.info("store")["write_back_unsynced_keys"], 0)
+        per_master = [sum(1 for k in m.client().scan_iter(match="sl:w:*", count=1000))
+                      for m in self.cluster.masters()]
+        self.assertEqual(sum(per_master), 300)
+        self.assertTrue(all(n > 50 for n in per_master), per_master)
+        # b learns a's charge of each key at its own first sync of it
+        for k in range(0, 300, 30):
+            b.execute_command("SL.CHECK", "spread", "key:%d" % k)
+        deadline = time.time() + 5
+        while b.info("store")["write_back_unsynced_keys"] and time.time() < deadline:
+            time.sleep(0.02)
+        for k in range(0, 300, 30):
+            self.assertEqual(b.execute_command("SL.PEEK", "spread", "key:%d" % k)[2], 3, k)
+
     def test_master_killed_failover(self):
         self.cluster = RedisCluster(masters=3, replicas=1)
         store = ("store:\n  clock: local\n  timeout: 100ms\n  on_store_failure: closed\n"
