@@ -237,7 +237,13 @@ int sl__policy_force(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, sl_
         if (costs[i] == 0)
             continue;
         const sl__limit_t *l = &p->limits[i];
-        sl_usec_t at = l->family == SL__RATE && since > 0 && since < now ? since : now;
+        sl_usec_t at = now;
+        if (l->family == SL__RATE && since > 0 && since < now) {
+            /* not so early that the state looks ahead of the clock by more
+             * than its debt may be (debt_at() would rebase it) */
+            sl_usec_t earliest = cells[i].expire_at - l->debt_max / (int64_t)l->rate;
+            at = since > earliest ? since : earliest < now ? earliest : now;
+        }
         sl__verdict_t v; /* only for the tidying commit expects decide to have done */
         sl__limit_decide(l, &cells[i], at, costs[i], &v);
         int rc = prepare(ctx, i, &cells[i], sl__limit_block_need(l, &cells[i], costs[i]));

@@ -48,6 +48,7 @@
 typedef struct entry {
     struct entry *next;          /* in its bucket */
     struct entry *dirty_next;    /* in the list of entries with pending charges */
+    struct entry *round_next;    /* in a round being sent (the main loop's own) */
     uint64_t hash;
     uint64_t policy_id;          /* sl_policy_t.id: tells a pool from its policy */
     bool dirty;                  /* on the dirty list */
@@ -548,8 +549,17 @@ static bool prepare_job(job_t *j) {
     memcpy(sent, e->sent, e->nlimits * sizeof *sent);
     sl_usec_t since = e->sent_since;
     bool reset = e->reset;
+    if (reset) { /* what was taken before the reset goes with it */
+        memset(e->sent, 0, counts_bytes(e));
+        memset(sent, 0, sizeof sent);
+        e->sent_since = since = 0;
+    }
     e->reset = false;
     pthread_mutex_unlock(&w->lock);
+    /* charges older than two rounds (kept through an outage) count as made
+     * two rounds ago: earlier would credit them refill they may not have had */
+    if (since > 0 && since < now - 2 * w->interval)
+        since = now - 2 * w->interval;
     if (reset) { /* the key was reset since its last sync: start from nothing, on one connection */
         e->known = false;
         e->ndoubt = 0;
@@ -632,8 +642,21 @@ static void send_batch(sld_write_back_t *w, job_t **jobs, size_t n) {
         fail_job(jobs[i], st);
 }
 
-/* One key again (after a lost race): merge and send. */
+/* One key again (after a lost race): merge and send, with the policy as
+ * the runtime has it now (a reload may have come since the round). */
 static void send_job(job_t *j) {
+    sld_runtime_t *rt = (sld_runtime_t *)sld_runtime(j->w->d);
+    if (rt != j->rt) {
+        const sl_policy_t *p = policy_of(rt, j->e);
+        if (p == NULL || p->nlimits > j->e->cap) {
+            fail_job(j, -1);
+            return;
+        }
+        atomic_fetch_add(&rt->pins, 1);
+        atomic_fetch_sub(&j->rt->pins, 1);
+        j->rt = rt;
+        j->p = p;
+    }
     if (prepare_job(j))
         send_batch(j->w, &j, 1);
 }
@@ -676,6 +699,30 @@ static void sweep(sld_write_back_t *w) {
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Frees an entry taken for a round (in flight, no job), with what it
+ * holds: its key gets a new entry at its next charge. */
+static void retire(sld_write_back_t *w, entry_t *e) {
+    pthread_mutex_lock(&w->lock);
+    for (entry_t **at = &w->dirty; e->dirty && *at; at = &(*at)->dirty_next) {
+        if (*at == e) {
+            *at = e->dirty_next;
+            break;
+        }
+    }
+    for (entry_t **at = &w->buckets[e->hash & (w->nbuckets - 1)]; *at; at = &(*at)->next) {
+        if (*at == e) {
+            *at = e->next;
+            break;
+        }
+    }
+    w->count--;
+    atomic_fetch_add_explicit(&w->dropped, sum(e->pending, e->cap) + sum(e->sent, e->cap),
+                              memory_order_relaxed);
+    pthread_mutex_unlock(&w->lock);
+    free(e->shared);
+    free(e);
+}
+
 static void on_tick(uv_timer_t *t) {
     sld_write_back_t *w = t->data;
     sld_runtime_t *rt = (sld_runtime_t *)sld_runtime(w->d);
@@ -698,7 +745,7 @@ static void on_tick(uv_timer_t *t) {
         memset(e->pending, 0, counts_bytes(e));
         e->sent_since = e->pending_since;
         e->pending_since = 0;
-        e->dirty_next = batch;
+        e->round_next = batch;
         batch = e;
     }
     pthread_mutex_unlock(&w->lock);
@@ -706,8 +753,12 @@ static void on_tick(uv_timer_t *t) {
     size_t njobs = 0;
     while (batch) {
         entry_t *e = batch;
-        batch = e->dirty_next;
+        batch = e->round_next;
         const sl_policy_t *p = policy_of(rt, e);
+        if (p && p->nlimits > e->cap) { /* a reload outgrew the entry: a new one comes */
+            retire(w, e);
+            continue;
+        }
         if (p == NULL) { /* a reload removed the policy: what it charged goes with it */
             uint64_t lost = 0;
             pthread_mutex_lock(&w->lock);

@@ -188,6 +188,39 @@ sl_usec_t sl__cells_recovered_at(const sl_policy_t *p, const sl__cell_t *cells) 
     return at;
 }
 
+/* Copies into out (when not NULL) the live records of `buf` for limits p
+ * does not have: another daemon's configuration (a rolling change) keeps
+ * its states through our merges. Returns the bytes; *until gets the
+ * latest expiry among them. Nothing when buf does not parse. */
+static size_t foreign_records(const sl_policy_t *p, const unsigned char *buf, size_t len,
+                              sl_usec_t now, unsigned char *out, sl_usec_t *until) {
+    in_t r = {buf, len, 1, len == 0 || buf[0] != CELLS_VERSION};
+    size_t n = 0;
+    while (!r.bad && r.at < r.len) {
+        size_t start = r.at;
+        uint64_t id = get(&r, 8);
+        sl_usec_t expire_at = (sl_usec_t)get(&r, 8);
+        get(&r, 8);
+        uint32_t kind = (uint32_t)get(&r, 4);
+        if (kind != 0) {
+            uint64_t entries = get(&r, 4) * (kind == SL__BLOCK_LOG64 ? 2 : 1);
+            if (r.bad || entries > (r.len - r.at) / 4)
+                return 0;
+            r.at += (size_t)entries * 4;
+        }
+        if (r.bad || kind > SL__BLOCK_COUNTERS)
+            return 0;
+        if (index_of(p, id) >= 0 || expire_at <= now)
+            continue;
+        if (out)
+            memcpy(out + n, buf + start, r.at - start);
+        n += r.at - start;
+        if (expire_at > *until)
+            *until = expire_at;
+    }
+    return r.bad ? 0 : n;
+}
+
 int sl__cells_merge(const sl_policy_t *p, const void *shared, size_t shared_len,
                     const uint64_t *costs, sl_usec_t since, sl_usec_t now, unsigned char **out,
                     size_t *out_len, sl_usec_t *recovered_at) {
@@ -198,16 +231,23 @@ int sl__cells_merge(const sl_policy_t *p, const void *shared, size_t shared_len,
      * sync: the charges still go in, on a fresh state. */
     int corrupt = sl__cells_decode(p, shared, shared_len, cells);
     int rc = sl__policy_force(p, cells, now, since, costs, sl__cells_prepare, (void *)p);
+    sl_usec_t until = sl__cells_recovered_at(p, cells);
+    size_t foreign = corrupt ? 0 : foreign_records(p, shared, shared_len, now, NULL, &until);
     size_t need = rc == SL_OK ? sl__cells_encode(p, cells, now, NULL, 0) : 0;
-    if (need > 0) {
-        *out = malloc(need);
-        if (*out == NULL)
+    if (rc == SL_OK && need + foreign > 0) {
+        size_t total = (need ? need : 1) + foreign;
+        *out = malloc(total);
+        if (*out == NULL) {
             rc = SL_ENOMEM;
-        else
-            *out_len = sl__cells_encode(p, cells, now, *out, need);
+        } else {
+            size_t at = need ? sl__cells_encode(p, cells, now, *out, need) : 1;
+            (*out)[0] = CELLS_VERSION;
+            foreign_records(p, shared, shared_len, now, *out + at, &until);
+            *out_len = total;
+        }
     }
     if (recovered_at)
-        *recovered_at = sl__cells_recovered_at(p, cells);
+        *recovered_at = until;
     sl__cells_release(cells, p->nlimits);
     return rc != SL_OK ? rc : corrupt;
 }

@@ -545,7 +545,9 @@ void sl__memory_journal(sl_store_t *s, sl__journal_fn fn, sl__unsynced_fn unsync
 static int store_cell(eval_t *e, size_t i, const sl__cell_t *c) {
     if (locate(e, i) < 0 && c->expire_at <= e->now)
         return SL_OK; /* recovered: no slot is as good as one */
-    sl__cell_t fresh = {0, 0, NULL, false};
+    /* the slot's own block, so that replacing it counts only the difference */
+    locate_all(e);
+    sl__cell_t fresh = load_cell(e, i);
     int rc = prepare(e, i, &fresh, c->block ? c->block->cap : 0);
     if (rc != SL_OK)
         return rc;

@@ -69,7 +69,8 @@ int sl__cells_prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap)
 
 /* The shared state after charging costs[i] to limit i (made from `since`
  * on, see sl__policy_force) at `now` on top of `shared` (encoded; empty: a
- * new key): *out (malloc'd, NULL when nothing
+ * new key); live records of limits p does not have (another daemon's
+ * configuration, during a rolling change) are carried through as they are: *out (malloc'd, NULL when nothing
  * is live) and *out_len; *recovered_at (may be NULL) gets when it will have
  * recovered. SL_ECORRUPT when `shared` was unreadable: *out then holds the
  * charges on a fresh state, usable as it is. */

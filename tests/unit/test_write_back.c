@@ -175,6 +175,36 @@ static void garbage_is_refused(void **state) {
     rig_free(n.rig);
 }
 
+/* Daemons on two configurations of one policy (a rolling change) keep
+ * each other's limits: a merge carries the records it does not know. */
+static void merge_keeps_other_limits(void **state) {
+    (void)state;
+    sl_limit_t old_limit = {.algorithm = SL_FIXED_WINDOW, .limit = 10, .period = SEC(60)};
+    sl_limit_t new_limit = {.algorithm = SL_FIXED_WINDOW, .limit = 20, .period = SEC(60)};
+    sl_policy_t *old_p, *new_p;
+    sl_policy_config_t a = {.name = "p", .limits = &old_limit, .nlimits = 1};
+    sl_policy_config_t b = {.name = "p", .limits = &new_limit, .nlimits = 1};
+    assert_int_equal(sl_policy_new(&a, &old_p, NULL, 0), SL_OK);
+    assert_int_equal(sl_policy_new(&b, &new_p, NULL, 0), SL_OK);
+    sl_usec_t now = SEC(600);
+    unsigned char *one, *two;
+    size_t one_len, two_len;
+    uint64_t three[SL_MAX_LIMITS] = {3}, five[SL_MAX_LIMITS] = {5};
+    sl_usec_t until = 0;
+    assert_int_equal(sl__cells_merge(old_p, NULL, 0, three, 0, now, &one, &one_len, NULL), SL_OK);
+    assert_int_equal(sl__cells_merge(new_p, one, one_len, five, 0, now, &two, &two_len, &until), SL_OK);
+    assert_true(until >= SEC(660));
+    sl__cell_t cells[SL_MAX_LIMITS];
+    assert_int_equal(sl__cells_decode(old_p, two, two_len, cells), SL_OK);
+    assert_int_equal(cells[0].word, 3); /* the old configuration's count, kept */
+    assert_int_equal(sl__cells_decode(new_p, two, two_len, cells), SL_OK);
+    assert_int_equal(cells[0].word, 5);
+    free(one);
+    free(two);
+    sl_policy_free(old_p);
+    sl_policy_free(new_p);
+}
+
 /* The journal hears of charges of write-back policies only, with what
  * each limit was charged; peeks and denials without count_denied charge
  * nothing. */
@@ -366,6 +396,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(shared_state_decides_alike),
         cmocka_unit_test(garbage_is_refused),
+        cmocka_unit_test(merge_keeps_other_limits),
         cmocka_unit_test(journal_hears_charges),
         cmocka_unit_test(import_keeps_later_charges),
         cmocka_unit_test(over_admission_is_bounded),
