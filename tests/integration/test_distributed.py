@@ -731,6 +731,38 @@ class WriteBack(Base):
         self.wait_synced(b)
         self.assertEqual(b.execute_command("SL.PEEK", "t", "vip")[2], 1)
 
+    def test_every_charge_reaches_redis_once_under_load(self):
+        """Many clients over many keys on one worker thread: when the
+        journal is drained, Redis holds every charge exactly once."""
+        p = one_policy("p", "{algorithm: fixed_window, limit: 100000, period: 1h}")
+        d = self.daemon(config(p, self.store()).replace("threads: 2", "threads: 1"))
+        stop = time.monotonic() + 2.0
+        sent = [0]
+        lock = threading.Lock()
+
+        def run(seed):
+            c = d.client()
+            n = 0
+            k = seed
+            while time.monotonic() < stop:
+                pipe = c.pipeline(transaction=False)
+                for _ in range(20):
+                    k = (k * 1103515245 + 12345) % 2147483648
+                    pipe.execute_command("SL.CHECK", "p", "k%d" % (k % 3000))
+                n += sum(1 for r in pipe.execute() if r[0] == 1)
+            with lock:
+                sent[0] += n
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        self.wait_synced(d.client(), timeout=5.0)
+        total = sum(self.shared_count("p", "k%d" % i) for i in range(3000))
+        self.assertEqual(total, sent[0])
+        self.assertIsNone(d.proc.poll())
+
     def shared_count(self, policy, key):
         """The fixed_window count in Redis's copy of (policy, key)."""
         value = self.redis.client().get(b"sl:w:{%s\x00%s}" % (policy.encode(), key.encode()))
