@@ -48,10 +48,12 @@ if [ "$PIN" = 1 ]; then REDIS_PIN=(taskset -c 0); OTHER_PIN=(taskset -c 1); fi
 
 [ -x "$SLUICED" ] || { echo "no sluiced at $SLUICED (make first)" >&2; exit 1; }
 
-# rb PORT N ARGS... -> "rps avg min p50 p95 p99 max"
+# rb PORT N ARGS... -> "rps avg min p50 p95 p99 max". A server that died
+# stops the whole run: redis-benchmark would otherwise spin on its port.
 rb() {
   local port=$1 n=$2; shift 2
-  "${OTHER_PIN[@]}" redis-benchmark -h 127.0.0.1 -p "$port" -c "$CLIENTS" -P 1 -n "$n" \
+  redis-cli -p "$port" PING >/dev/null 2>&1 || { echo "server on port $port is gone; see $OUT" >&2; exit 1; }
+  timeout $((DUR * 20 + 60)) "${OTHER_PIN[@]}" redis-benchmark -h 127.0.0.1 -p "$port" -c "$CLIENTS" -P 1 -n "$n" \
     -r "$KEYSPACE" --csv "$@" 2>/dev/null | awk -F, 'NR==2{gsub(/"/,""); print $2, $3, $4, $5, $6, $7, $8}'
 }
 
@@ -66,11 +68,13 @@ redis_cpu_us() {
 measure() {
   local server=$1 threads=$2 name=$3 port=$4; shift 4
   local probe; probe=$(rb "$port" 50000 "$@")
+  [ -n "$probe" ] || { echo "no figures from port $port; stopping" >&2; exit 1; }
   local n; n=$(awk -v r="${probe%% *}" -v d="$DUR" 'BEGIN{n=int(r*d); if(n<50000)n=50000; print n}')
   local rps=() p50=() p99=() cpu=() i line r avg mn q50 q95 q99 mx c0 c1
   for i in $(seq "$RUNS"); do
     c0=$(redis_cpu_us)
     line=$(rb "$port" "$n" "$@")
+    [ -n "$line" ] || { echo "no figures from port $port; stopping" >&2; exit 1; }
     c1=$(redis_cpu_us)
     read -r r avg mn q50 q95 q99 mx <<<"$line"
     rps+=("$r"); p50+=("$q50"); p99+=("$q99")
