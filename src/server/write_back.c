@@ -669,6 +669,8 @@ static int by_slot(const void *a, const void *b) {
 /* Sends a round's prepared jobs, BATCH_KEYS per call; in a Cluster a call
  * holds one slot's keys. */
 static void send_round(sld_write_back_t *w, job_t **jobs, size_t n) {
+    if (n == 0)
+        return;
     if (w->cluster)
         qsort(jobs, n, sizeof *jobs, by_slot);
     for (size_t i = 0; i < n;) {
