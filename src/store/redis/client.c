@@ -71,6 +71,7 @@ struct pend {
     uint8_t hi_refs;        /* hiredis callbacks still owed to it */
     bool busy;              /* its callback is running: not freed under it */
     bool asking, script_loaded, done, internal, probe;
+    bool asked;             /* last written after ASKING: a resend needs it too */
 };
 
 typedef enum node_state { N_DOWN = 0, N_CONNECTING, N_READY } node_state_t;
@@ -459,6 +460,7 @@ static void node_write(node_t *n, pend_t *p) {
         complete(p, SL__REDIS_DOWN, NULL);
         return;
     }
+    p->asked = p->asking;
     if (p->asking) {
         p->asking = false;
         redisAsyncCommand(n->ac, ignore_cb, NULL, "ASKING");
@@ -785,6 +787,7 @@ static void pend_cb(redisAsyncContext *ac, void *reply, void *priv) {
                 if (redisAsyncCommandArgv(n->ac, script_loaded_cb, n, 3, argv, len) == REDIS_OK)
                     n->script_loading = true;
             }
+            p->asking = p->asked; /* an importing node answers only after ASKING */
             node_write(n, p);
             return;
         }
