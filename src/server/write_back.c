@@ -88,6 +88,7 @@ struct sld_write_back {
     entry_t **buckets;
     size_t nbuckets;
     size_t count;
+    size_t unsynced;             /* entries dirty or in flight */
     entry_t *dirty;
     uint64_t rounds;
     sl_usec_t interval;          /* store.sync_interval */
@@ -142,6 +143,24 @@ static uint64_t sum(const uint64_t *v, size_t n) {
 }
 
 static size_t counts_bytes(const entry_t *e) { return e->cap * sizeof(uint64_t); }
+
+/* Puts e on the dirty list (under the lock), keeping the unsynced count. */
+static void make_dirty(sld_write_back_t *w, entry_t *e) {
+    if (e->dirty)
+        return;
+    if (!e->in_flight)
+        w->unsynced++;
+    e->dirty = true;
+    e->dirty_next = w->dirty;
+    w->dirty = e;
+}
+
+/* Its sync is over (under the lock). */
+static void land(sld_write_back_t *w, entry_t *e) {
+    if (e->in_flight && !e->dirty)
+        w->unsynced--;
+    e->in_flight = false;
+}
 
 /* Counts e's charges by p's limits: a reload may have reordered, added or
  * removed limits since they were made. Charges of a limit p no longer has
@@ -219,11 +238,7 @@ static void on_charge(void *ctx, const sl_policy_t *p, const void *key, size_t k
         if (costed & (1u << i))
             e->pending[i] = sl__sat_add_u64(e->pending[i], cost);
     e->idle = 0;
-    if (!e->dirty) {
-        e->dirty = true;
-        e->dirty_next = w->dirty;
-        w->dirty = e;
-    }
+    make_dirty(w, e);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -353,12 +368,8 @@ static void give_back(sld_write_back_t *w, entry_t *e) {
     if (e->sent_since && (e->pending_since == 0 || e->sent_since < e->pending_since))
         e->pending_since = e->sent_since;
     e->sent_since = 0;
-    e->in_flight = false;
-    if (!e->dirty) {
-        e->dirty = true;
-        e->dirty_next = w->dirty;
-        w->dirty = e;
-    }
+    make_dirty(w, e);
+    land(w, e);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -401,7 +412,7 @@ static void written(job_t *j) {
     pthread_mutex_lock(&w->lock);
     memset(e->sent, 0, counts_bytes(e)); /* pending_of did, unless the import failed */
     e->sent_since = 0;
-    e->in_flight = false;
+    land(w, e);
     pthread_mutex_unlock(&w->lock);
     atomic_fetch_add_explicit(&w->syncs, 1, memory_order_relaxed);
     atomic_store_explicit(&w->last_sync, sl_clock_realtime(NULL), memory_order_relaxed);
@@ -420,7 +431,7 @@ static bool reset_meanwhile(job_t *j) {
         e->reset = false;
         memset(e->sent, 0, counts_bytes(e));
         e->sent_since = 0;
-        e->in_flight = false;
+        land(w, e);
     }
     pthread_mutex_unlock(&w->lock);
     if (reset) {
@@ -718,6 +729,8 @@ static void retire(sld_write_back_t *w, entry_t *e) {
         }
     }
     w->count--;
+    if (e->dirty || e->in_flight)
+        w->unsynced--;
     atomic_fetch_add_explicit(&w->dropped, sum(e->pending, e->cap) + sum(e->sent, e->cap),
                               memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
@@ -766,7 +779,7 @@ static void on_tick(uv_timer_t *t) {
             pthread_mutex_lock(&w->lock);
             lost = sum(e->sent, e->cap);
             memset(e->sent, 0, counts_bytes(e));
-            e->in_flight = false;
+            land(w, e);
             pthread_mutex_unlock(&w->lock);
             atomic_fetch_add_explicit(&w->dropped, lost, memory_order_relaxed);
             continue;
@@ -856,9 +869,7 @@ void sld_write_back_stats(sld_write_back_t *w, sld_write_back_stats_t *out) {
     out->last_sync = atomic_load(&w->last_sync);
     pthread_mutex_lock(&w->lock);
     out->keys = w->count;
-    for (size_t i = 0; i < w->nbuckets; i++)
-        for (const entry_t *e = w->buckets[i]; e; e = e->next)
-            out->unsynced += e->dirty || e->in_flight;
+    out->unsynced = w->unsynced;
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -872,11 +883,7 @@ void sld_write_back_forget(sld_write_back_t *w, const sl_policy_t *p, const void
         memset(e->pending, 0, counts_bytes(e));
         e->pending_since = 0;
         e->reset = true; /* the main loop drops what is in flight and forgets Redis's copy */
-        if (!e->dirty) { /* so that it gets to see the flag */
-            e->dirty = true;
-            e->dirty_next = w->dirty;
-            w->dirty = e;
-        }
+        make_dirty(w, e); /* so that it gets to see the flag */
     }
     pthread_mutex_unlock(&w->lock);
 }
