@@ -6,7 +6,9 @@
 #   scripts/deps.sh test   build and run every test
 #   scripts/deps.sh bench  the benchmarks against the peers (redis-server, nginx, wrk)
 set -eu
-build="cmake make gcc pkg-config libxxhash-dev libuv1-dev libcyaml-dev libyaml-dev libh2o-dev libhiredis-dev"
+# libssl-dev: h2o.h includes <openssl/ssl.h>, yet Debian's libh2o-dev does
+# not depend on it
+build="cmake make gcc pkg-config libxxhash-dev libuv1-dev libcyaml-dev libyaml-dev libh2o-dev libssl-dev libhiredis-dev"
 case "${1:-test}" in
   run)  want="$build redis-tools curl" ;;
   test) want="$build libcmocka-dev clang libclang-rt-dev python3 python3-redis redis-server redis-tools curl nginx ca-certificates" ;;
