@@ -28,6 +28,15 @@ static inline uint32_t sl__sat_add_u32(uint32_t a, uint64_t b) {
 /* ceil(a / b) for a >= 0, b > 0. */
 static inline int64_t sl__ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
+static inline uint64_t sl__gcd_u64(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 static inline int64_t sl__max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t sl__min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline uint64_t sl__minu64(uint64_t a, uint64_t b) { return a < b ? a : b; }

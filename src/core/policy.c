@@ -105,6 +105,7 @@ int sl_policy_new(const sl_policy_config_t *cfg, sl_policy_t **out, char *why, s
             /* A state of its own, apart from any key's. */
             pool->id = XXH3_64bits_withSeed(cfg->name, strlen(cfg->name), SL__POOL_SEED);
             pool->limits[0].id ^= SL__POOL_SEED;
+            pool->is_pool = true;
             p->pool = pool;
         }
     }

@@ -21,6 +21,7 @@ struct sl_policy {
     sl_limit_t config[SL_MAX_LIMITS];   /* as given, for sl_policy_limit() */
     sl__limit_t limits[SL_MAX_LIMITS];
     struct sl_policy *pool;             /* SL_MODE_ELASTIC: one shared limit, hard */
+    bool is_pool;                       /* this is another policy's pool (same name) */
     bool write_back;                    /* decided locally, charges journaled for a
                                            shared store (sl__policy_write_back) */
     uint32_t nodes;                     /* write-back: daemons sharing the state */

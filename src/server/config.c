@@ -37,6 +37,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "core/arith.h"
 
 #define MAX_FILE_BYTES (16u << 20)   /* a configuration file, bytes */
 #define MAX_DEPTH 64                 /* nesting of YAML collections */
@@ -720,15 +721,6 @@ static int cyaml_error(ctx_t *c, cyaml_err_t e) {
 
 /* ---- scalar parsers ------------------------------------------------------ */
 
-static uint64_t gcd64(uint64_t a, uint64_t b) {
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 typedef struct unit {
     const char *name;
     uint64_t scale;
@@ -781,7 +773,7 @@ static int parse_scaled(const char *s, const unit_t *units, size_t nunits, uint6
         uint64_t p10 = 1;
         for (unsigned i = 0; i < fdigits; i++)
             p10 *= 10;
-        uint64_t g = gcd64(u->scale, p10), d = p10 / g;
+        uint64_t g = sl__gcd_u64(u->scale, p10), d = p10 / g;
         if (frac % d != 0)
             return SL_EINVAL; /* not a whole number of the smallest unit */
         part = frac / d * (u->scale / g);

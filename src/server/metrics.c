@@ -6,8 +6,8 @@
 
 #include "daemon.h"
 #include "metrics.h"
-#include "write_back.h"
 #include "remote.h"
+#include "write_back.h"
 
 /* Upper bounds of the latency buckets, nanoseconds (+Inf after the last). */
 static const uint64_t bucket_ns[SLD_LATENCY_BUCKETS] = {
@@ -125,6 +125,18 @@ static uint64_t sum(const sld_metrics_t *m, size_t offset) {
 }
 
 /* Label values are policy names ([A-Za-z0-9_.-]) or fixed words: nothing to escape. */
+/* One unlabelled series: HELP, TYPE and its value. */
+typedef struct row {
+    const char *name, *type, *help;
+    double value;
+} row_t;
+
+static void put_rows(sld_buf_t *out, const row_t *rows, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        sld_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", rows[i].name, rows[i].help,
+                       rows[i].name, rows[i].type, rows[i].name, rows[i].value);
+}
+
 void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out) {
     sld_buf_printf(out, "# HELP sluice_decisions_total Decisions, by policy and result.\n"
                         "# TYPE sluice_decisions_total counter\n");
@@ -175,10 +187,7 @@ void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out) 
     sl_store_stats_t st = {0};
     sl_store_stats(d->store, &st);
     const sld_runtime_t *rt = sld_runtime(d);
-    struct {
-        const char *name, *type, *help;
-        double value;
-    } rows[] = {
+    const row_t rows[] = {
         {"sluice_states", "gauge", "Live states in the store.", (double)st.states},
         {"sluice_memory_bytes", "gauge", "Memory held by the store.", (double)st.bytes},
         {"sluice_max_memory_bytes", "gauge", "The store's cap, 0 = none.", (double)st.max_memory},
@@ -207,54 +216,47 @@ void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out) 
         {"sluice_uptime_seconds", "gauge", "Seconds since start.",
          (double)(sl_clock_realtime(NULL) - d->started_at) / 1e6},
     };
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        sld_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", rows[i].name, rows[i].help,
-                       rows[i].name, rows[i].type, rows[i].name, rows[i].value);
+    put_rows(out, rows, sizeof rows / sizeof rows[0]);
     if (d->remote) {
         sld_remote_stats_t rs;
         sld_remote_stats(d->remote, &rs);
+        const row_t store[] = {
+            {"sluice_store_up", "gauge", "Whether Redis answers (1) or decisions fall back (0).", rs.up},
+            {"sluice_store_breaker_open", "gauge", "Whether a circuit breaker to Redis is open.",
+             rs.breaker_open},
+            {"sluice_store_calls_total", "counter", "Evaluations sent to Redis.", (double)rs.calls},
+            {"sluice_store_failures_total", "counter", "Evaluations Redis did not answer usably.",
+             (double)rs.failures},
+            {"sluice_store_timeouts_total", "counter", "Evaluations that timed out.", (double)rs.timeouts},
+            {"sluice_store_reconnects_total", "counter", "Reconnections to Redis.", (double)rs.reconnects},
+        };
+        put_rows(out, store, sizeof store / sizeof store[0]);
         sld_buf_printf(out,
-                       "# HELP sluice_store_up Whether Redis answers (1) or decisions fall back (0).\n"
-                       "# TYPE sluice_store_up gauge\nsluice_store_up %d\n"
-                       "# HELP sluice_store_breaker_open Whether a circuit breaker to Redis is open.\n"
-                       "# TYPE sluice_store_breaker_open gauge\nsluice_store_breaker_open %d\n"
-                       "# HELP sluice_store_calls_total Evaluations sent to Redis.\n"
-                       "# TYPE sluice_store_calls_total counter\nsluice_store_calls_total %llu\n"
-                       "# HELP sluice_store_failures_total Evaluations Redis did not answer usably.\n"
-                       "# TYPE sluice_store_failures_total counter\nsluice_store_failures_total %llu\n"
-                       "# HELP sluice_store_timeouts_total Evaluations that timed out.\n"
-                       "# TYPE sluice_store_timeouts_total counter\nsluice_store_timeouts_total %llu\n"
-                       "# HELP sluice_store_reconnects_total Reconnections to Redis.\n"
-                       "# TYPE sluice_store_reconnects_total counter\nsluice_store_reconnects_total %llu\n"
                        "# HELP sluice_store_fallbacks_total Decisions made by on_store_failure.\n"
                        "# TYPE sluice_store_fallbacks_total counter\n"
                        "sluice_store_fallbacks_total{mode=\"open\"} %llu\n"
                        "sluice_store_fallbacks_total{mode=\"closed\"} %llu\n"
                        "sluice_store_fallbacks_total{mode=\"local\"} %llu\n",
-                       rs.up, rs.breaker_open, (unsigned long long)rs.calls,
-                       (unsigned long long)rs.failures, (unsigned long long)rs.timeouts,
-                       (unsigned long long)rs.reconnects, (unsigned long long)rs.fallback_open,
-                       (unsigned long long)rs.fallback_closed, (unsigned long long)rs.fallback_local);
+                       (unsigned long long)rs.fallback_open, (unsigned long long)rs.fallback_closed,
+                       (unsigned long long)rs.fallback_local);
     }
     if (d->write_back) {
         sld_write_back_stats_t ws;
         sld_write_back_stats(d->write_back, &ws);
-        sld_buf_printf(out,
-                       "# HELP sluice_write_back_keys Keys in the write-back journal.\n"
-                       "# TYPE sluice_write_back_keys gauge\nsluice_write_back_keys %llu\n"
-                       "# HELP sluice_write_back_unsynced_keys Keys with charges Redis has not merged yet.\n"
-                       "# TYPE sluice_write_back_unsynced_keys gauge\nsluice_write_back_unsynced_keys %llu\n"
-                       "# HELP sluice_write_back_syncs_total Keys whose charges were merged into Redis.\n"
-                       "# TYPE sluice_write_back_syncs_total counter\nsluice_write_back_syncs_total %llu\n"
-                       "# HELP sluice_write_back_conflicts_total Syncs another daemon wrote first (merged again).\n"
-                       "# TYPE sluice_write_back_conflicts_total counter\nsluice_write_back_conflicts_total %llu\n"
-                       "# HELP sluice_write_back_failures_total Syncs without an answer (their charges wait).\n"
-                       "# TYPE sluice_write_back_failures_total counter\nsluice_write_back_failures_total %llu\n"
-                       "# HELP sluice_write_back_dropped_total Charges not shared (journal full, policy removed).\n"
-                       "# TYPE sluice_write_back_dropped_total counter\nsluice_write_back_dropped_total %llu\n",
-                       (unsigned long long)ws.keys, (unsigned long long)ws.unsynced,
-                       (unsigned long long)ws.syncs, (unsigned long long)ws.conflicts,
-                       (unsigned long long)ws.failures, (unsigned long long)ws.dropped);
+        const row_t wb[] = {
+            {"sluice_write_back_keys", "gauge", "Keys in the write-back journal.", (double)ws.keys},
+            {"sluice_write_back_unsynced_keys", "gauge", "Keys with charges Redis has not merged yet.",
+             (double)ws.unsynced},
+            {"sluice_write_back_syncs_total", "counter", "Keys whose charges were merged into Redis.",
+             (double)ws.syncs},
+            {"sluice_write_back_conflicts_total", "counter",
+             "Syncs another daemon wrote first (merged again).", (double)ws.conflicts},
+            {"sluice_write_back_failures_total", "counter",
+             "Syncs without an answer (their charges wait).", (double)ws.failures},
+            {"sluice_write_back_dropped_total", "counter",
+             "Charges not shared (journal full, policy removed).", (double)ws.dropped},
+        };
+        put_rows(out, wb, sizeof wb / sizeof wb[0]);
     }
     sld_buf_printf(out, "# HELP sluice_build_info The running version.\n# TYPE sluice_build_info gauge\n"
                         "sluice_build_info{version=\"%s\"} 1\n", SL_VERSION_STRING);

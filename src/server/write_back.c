@@ -293,8 +293,7 @@ size_t sld_write_back_key(const sl_policy_t *p, const void *key, size_t key_len,
     at += sizeof KEY_PREFIX - 1;
     memcpy(at, p->name, name_len);
     at += name_len;
-    /* a pool is a state of its own: its id differs from its policy's */
-    *at++ = p->pool == NULL && p->id != XXH3_64bits(p->name, name_len) ? '\1' : '\0';
+    *at++ = p->is_pool ? '\1' : '\0'; /* a pool is a state of its own */
     memcpy(at, key, key_len);
     at += key_len;
     *at = '}';

@@ -119,6 +119,33 @@ class Base(unittest.TestCase):
         return d
 
 
+def wait_until(pred, timeout):
+    """Polls pred every 10 ms until it holds or `timeout` s have passed;
+    returns whether it held."""
+    deadline = time.time() + timeout
+    while not pred():
+        if time.time() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def unsynced(client):
+    return client.info("store")["write_back_unsynced_keys"]
+
+
+def read_to_end(sock):
+    """Every byte until the daemon closes the connection; closes it too."""
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    return data
+
+
 def hammer(daemons, command, per_client, clients_per_daemon=4):
     """Many concurrent clients on every daemon; returns how many were admitted."""
     admitted = [0]
@@ -254,26 +281,14 @@ class Pipelines(Base):
         s = self.d.raw()
         s.sendall(b"SL.CHECK p k\r\nPING\r\nSL.CHECK p k\r\n")
         s.shutdown(socket.SHUT_WR)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        s.close()
+        data = read_to_end(s)
         self.assertTrue(data.startswith(b"*8\r\n:1\r\n:100\r\n:99\r\n"), data)
         self.assertIn(b"+PONG\r\n*8\r\n:1\r\n:100\r\n:98\r\n", data)
 
     def test_protocol_error_comes_after_owed_replies(self):
         s = self.d.raw()
         s.sendall(b"SL.CHECK p k\r\n*1\r\n$x\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        s.close()
+        data = read_to_end(s)
         self.assertTrue(data.startswith(b"*8\r\n:1\r\n"), data)
         self.assertIn(b"-ERR Protocol error", data)
 
@@ -586,23 +601,15 @@ class WriteBack(Base):
                 "  nodes: 3\n  timeout: 100ms\n" % self.redis.url) + extra
 
     def wait_remaining(self, client, policy, key, want, timeout=1.0):
-        deadline = time.time() + timeout
-        got = None
-        while time.time() < deadline:
-            got = client.execute_command("SL.PEEK", policy, key)[2]
-            if got == want:
-                return
-            time.sleep(0.01)
-        self.fail("%s %s: remaining %r, wanted %d, %.1f s on" % (policy, key, got, want, timeout))
+        def remaining():
+            return client.execute_command("SL.PEEK", policy, key)[2]
+        if not wait_until(lambda: remaining() == want, timeout):
+            self.fail("%s %s: remaining %r, wanted %d, %.1f s on" % (policy, key, remaining(), want, timeout))
 
     def wait_synced(self, client, timeout=2.0):
         """Until Redis has merged every charge the daemon made so far."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if client.info("store")["write_back_unsynced_keys"] == 0:
-                return
-            time.sleep(0.01)
-        self.fail("charges still unsynced %.1f s on" % timeout)
+        if not wait_until(lambda: unsynced(client) == 0, timeout):
+            self.fail("charges still unsynced %.1f s on" % timeout)
 
     def test_charges_reach_every_daemon(self):
         policies = "".join(one_policy(name, spec) for name, spec in ALGORITHMS.items())
@@ -689,9 +696,7 @@ class WriteBack(Base):
         for _ in range(5):
             self.assertEqual(b.execute_command("SL.CHECK", "p", "k")[0], 1)
         self.assertLess(worst, 0.05, "a local decision waited on a dead Redis")
-        deadline = time.time() + 2
-        while a.info("store")["write_back_failures"] == 0 and time.time() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: a.info("store")["write_back_failures"] > 0, 2)
         self.assertGreater(a.info("store")["write_back_failures"], 0)
         # no sync can make room now: a daemon decides alone on its whole copy,
         # past its share (ceil(100 / 3) + 1 = 35 unsynced)
@@ -810,9 +815,7 @@ class WriteBack(Base):
         a.execute_command("SL.CHECK", "p", "x")
         self.wait_synced(a)
         rc = self.redis.client()
-        deadline = time.time() + 1
-        while not list(rc.scan_iter(match="sl:w:*")) and time.time() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: list(rc.scan_iter(match="sl:w:*")), 1)
         for k in rc.scan_iter(match="sl:w:*"):
             rc.set(k, b"\x01" * 8 + b"\x01\xff\xff garbage")
         a.execute_command("SL.CHECK", "p", "x")
@@ -925,10 +928,8 @@ class Cluster(unittest.TestCase):
         a, b = (d.client() for d in self.daemons)
         for k in range(300):
             self.assertEqual(a.execute_command("SL.CHECK", "spread", "key:%d" % k)[0], 1)
-        deadline = time.time() + 5
-        while a.info("store")["write_back_unsynced_keys"] and time.time() < deadline:
-            time.sleep(0.02)
-        self.assertEqual(a.info("store")["write_back_unsynced_keys"], 0)
+        wait_until(lambda: unsynced(a) == 0, 5)
+        self.assertEqual(unsynced(a), 0)
         per_master = [sum(1 for k in m.client().scan_iter(match="sl:w:*", count=1000))
                       for m in self.cluster.masters()]
         self.assertEqual(sum(per_master), 300)
@@ -936,9 +937,7 @@ class Cluster(unittest.TestCase):
         # b learns a's charge of each key at its own first sync of it
         for k in range(0, 300, 30):
             b.execute_command("SL.CHECK", "spread", "key:%d" % k)
-        deadline = time.time() + 5
-        while b.info("store")["write_back_unsynced_keys"] and time.time() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: unsynced(b) == 0, 5)
         for k in range(0, 300, 30):
             self.assertEqual(b.execute_command("SL.PEEK", "spread", "key:%d" % k)[2], 3, k)
 

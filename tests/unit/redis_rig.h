@@ -93,54 +93,6 @@ static inline redisContext *redis_rig_connect(int port) {
     return c;
 }
 
-/* Starts redis-server with extra arguments (NULL-terminated, may be NULL),
- * e.g. {"--cluster-enabled", "yes", NULL}; waits until it answers. Returns 0
- * or -1 (and prints why). */
-static inline int redis_rig_start(redis_proc_t *r, const char *const *extra) {
-    memset(r, 0, sizeof *r);
-    snprintf(r->dir, sizeof r->dir, "/tmp/sl-redis-XXXXXX");
-    if (mkdtemp(r->dir) == NULL) {
-        perror("mkdtemp");
-        return -1;
-    }
-    for (int attempt = 0; attempt < 5; attempt++) {
-        r->port = redis_rig_free_port();
-        char port[16];
-        snprintf(port, sizeof port, "%d", r->port);
-        const char *argv[64] = {"redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-                                "--appendonly", "no", "--dir", r->dir, "--logfile", "redis.log",
-                                "--daemonize", "no"};
-        size_t n = 15;
-        for (size_t i = 0; extra && extra[i] && n < 63; i++)
-            argv[n++] = extra[i];
-        argv[n] = NULL;
-        r->pid = fork();
-        if (r->pid == 0) {
-            execvp("redis-server", (char *const *)argv);
-            _exit(127);
-        }
-        redis_rig_track(r->pid, true);
-        for (int i = 0; i < 200; i++) { /* up to 2 s */
-            redisContext *c = redis_rig_connect(r->port);
-            if (c) {
-                redisFree(c);
-                return 0;
-            }
-            int status;
-            if (waitpid(r->pid, &status, WNOHANG) == r->pid)
-                break; /* it died: the port was taken after all, or no redis-server */
-            redis_rig_sleep_ms(10);
-        }
-        kill(r->pid, SIGKILL);
-        waitpid(r->pid, NULL, 0);
-        redis_rig_track(r->pid, false);
-    }
-    fprintf(stderr, "redis_rig: cannot start redis-server (is it installed?), see %s/redis.log\n",
-            r->dir);
-    r->pid = 0;
-    return -1;
-}
-
 /* Stops it (SIGTERM, then SIGKILL after 2 s) and removes its directory. */
 static inline void redis_rig_stop(redis_proc_t *r) {
     if (r->pid > 0) {
@@ -244,16 +196,43 @@ static inline int redis_rig_spawn(redis_proc_t *r, const char *conf, const char 
     return -1;
 }
 
-/* Starts a redis-server like redis_rig_start, with a config file first and
- * an own scratch directory, on a free port. For sentinels. */
-static inline int redis_rig_start_conf(redis_proc_t *r, const char *conf_text,
-                                       const char *const *extra) {
+/* A fresh r with its own scratch directory. */
+static inline int redis_rig_scratch(redis_proc_t *r) {
     memset(r, 0, sizeof *r);
     snprintf(r->dir, sizeof r->dir, "/tmp/sl-redis-XXXXXX");
     if (mkdtemp(r->dir) == NULL) {
         perror("mkdtemp");
         return -1;
     }
+    return 0;
+}
+
+/* redis_rig_spawn on a free port, trying another when one is taken meanwhile. */
+static inline int redis_rig_spawn_anywhere(redis_proc_t *r, const char *conf,
+                                           const char *const *extra) {
+    for (int attempt = 0; attempt < 5; attempt++) {
+        r->port = redis_rig_free_port();
+        if (redis_rig_spawn(r, conf, extra) == 0)
+            return 0;
+    }
+    fprintf(stderr, "redis_rig: cannot start redis-server (is it installed?), see %s/redis.log\n",
+            r->dir);
+    return -1;
+}
+
+/* Starts redis-server with extra arguments (NULL-terminated, may be NULL),
+ * e.g. {"--cluster-enabled", "yes", NULL}; waits until it answers. Returns 0
+ * or -1 (and prints why). */
+static inline int redis_rig_start(redis_proc_t *r, const char *const *extra) {
+    return redis_rig_scratch(r) == 0 ? redis_rig_spawn_anywhere(r, NULL, extra) : -1;
+}
+
+/* Starts a redis-server like redis_rig_start, with a config file first.
+ * For sentinels. */
+static inline int redis_rig_start_conf(redis_proc_t *r, const char *conf_text,
+                                       const char *const *extra) {
+    if (redis_rig_scratch(r) != 0)
+        return -1;
     char conf[128];
     snprintf(conf, sizeof conf, "%s/redis.conf", r->dir);
     FILE *f = fopen(conf, "w");
@@ -261,13 +240,7 @@ static inline int redis_rig_start_conf(redis_proc_t *r, const char *conf_text,
         perror(conf);
         return -1;
     }
-    for (int attempt = 0; attempt < 5; attempt++) {
-        r->port = redis_rig_free_port();
-        if (redis_rig_spawn(r, conf, extra) == 0)
-            return 0;
-    }
-    fprintf(stderr, "redis_rig: cannot start redis-server %s\n", conf);
-    return -1;
+    return redis_rig_spawn_anywhere(r, conf, extra);
 }
 
 /* Whether the server on port says it is a master (ROLE). */

@@ -41,15 +41,6 @@
 
 enum { KIND_RATE = 0, KIND_FIXED = 1, KIND_SLIDE = 2, KIND_LOG = 3 };
 
-static uint64_t gcd64(uint64_t a, uint64_t b) {
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* The rate and period the script computes with (rate-family limits count
  * time in units of g/rate us, g = gcd(rate, period)), or a reason why Lua
  * cannot compute this limit exactly. */
@@ -60,7 +51,7 @@ static const char *scaled(const sl__limit_t *l, uint64_t *rate, uint64_t *period
         return "period is too long for the Redis store (at most 2^51 us)";
     if (l->family != SL__RATE)
         return NULL;
-    uint64_t g = gcd64(*rate, *period);
+    uint64_t g = sl__gcd_u64(*rate, *period);
     *rate /= g;
     *period /= g;
     sl__u128 tau = (sl__u128)l->capacity * *period;
