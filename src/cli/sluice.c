@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sluice.h"
 #include "store/snapshot.h"
@@ -173,12 +174,38 @@ static int cmd_demo(void) {
     demo_spacing();
     demo_token_bucket();
     demo_shaper();
-    printf("\nThe library is in build/libsluice.so and include/sluice.h; `make test` runs the\n"
-           "suite, `make bench` the benchmark. The daemon (sluiced) comes next.\n");
+    printf("\nThe library is libsluice (include/sluice.h); the daemon, sluiced, answers the same\n"
+           "decisions over the Redis protocol and HTTP: see README.md and docs/protocol.md.\n");
     return 0;
 }
 
 /* ---- snapshot ---------------------------------------------------------------------- */
+
+/* "2026-11-25T16:00:38.527Z (3 min 2 s ago)": the file keeps microseconds
+ * since the epoch, which nobody reads at a glance. */
+static void format_saved_at(sl_usec_t at, char *out, size_t len) {
+    time_t secs = (time_t)(at / SL_USEC_PER_SEC);
+    struct tm tm;
+    char stamp[32];
+    if (at < 0 || gmtime_r(&secs, &tm) == NULL || strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
+        snprintf(out, len, "%" PRId64 " us since the epoch", at);
+        return;
+    }
+    int64_t ago = (int64_t)time(NULL) - (int64_t)secs;
+    size_t n = (size_t)snprintf(out, len, "%s.%03dZ", stamp, (int)(at % SL_USEC_PER_SEC / 1000));
+    if (n >= len)
+        return;
+    if (ago < 0)
+        snprintf(out + n, len - n, " (in the future: check this machine's clock)");
+    else if (ago < 60)
+        snprintf(out + n, len - n, " (%" PRId64 " s ago)", ago);
+    else if (ago < 3600)
+        snprintf(out + n, len - n, " (%" PRId64 " min %" PRId64 " s ago)", ago / 60, ago % 60);
+    else if (ago < 86400)
+        snprintf(out + n, len - n, " (%" PRId64 " h %" PRId64 " min ago)", ago / 3600, ago % 3600 / 60);
+    else
+        snprintf(out + n, len - n, " (%" PRId64 " days ago)", ago / 86400);
+}
 
 static int cmd_snapshot(const char *path) {
     sl__snapshot_t snap;
@@ -190,8 +217,9 @@ static int cmd_snapshot(const char *path) {
     size_t blocks = 0;
     for (size_t i = 0; i < snap.count; i++)
         blocks += snap.records[i].block != NULL;
-    printf("%s: sluice snapshot, saved at %" PRId64 " us, seed %016" PRIx64 "\n", path, snap.saved_at,
-           snap.seed);
+    char saved[96];
+    format_saved_at(snap.saved_at, saved, sizeof saved);
+    printf("%s: sluice snapshot, saved %s, seed %016" PRIx64 "\n", path, saved, snap.seed);
     printf("  %zu states (%zu inline, %zu with logs or sub-window counters)\n", snap.count,
            snap.count - blocks, blocks);
     sl__snapshot_release(&snap);

@@ -1,6 +1,6 @@
 /* sluiced.c -- the rate-limit daemon: main(), signals, reload, snapshots.
  *
- *   sluiced [--config FILE] [--resp HOST:PORT] [--http HOST:PORT] [--threads N]
+ *   sluiced [--config FILE] [--resp HOST:PORT] [--http HOST:PORT|off] [--threads N]
  *           [--check-config] [--version] [--log-level LEVEL] [--test-clock[=US]]
  *
  * The main thread owns the lifecycle and the slow work (reload, snapshots,
@@ -82,8 +82,9 @@ static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
     }
     if (overrides.resp)
         snprintf(cfg->resp_listen, sizeof cfg->resp_listen, "%s", overrides.resp);
-    if (overrides.http)
-        snprintf(cfg->http_listen, sizeof cfg->http_listen, "%s", overrides.http);
+    if (overrides.http) /* "off" or "" turns the front off, as listen.http does */
+        snprintf(cfg->http_listen, sizeof cfg->http_listen, "%s",
+                 strcmp(overrides.http, "off") == 0 ? "" : overrides.http);
     if (overrides.threads >= 0)
         cfg->threads = (uint32_t)overrides.threads;
     if (cfg->threads == 0) {
@@ -194,7 +195,7 @@ static void usage(FILE *f) {
             "usage: sluiced [options]\n"
             "  --config FILE        YAML configuration (default: the embedded example)\n"
             "  --resp HOST:PORT     RESP listen address (default 127.0.0.1:6390; port 0 = any)\n"
-            "  --http HOST:PORT     HTTP listen address (default 127.0.0.1:8090)\n"
+            "  --http HOST:PORT|off HTTP listen address (default 127.0.0.1:8090); off = no HTTP\n"
             "  --threads N          worker threads (default: one per core)\n"
             "  --store URL          memory, redis://[user:pass@]host:port[/db],\n"
             "                       sentinel://host:port,.../master or\n"
@@ -311,7 +312,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (check_only) {
-        printf("%s: valid (%zu policies)\n", cfg->source, cfg->npolicies);
+        printf("%s: valid (%zu %s)\n", cfg->source, cfg->npolicies, cfg->npolicies == 1 ? "policy" : "policies");
         sld_runtime_free(rt);
         sld_remote_free(D.remote);
         return 0;

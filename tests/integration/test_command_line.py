@@ -1,0 +1,75 @@
+"""The command lines a newcomer types: sluiced's options and the sluice tool.
+
+What the YAML accepts, the command line accepts with the same words
+(`--http off` as `listen.http: off`), and what the tools print is meant for
+people (times as dates, no stale promises).
+"""
+import os
+import re
+import subprocess
+import tempfile
+import time
+import unittest
+
+import harness
+from harness import Daemon
+
+CONFIG = """\
+listen:
+  resp: 127.0.0.1:0
+  http: 127.0.0.1:0
+policies:
+  - name: p
+    limits:
+      - {algorithm: gcra, limit: 10, period: 1s}
+"""
+
+
+def sluice_tool():
+    return os.path.join(os.path.dirname(harness.SLUICED), "sluice")
+
+
+class Options(unittest.TestCase):
+    def test_http_off_on_the_command_line(self):
+        with Daemon(config=CONFIG, args=["--http", "off"]) as d:
+            self.assertRegex(d.output(), r" ready: .* http=off http_port=0 ")
+            self.assertTrue(d.client().ping())
+
+    def test_http_empty_on_the_command_line_is_off_too(self):
+        with Daemon(config=CONFIG, args=["--http", ""]) as d:
+            self.assertRegex(d.output(), r" http=off ")
+
+    def test_check_config_counts_in_words(self):
+        path = os.path.join(tempfile.mkdtemp(prefix="sluice-cli-"), "one.yaml")
+        with open(path, "w") as f:
+            f.write(CONFIG)
+        run = subprocess.run([harness.SLUICED, "--config", path, "--check-config"],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(0, run.returncode, run.stderr)
+        self.assertTrue(run.stdout.endswith(": valid (1 policy)\n"), run.stdout)
+
+
+class Tool(unittest.TestCase):
+    def test_demo_does_not_promise_what_exists(self):
+        run = subprocess.run([sluice_tool(), "demo"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(0, run.returncode)
+        self.assertNotIn("comes next", run.stdout)
+        self.assertIn("sluiced", run.stdout)
+
+    def test_snapshot_shows_when_it_was_saved_as_a_date(self):
+        config = CONFIG.replace("period: 1s", "period: 1h") + "store:\n  snapshot: {path: state.snap}\n"
+        with Daemon(config=config, test_clock=None) as d:
+            d.client().execute_command("SL.CHECK", "p", "k")
+        path = os.path.join(d.dir, "state.snap")
+        run = subprocess.run([sluice_tool(), "snapshot", path], capture_output=True, text=True, timeout=30)
+        self.assertEqual(0, run.returncode, run.stderr)
+        m = re.search(r"saved (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) \((\d+) s ago\)", run.stdout)
+        self.assertIsNotNone(m, run.stdout)
+        saved = time.strptime(m.group(1)[:19], "%Y-%m-%dT%H:%M:%S")
+        self.assertLess(abs(time.mktime(saved) - time.mktime(time.gmtime())), 60)
+        self.assertNotIn(" us,", run.stdout)
+        self.assertIn("1 states", run.stdout)
+
+
+if __name__ == "__main__":
+    harness.main()
