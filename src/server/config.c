@@ -1515,19 +1515,26 @@ static int get_store(ctx_t *c, const raw_store_t *s, sld_config_t *cfg) {
     return SL_OK;
 }
 
+/* A front's address, or "off" / "" for a front that does not listen. */
+static int get_front(ctx_t *c, const char *path, const char *text, char out[SLD_MAX_ADDR]) {
+    if (text == NULL)
+        return SL_OK;
+    if (text[0] == '\0' || strcmp(text, "off") == 0) {
+        out[0] = '\0';
+        return SL_OK;
+    }
+    return get_listen(c, path, text, out);
+}
+
 static int get_config(ctx_t *c, const raw_config_t *r, sld_config_t *cfg) {
     char p[PATH_BUF], b[SHOW_MAX + 8];
     int rc;
-    if (r->listen && r->listen->resp &&
-        (rc = get_listen(c, "listen.resp", r->listen->resp, cfg->resp_listen)))
+    if (r->listen && (rc = get_front(c, "listen.resp", r->listen->resp, cfg->resp_listen)))
         return rc;
-    if (r->listen && r->listen->http) {
-        const char *h = r->listen->http;
-        if (h[0] == '\0' || strcmp(h, "off") == 0)
-            cfg->http_listen[0] = '\0';
-        else if ((rc = get_listen(c, "listen.http", h, cfg->http_listen)))
-            return rc;
-    }
+    if (r->listen && (rc = get_front(c, "listen.http", r->listen->http, cfg->http_listen)))
+        return rc;
+    if (cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0')
+        return bad(c, "listen", "turns off both fronts (resp and http): nothing would answer");
     if (r->threads && (rc = get_u32(c, "threads", r->threads, 0, 256, &cfg->threads)))
         return rc;
     if (r->limits) {

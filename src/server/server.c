@@ -558,10 +558,12 @@ static int worker_init(worker_t *w, sld_server_t *s, int fd, char *err, size_t e
     int rc = uv_loop_init(&w->loop);
     if (rc == 0)
         rc = uv_tcp_init(&w->loop, &w->listener);
-    if (rc == 0)
+    /* With the RESP front off the listener stays an unopened handle, so
+     * stopping closes it like any other. */
+    if (rc == 0 && fd >= 0)
         rc = uv_tcp_open(&w->listener, fd);
     w->listener.data = w;
-    if (rc == 0)
+    if (rc == 0 && fd >= 0)
         rc = uv_listen((uv_stream_t *)&w->listener, 511, on_connection);
     if (rc == 0)
         rc = uv_async_init(&w->loop, &w->wake, on_wake);
@@ -607,6 +609,7 @@ int sld_server_start(sld_daemon_t *d, const char *resp_listen, const char *http_
     s->d = d;
     s->workers = calloc(threads, sizeof *s->workers);
     d->counters = aligned_alloc(64, sizeof(sld_counters_t) * threads);
+    bool resp = resp_listen != NULL && resp_listen[0] != '\0';
     bool http = http_listen != NULL && http_listen[0] != '\0';
     if (s->workers == NULL || d->counters == NULL || (http && sld_http_new(d, &s->http) != SL_OK)) {
         free(s->workers);
@@ -625,8 +628,8 @@ int sld_server_start(sld_daemon_t *d, const char *resp_listen, const char *http_
         /* The first bind picks the port (port 0: any free one); the others
          * share it through SO_REUSEPORT. */
         worker_t *w = &s->workers[i];
-        int fd = open_listener(resp_listen, i == 0 ? -1 : port, &port, err, err_len);
-        if (fd < 0) {
+        int fd = resp ? open_listener(resp_listen, i == 0 ? -1 : port, &port, err, err_len) : -1;
+        if (resp && fd < 0) {
             rc = SL_EIO;
             break;
         }
@@ -651,7 +654,7 @@ int sld_server_start(sld_daemon_t *d, const char *resp_listen, const char *http_
         abandon(s);
         return rc;
     }
-    d->resp_port = port;
+    d->resp_port = resp ? port : 0;
     d->http_port = http ? http_port : 0;
     for (uint32_t i = 0; i < threads; i++)
         uv_thread_create(&s->workers[i].thread, worker_run, &s->workers[i]);

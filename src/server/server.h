@@ -17,7 +17,7 @@
 
 typedef struct sld_server sld_server_t;
 
-/* Listens for RESP on `resp_listen` and, unless it is NULL or "", for HTTP
+/* Listens, unless the address is NULL or "", for RESP on `resp_listen` and for HTTP
  * on `http_listen` ("host:port", "[v6]:port"; port 0 = any free port) with
  * `threads` workers and starts serving. d->resp_port and d->http_port get
  * the actual ports. */

@@ -1,6 +1,6 @@
 /* sluiced.c -- the rate-limit daemon: main(), signals, reload, snapshots.
  *
- *   sluiced [--config FILE] [--resp HOST:PORT] [--http HOST:PORT|off] [--threads N]
+ *   sluiced [--config FILE] [--resp HOST:PORT|off] [--http HOST:PORT|off] [--threads N]
  *           [--check-config] [--version] [--log-level LEVEL] [--test-clock[=US]]
  *
  * The main thread owns the lifecycle and the slow work (reload, snapshots,
@@ -80,11 +80,16 @@ static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
         free(cfg->store_url);
         cfg->store_url = url;
     }
-    if (overrides.resp)
-        snprintf(cfg->resp_listen, sizeof cfg->resp_listen, "%s", overrides.resp);
+    if (overrides.resp) /* "off" or "" turns the front off, as listen.resp does */
+        snprintf(cfg->resp_listen, sizeof cfg->resp_listen, "%s",
+                 strcmp(overrides.resp, "off") == 0 ? "" : overrides.resp);
     if (overrides.http) /* "off" or "" turns the front off, as listen.http does */
         snprintf(cfg->http_listen, sizeof cfg->http_listen, "%s",
                  strcmp(overrides.http, "off") == 0 ? "" : overrides.http);
+    if (cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0') {
+        snprintf(err, err_len, "both fronts are off (resp and http): nothing would answer");
+        return SL_EINVAL;
+    }
     if (overrides.threads >= 0)
         cfg->threads = (uint32_t)overrides.threads;
     if (cfg->threads == 0) {
@@ -194,7 +199,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: sluiced [options]\n"
             "  --config FILE        YAML configuration (default: the embedded example)\n"
-            "  --resp HOST:PORT     RESP listen address (default 127.0.0.1:6390; port 0 = any)\n"
+            "  --resp HOST:PORT|off RESP listen address (default 127.0.0.1:6390; port 0 = any); off = no RESP\n"
             "  --http HOST:PORT|off HTTP listen address (default 127.0.0.1:8090); off = no HTTP\n"
             "  --threads N          worker threads (default: one per core)\n"
             "  --store URL          memory, redis://[user:pass@]host:port[/db],\n"
@@ -378,7 +383,8 @@ int main(int argc, char **argv) {
     D.server = server;
     sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d threads=%u policies=%zu config=%s "
              "store=%s%s",
-             SL_VERSION_STRING, cfg->resp_listen, D.resp_port, cfg->http_listen[0] ? cfg->http_listen : "off",
+             SL_VERSION_STRING, cfg->resp_listen[0] ? cfg->resp_listen : "off", D.resp_port,
+             cfg->http_listen[0] ? cfg->http_listen : "off",
              D.http_port, cfg->threads, cfg->npolicies, cfg->source,
              D.remote ? sld_remote_describe(D.remote) : "memory", D.test_clock ? " test-clock" : "");
 

@@ -39,6 +39,59 @@ class Options(unittest.TestCase):
         with Daemon(config=CONFIG, args=["--http", ""]) as d:
             self.assertRegex(d.output(), r" http=off ")
 
+    def http_only(self, d):
+        m = d.wait_log(r" ready: resp=off port=0 http=\S+ http_port=(\d+) ")
+        url = "http://127.0.0.1:%s/healthz" % m.group(1)
+        run = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", url],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual("200", run.stdout)
+        self.assertNotRegex(d.output(), r"6390")
+
+    def test_resp_off_on_the_command_line(self):
+        d = Daemon(config=CONFIG, args=["--resp", "off"], expect_start=False)
+        try:
+            self.http_only(d)
+        finally:
+            d.stop()
+
+    def test_resp_off_in_the_file(self):
+        # The harness always passes --resp; this daemon has only its file.
+        workdir = tempfile.mkdtemp(prefix="sluice-cli-")
+        path = os.path.join(workdir, "sluice.yaml")
+        with open(path, "w") as f:
+            f.write(CONFIG.replace("resp: 127.0.0.1:0", "resp: \"off\""))
+        log_path = os.path.join(workdir, "sluiced.log")
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen([harness.SLUICED, "--config", path], stdout=log, stderr=subprocess.STDOUT,
+                                    cwd=workdir)
+        try:
+            deadline = time.time() + 20
+            while " ready: " not in open(log_path).read() and time.time() < deadline and proc.poll() is None:
+                time.sleep(0.02)
+            out = open(log_path).read()
+            m = re.search(r" ready: resp=off port=0 http=\S+ http_port=(\d+) ", out)
+            self.assertIsNotNone(m, out)
+            run = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                  "http://127.0.0.1:%s/healthz" % m.group(1)], capture_output=True, text=True,
+                                 timeout=30)
+            self.assertEqual("200", run.stdout)
+        finally:
+            proc.terminate()
+            self.assertEqual(0, proc.wait(timeout=30))
+
+    def test_both_fronts_off_is_refused(self):
+        d = Daemon(config=CONFIG, args=["--resp", "off", "--http", "off"], expect_start=False)
+        self.assertEqual(1, d.proc.wait(timeout=30))
+        d.log.close()
+        self.assertIn("both fronts are off", d.output())
+        both = CONFIG.replace("resp: 127.0.0.1:0", "resp: off").replace("http: 127.0.0.1:0", "http: off")
+        with open(d.config_path, "w") as f:
+            f.write(both)
+        run = subprocess.run([harness.SLUICED, "--config", d.config_path, "--check-config"],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(1, run.returncode)
+        self.assertRegex(run.stderr, r"sluice.yaml:\d+: listen: turns off both fronts")
+
     def test_check_config_counts_in_words(self):
         path = os.path.join(tempfile.mkdtemp(prefix="sluice-cli-"), "one.yaml")
         with open(path, "w") as f:

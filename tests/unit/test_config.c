@@ -309,13 +309,17 @@ static void test_every_key(void **state) {
 
 static void test_scalar_spellings(void **state) {
     (void)state;
-    /* quoted or not, a number is a number; "off" and "" turn HTTP off */
+    /* quoted or not, a number is a number; "off" and "" turn a front off */
     sld_config_t *cfg = parse_ok("listen: {http: \"off\"}\nthreads: \"4\"\n" ONE_POLICY);
     assert_string_equal(cfg->http_listen, "");
     assert_int_equal(cfg->threads, 4);
     sld_config_free(cfg);
     cfg = parse_ok("listen: {http: off}\n" ONE_POLICY);
     assert_string_equal(cfg->http_listen, "");
+    sld_config_free(cfg);
+    cfg = parse_ok("listen: {resp: off}\n" ONE_POLICY);
+    assert_string_equal(cfg->resp_listen, "");
+    assert_string_equal(cfg->http_listen, "127.0.0.1:8090");
     sld_config_free(cfg);
     cfg = parse_ok("listen:\n  http: \"\"\n  resp: 10.1.2.3:7000\n" ONE_POLICY);
     assert_string_equal(cfg->http_listen, "");
@@ -495,7 +499,9 @@ static const bad_case_t bad_cases[] = {
     {2, "listen.resp: an IPv6 address needs brackets",
      "listen:\n  resp: \"::1:6390\"\n" ONE_POLICY},
     {2, "listen.resp: expected an address like 127.0.0.1:6390",
-     "listen:\n  resp: \"off\"\n" ONE_POLICY},
+     "listen:\n  resp: \"of\"\n" ONE_POLICY},
+    {1, "listen: turns off both fronts (resp and http): nothing would answer",
+     "listen:\n  resp: \"off\"\n  http: \"\"\n" ONE_POLICY},
     {3, "listen.http: port must be a number from 0 to 65535, got \"65536\"",
      "listen:\n  resp: 127.0.0.1:1\n  http: 127.0.0.1:65536\n" ONE_POLICY},
     {2, "listen.http: \"fe80::zz\" is not an IPv6 address",
