@@ -1,0 +1,251 @@
+-- ---- policies (policy.c) -------------------------------------------------------------
+
+-- The key's value: for each state, its limit's 8-byte id, the length of
+-- its value (one byte, or 255 and four bytes), the value. The state of
+-- limit `id`, or nil (the last record when a value repeats an id).
+local function find_field(raw, id)
+    local found = nil
+    local pos, len = 1, #raw
+    while pos + 9 <= len do
+        local n = string.byte(raw, pos + 8)
+        local at = pos + 9
+        if n == 255 then
+            n, at = struct.unpack('<I4', raw, at)
+        end
+        if string.sub(raw, pos, pos + 7) == id then
+            found = string.sub(raw, at, at + n - 1)
+        end
+        pos = at + n
+    end
+    return found
+end
+
+-- A batch's keys -> their values (false: none), read with one MGET and
+-- kept as the batch writes them; nil: one GET per evaluation.
+local cache = nil
+
+-- Reads the states of `limits` from `key`, evaluates, writes the value back
+-- when a state changed (without the states of limits no longer in the
+-- policy) and sets the key to expire when every state has recovered.
+-- Returns the decision: allowed, limited, limit, remaining, reset, retry
+-- (NEVER: never), delay, index; with `reply`, puts the per-limit reports
+-- in it from reply[9] on.
+local function evaluate(key, limits, now, cost, peek, shadow, reply)
+    local raw
+    if cache then
+        raw = cache[key]
+    else
+        raw = redis.call('GET', key)
+    end
+    local n = #limits
+    local states = {}
+    local all = true
+    for i = 1, n do
+        local l = limits[i]
+        local old = nil
+        if raw then
+            old = find_field(raw, l.id)
+        end
+        local st = {exp = 0, word = 0, old = old, dirty = nil, touched = nil, c = nil, base = nil,
+                    offs = nil, n = nil, allowed = false, delay = 0, retry = 0, rem_now = 0,
+                    reset_now = 0, rem_ch = 0, reset_ch = 0}
+        states[i] = st
+        local kind = l.kind
+        if kind == 0 then
+            if old and #old == 14 then
+                st.exp, st.word = struct.unpack('<I7I7', old)
+            end
+            rate_step(l, st, now, cost, false)
+        elseif kind == 1 then
+            if old and #old == 12 then
+                st.exp, st.word = struct.unpack('<I7I5', old)
+            end
+            fixed_step(l, st, now, cost, false)
+        elseif kind == 4 then
+            if old and #old == 15 then
+                st.exp, st.word, st.c = struct.unpack('<I7I4I4', old)
+            else
+                st.c = 0
+            end
+            slide1_step(l, st, now, cost, false)
+        else
+            l.mod.decode(l, old, st)
+            l.mod.decide(l, st, now, cost)
+        end
+        all = all and st.allowed
+    end
+    if not peek and cost > 0 then
+        for i = 1, n do
+            local l, st = limits[i], states[i]
+            if all or l.cd then
+                local kind = l.kind
+                if kind == 0 then
+                    rate_step(l, st, now, cost, true)
+                elseif kind == 1 then
+                    fixed_step(l, st, now, cost, true)
+                elseif kind == 4 then
+                    slide1_step(l, st, now, cost, true)
+                else
+                    l.mod.commit(l, st, now, cost)
+                end
+                st.touched = true
+                if not all then -- a counted deny moved the state: report it as it now is
+                    if kind == 0 then
+                        rate_step(l, st, now, cost, false)
+                    elseif kind == 1 then
+                        fixed_step(l, st, now, cost, false)
+                    elseif kind == 4 then
+                        slide1_step(l, st, now, cost, false)
+                    else
+                        l.mod.decide(l, st, now, cost)
+                    end
+                end
+            end
+        end
+    end
+
+    -- Write back: the whole value, when any state changed (the memory
+    -- store would have written that slot or changed that block).
+    local value, changed = '', false
+    local maxexp = 0
+    for i = 1, n do
+        local l, st = limits[i], states[i]
+        local old = st.old
+        local new = nil
+        if old or st.touched or st.dirty then -- a new state left alone stays unwritten
+            local kind = l.kind
+            if kind == 0 then
+                new = struct.pack('<I7I7', st.exp, st.word)
+            elseif kind == 1 then
+                new = struct.pack('<I7I5', st.exp, st.word)
+            elseif kind == 4 then
+                new = struct.pack('<I7I4I4', st.exp, st.word, st.c)
+            else
+                new = l.mod.encode(l, st)
+            end
+        end
+        if new ~= old then
+            changed = true
+        end
+        if new then
+            local len = #new
+            if len < 255 then
+                value = value .. l.id .. string.char(len) .. new
+            else
+                value = value .. l.id .. '\255' .. struct.pack('<I4', len) .. new
+            end
+            if st.exp > maxexp then
+                maxexp = st.exp
+            end
+        end
+    end
+    if changed then
+        if value == '' then
+            redis.call('DEL', key)
+            if cache then
+                cache[key] = false
+            end
+        else
+            -- Relative, so that a caller's clock that is not Redis's still
+            -- gives each key the lifetime its states need.
+            local ttl = 1
+            if maxexp > now then
+                ttl = ceil_div(maxexp - now, 1000)
+            end
+            redis.call('SET', key, value, 'PX', ttl)
+            if cache then
+                cache[key] = value
+            end
+        end
+    end
+
+    -- The decision (policy.c report()), the most restrictive values.
+    local after = all and not peek
+    local tolerated = false
+    local remaining, reset, retry, delay = NEVER, 0, -1, 0
+    local by_rem, by_retry = 0, -1
+    for i = 1, n do
+        local l, vi = limits[i], states[i]
+        local tol = l.cap - l.nominal
+        local rem = after and vi.rem_ch or vi.rem_now
+        if vi.allowed and vi.rem_ch < tol then
+            tolerated = true
+        end
+        rem = rem > tol and rem - tol or 0
+        if rem < remaining then
+            remaining = rem
+            by_rem = i - 1
+        end
+        local rs = after and vi.reset_ch or vi.reset_now
+        if rs > reset then
+            reset = rs
+        end
+        if vi.delay > delay then
+            delay = vi.delay
+        end
+        if not vi.allowed and vi.retry > retry then
+            retry = vi.retry
+            by_retry = i - 1
+        end
+        if reply then
+            local at = 3 + 5 * i
+            reply[at + 1] = vi.allowed and 1 or 0
+            reply[at + 2] = l.nominal
+            reply[at + 3] = rem
+            reply[at + 4] = rs
+            local r = vi.retry
+            if vi.allowed then
+                r = 0
+            elseif r == NEVER then
+                r = -1
+            end
+            reply[at + 5] = r
+        end
+    end
+    local by = all and by_rem or by_retry
+    if all then
+        return true, tolerated, limits[by + 1].nominal, remaining, reset, 0, delay, by
+    end
+    if shadow then
+        return true, true, limits[by + 1].nominal, remaining, reset, 0, 0, by
+    end
+    return false, true, limits[by + 1].nominal, remaining, reset, retry, 0, by
+end
+
+-- One request: the reply of a single call, in `reply` when given (every
+-- field is written). flags: 1 peek, 2 shadow, 4 elastic (then pool_key and
+-- pool_limits are the pool's).
+local function decide(key, limits, pool_key, pool_limits, now, cost, flags, reply)
+    if not reply then
+        if #limits == 1 then
+            reply = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+        else
+            reply = {0, 0, 0, 0, 0, 0, 0, 0}
+        end
+    end
+    local peek = flags % 2 == 1 -- flags < 8: exact
+    local allowed, limited, limit, remaining, reset, retry, delay, index =
+        evaluate(key, limits, now, cost, peek, flags % 4 >= 2, reply)
+    if flags >= 4 and not allowed then
+        local pool_allowed, _, _, _, _, pool_retry = evaluate(pool_key, pool_limits, now, cost,
+                                                              peek, false, nil)
+        if pool_allowed then -- borrowed: the key's own limits stay as they were
+            allowed = true
+            retry = 0
+            remaining = 0
+            index = -1
+        elseif pool_retry < retry then
+            retry = pool_retry
+        end
+    end
+    reply[1] = allowed and 1 or 0
+    reply[2] = limited and 1 or 0
+    reply[3] = limit
+    reply[4] = remaining
+    reply[5] = reset
+    reply[6] = retry == NEVER and -1 or retry
+    reply[7] = delay
+    reply[8] = index
+    return reply
+end
+
