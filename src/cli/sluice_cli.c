@@ -1,4 +1,4 @@
-/* sluice.c -- the `sluice` command-line tool.
+/* sluice_cli.c -- the `sluice` command-line tool.
  *
  *   sluice demo             the source articles' scenarios, decided by libsluice
  *   sluice snapshot FILE    what a snapshot file holds (or why it is refused)
