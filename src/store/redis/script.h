@@ -106,7 +106,7 @@ int sl__redis_build_reset(const sl_policy_t *p, const void *key, size_t key_len,
 
 void sl__redis_call_free(sl__redis_call_t *call);
 
-/* The embedded script (joined from lua/evaluate/*.lua). */
+/* The embedded script, joined from the files of lua/evaluate/. */
 extern const char sl__redis_evaluate_lua[];
 extern const unsigned long sl__redis_evaluate_lua_len;
 extern const char sl__redis_evaluate_lua_sha1[];
