@@ -51,12 +51,13 @@ def free_port():
 class RedisServer:
     """A real redis-server on 127.0.0.1, no persistence; restartable on its port."""
 
-    def __init__(self, port=None, args=()):
+    def __init__(self, port=None, args=(), start=True):
         self.port = port or free_port()
         self.dir = tempfile.mkdtemp(prefix="sluice-redis-")
         self.args = list(args)  # more redis-server options (cluster, replica)
         self.proc = None
-        self.start()
+        if start:
+            self.start()
 
     def start(self):
         exe = shutil.which("redis-server")
@@ -976,7 +977,13 @@ class Sentinel(unittest.TestCase):
     """A master, its replica and a sentinel; sluiced follows a failover."""
 
     def setUp(self):
+        # every process is stopped by a cleanup registered before it starts,
+        # so a setUp that fails half way leaves nothing running
         self.servers = []
+        self.daemon = None
+        self.sentinel = None
+        self.sdir = None
+        self.addCleanup(self.cleanup)
         self.master = self.server()
         self.replica = self.server("--replicaof", "127.0.0.1", str(self.master.port))
         self.sentinel_port = free_port()
@@ -1001,21 +1008,24 @@ class Sentinel(unittest.TestCase):
             time.sleep(0.05)
         else:
             self.fail("the sentinel never saw the replica in sync")
-        self.daemon = None
 
     def server(self, *args):
-        node = RedisServer(args=["--repl-diskless-sync-delay", "0"] + list(args))
-        self.servers.append(node)
+        node = RedisServer(port=free_port(), args=["--repl-diskless-sync-delay", "0"] + list(args),
+                           start=False)
+        self.servers.append(node)  # before it starts: stopped by cleanup() whatever happens
+        node.start()
         return node
 
-    def tearDown(self):
+    def cleanup(self):
         try:
             if self.daemon:
                 self.daemon.stop()
         finally:
-            self.sentinel.kill()
-            self.sentinel.wait()
-            shutil.rmtree(self.sdir, ignore_errors=True)
+            if self.sentinel:
+                self.sentinel.kill()
+                self.sentinel.wait()
+            if self.sdir:
+                shutil.rmtree(self.sdir, ignore_errors=True)
             for n in self.servers:
                 n.stop()
 
@@ -1059,6 +1069,87 @@ class Sentinel(unittest.TestCase):
             self.fail("sluiced did not follow the failover:\n" + self.daemon.output())
         # the state written before the failover came along with the replica
         self.assertEqual(c.execute_command("SL.CHECK", "p", "k")[0], 0)
+
+
+class SentinelQuorum(unittest.TestCase):
+    """Three sentinels that require a password: two watch master A, one
+    (listed first) watches another server B under the same name. sluiced
+    follows the majority's master, A."""
+
+    PASS = "sent-pass"
+
+    def setUp(self):
+        if shutil.which("redis-server") is None:
+            self.skipTest("redis-server is not installed")
+        self.a = RedisServer()
+        self.addCleanup(self.a.stop)
+        self.b = RedisServer()
+        self.addCleanup(self.b.stop)
+        self.sentinels = []
+        for master in (self.b, self.a, self.a):
+            self.sentinels.append(self.start_sentinel(master))
+        self.daemon = None
+
+    def start_sentinel(self, master):
+        port = free_port()
+        sdir = tempfile.mkdtemp(prefix="sluice-sentinel-")
+        self.addCleanup(shutil.rmtree, sdir, True)
+        conf = os.path.join(sdir, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write("port %d\nbind 127.0.0.1\ndir %s\nrequirepass %s\nsentinel sentinel-pass %s\n"
+                    "sentinel monitor mymaster 127.0.0.1 %d 2\n"
+                    % (port, sdir, self.PASS, self.PASS, master.port))
+        proc = subprocess.Popen(["redis-server", conf, "--sentinel"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: (proc.kill(), proc.wait()))
+        s = redis.Redis(port=port, password=self.PASS, socket_timeout=5)
+        if not wait_until(lambda: self.answers(s), 10):
+            self.fail("sentinel on port %d did not start" % port)
+        return proc, port
+
+    @staticmethod
+    def answers(s):
+        try:
+            return s.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster") is not None
+        except redis.exceptions.RedisError:
+            return False
+
+    def start_daemon(self, url):
+        store = "store:\n  clock: local\n  timeout: 200ms\n  on_store_failure: closed\n"
+        policy = one_policy("p", "{algorithm: fixed_window, limit: 3, period: 1h}")
+        self.daemon = Daemon(config(policy, store, http=True), args=["--store", url], test_clock=T0)
+        self.addCleanup(self.daemon.stop)
+        return self.daemon
+
+    def url(self, extra=""):
+        return "sentinel://%s/mymaster?sentinel_password=%s%s" % (
+            ",".join("127.0.0.1:%d" % p for _, p in self.sentinels), self.PASS, extra)
+
+    def test_follows_the_majority_with_auth(self):
+        d = self.start_daemon(self.url())
+        c = d.client()
+        self.assertEqual([c.execute_command("SL.CHECK", "p", "k")[0] for _ in range(4)], [1, 1, 1, 0])
+        self.assertEqual(len(list(self.a.client().scan_iter())), 1, "the state is on the majority's master")
+        self.assertEqual(len(list(self.b.client().scan_iter())), 0, d.output())
+        self.assertNotIn(self.PASS, d.output())
+
+    def test_no_majority_is_a_store_down(self):
+        # two of three sentinels gone: the one left is not a majority
+        for proc, _ in self.sentinels[1:]:
+            proc.kill()
+            proc.wait()
+        d = self.start_daemon(self.url())
+        c = d.client()
+        self.assertEqual(c.execute_command("SL.CHECK", "p", "k")[0], 0)  # closed: down
+        self.assertTrue(wait_until(lambda: c.info("store")["store_up"] == 0, 5))
+        d.wait_log(r"no majority")
+        self.assertEqual(len(list(self.b.client().scan_iter())), 0)
+
+    def test_wrong_sentinel_password_is_said(self):
+        d = self.start_daemon(self.url().replace(self.PASS, "wrong"))
+        c = d.client()
+        self.assertEqual(c.execute_command("SL.CHECK", "p", "k")[0], 0)
+        d.wait_log(r"(WRONGPASS|invalid password|invalid username-password)")
 
 
 class Configuration(Base):
@@ -1118,17 +1209,116 @@ class Configuration(Base):
         bad.wait_log(r"lost Redis \(.*(WRONGPASS|invalid username-password)")
 
     def test_host_names_resolved_at_start(self):
+        # whatever `localhost` resolves to here (127.0.0.1, ::1 or both, in
+        # any order), a Redis listening on both loopbacks is reached
+        both = RedisServer(args=["--bind", "127.0.0.1 -::1"])
+        self.addCleanup(both.stop)
         d = Daemon(config(one_policy("p", ALGORITHMS["fixed_window"]),
-                          "store:\n  type: redis\n  url: redis://localhost:%d\n  clock: local\n" % self.redis.port),
+                          "store:\n  type: redis\n  url: redis://localhost:%d\n  clock: local\n" % both.port),
                    test_clock=T0)
         self.daemons.append(d)
-        self.assertIn("store: localhost is 127.0.0.1 (resolved once, at start)", d.output())
+        addrs = sorted({a[4][0] for a in socket.getaddrinfo("localhost", None, type=socket.SOCK_STREAM)})
+        line = re.search(r"store: localhost resolves to ([^(]*) \(", d.output())
+        self.assertIsNotNone(line, d.output())
+        self.assertEqual(sorted(line.group(1).split(", ")), addrs)
         self.assertEqual(d.client().execute_command("SL.CHECK", "p", "k")[:2], [1, 100])
+        self.assertEqual(len(list(both.client().scan_iter())), 1, "the state is in Redis")
         bad = Daemon(config(one_policy("p", ALGORITHMS["fixed_window"])),
                      args=["--store", "redis://no-such-host.invalid:6379"], expect_start=False)
         self.assertEqual(bad.proc.wait(30), 1)
         bad.log.close()
         self.assertIn("cannot resolve no-such-host.invalid", bad.output())
+
+    def test_every_address_of_a_name_is_tried(self):
+        # Debian's /etc/hosts lists ::1 before 127.0.0.1 for localhost; a
+        # Redis bound to 127.0.0.1 only must still be found. The daemon runs
+        # in a mount namespace of its own with such a hosts file.
+        if os.geteuid() != 0 or shutil.which("unshare") is None:
+            self.skipTest("needs root and unshare for a private /etc/hosts")
+        tmp = tempfile.mkdtemp(prefix="sluice-hosts-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        hosts = os.path.join(tmp, "hosts")
+        with open(hosts, "w") as f:
+            f.write("::1 sl-dual.test\n127.0.0.1 sl-dual.test\n")
+        wrapper = os.path.join(tmp, "sluiced")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec unshare --mount sh -c 'mount --bind \"$0\" /etc/hosts && "
+                    "exec \"$@\"' %s %s \"$@\"\n" % (hosts, harness.SLUICED))
+        os.chmod(wrapper, 0o755)
+        probe = subprocess.run([wrapper, "--version"], capture_output=True)
+        if probe.returncode != 0:
+            self.skipTest("unshare --mount does not work here: %r" % probe.stderr[-200:])
+        saved = harness.SLUICED
+        harness.SLUICED = wrapper
+        try:
+            d = Daemon(config(one_policy("p", ALGORITHMS["fixed_window"]),
+                              "store:\n  type: redis\n  url: redis://sl-dual.test:%d\n  clock: local\n"
+                              "  on_store_failure: closed\n" % self.redis.port, http=True),
+                       test_clock=T0)
+        finally:
+            harness.SLUICED = saved
+        self.daemons.append(d)
+        c = d.client()
+        self.assertEqual([c.execute_command("SL.CHECK", "p", "k")[0] for _ in range(3)], [1, 1, 1],
+                         d.output())
+        self.assertEqual(len(list(self.redis.client().scan_iter())), 1, "the state is in Redis")
+        self.assertIn("store: sl-dual.test resolves to ::1, 127.0.0.1", d.output())
+        port = int(re.search(r"http_port=(\d+)", d.output()).group(1))
+        self.assertTrue(wait_until(lambda: c.info("store")["store_up"] == 1, 5), c.info("store"))
+        with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port) as resp:
+            self.assertEqual(resp.status, 200)
+
+    def test_unreachable_store_at_start_is_loud(self):
+        dead = free_port()
+        d = Daemon(config(one_policy("p", ALGORITHMS["fixed_window"]),
+                          "store:\n  type: redis\n  url: redis://localhost:%d\n" % dead, http=True),
+                   test_clock=T0)
+        self.daemons.append(d)
+        # one line naming the host and every address tried, with its error
+        line = d.wait_log(r"store: .*cannot reach Redis.*").group(0)
+        self.assertIn("localhost:%d" % dead, line)
+        for a in {a[4][0] for a in socket.getaddrinfo("localhost", None, type=socket.SOCK_STREAM)}:
+            self.assertRegex(line, re.escape(a) + r"[^;]*(refused|unreachable|not available)", line)
+        port = int(re.search(r"http_port=(\d+)", d.output()).group(1))
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port)
+        self.assertEqual(e.exception.code, 503)
+        self.assertIn(b"localhost:%d" % dead, e.exception.read())
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port) as resp:
+            self.assertIn(b"\nsluice_store_up 0\n", resp.read())
+        self.assertEqual(d.client().info("store")["store_up"], 0)
+
+    def test_password_needed_but_not_given_is_a_store_down(self):
+        self.redis.client().config_set("requirepass", "s3cret")
+        d = Daemon(config(one_policy("p", ALGORITHMS["fixed_window"]),
+                          "store:\n  type: redis\n  url: redis://127.0.0.1:%d\n  clock: local\n"
+                          "  on_store_failure: closed\n" % self.redis.port, http=True),
+                   test_clock=T0)
+        self.daemons.append(d)
+        c = d.client()
+        port = int(re.search(r"http_port=(\d+)", d.output()).group(1))
+        for _ in range(20):
+            self.assertEqual(c.execute_command("SL.CHECK", "p", "k")[0], 0)
+        self.assertTrue(wait_until(lambda: c.info("store")["store_up"] == 0, 5), c.info("store"))
+        self.assertIn("NOAUTH", str(c.info("store")["store_last_error"]))
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port)
+        self.assertEqual(e.exception.code, 503)
+        self.assertIn(b"NOAUTH", e.exception.read())
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port) as resp:
+            text = resp.read()
+        self.assertIn(b"\nsluice_store_up 0\n", text)
+        self.assertRegex(text, rb'\nsluice_store_down_info\{reason="[^"]*NOAUTH[^"]*"\} 1\n')
+        # said once, not per command
+        d.wait_log(r"NOAUTH")
+        for _ in range(20):
+            c.execute_command("SL.CHECK", "p", "k")
+        self.assertEqual(len(re.findall(r"NOAUTH", d.output())), 1, d.output())
+        # the password given: up again, said once
+        redis.Redis(port=self.redis.port, password="s3cret").config_set("requirepass", "")
+        self.assertTrue(wait_until(lambda: c.info("store")["store_up"] == 1, 10), d.output())
+        d.wait_log(r"store: Redis is back")
+        self.assertEqual(c.execute_command("SL.CHECK", "p", "k")[0], 1)
 
     def test_store_in_info(self):
         d = self.daemon(config(one_policy("p", ALGORITHMS["gcra"])))
