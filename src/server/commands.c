@@ -484,16 +484,27 @@ static void cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
         } else {
             sld_remote_stats_t rs;
             sld_remote_stats(c->d->remote, &rs);
+            /* one INFO line each, and no ',' next to a '=' (clients such as
+             * redis-py read "a=1,b=2" values as fields) */
+            char url[256];
+            snprintf(url, sizeof url, "%s", sld_remote_describe(c->d->remote));
+            for (char *e = url; *e; e++)
+                if (*e == ',')
+                    *e = ';';
+            for (char *e = rs.last_error; *e; e++)
+                if (*e == ',' || *e == '\r' || *e == '\n')
+                    *e = *e == ',' ? ';' : ' ';
             sld_buf_printf(&b,
                            "# Store\r\nstore_type:redis\r\nstore_url:%s\r\nstore_up:%d\r\n"
                            "store_breaker_open:%d\r\nstore_calls:%llu\r\nstore_failures:%llu\r\n"
                            "store_timeouts:%llu\r\nstore_reconnects:%llu\r\nstore_fallback_open:%llu\r\n"
-                           "store_fallback_closed:%llu\r\nstore_fallback_local:%llu\r\n\r\n",
-                           sld_remote_describe(c->d->remote), rs.up, rs.breaker_open,
+                           "store_fallback_closed:%llu\r\nstore_fallback_local:%llu\r\n"
+                           "store_last_error:%s\r\n\r\n",
+                           url, rs.up, rs.breaker_open,
                            (unsigned long long)rs.calls, (unsigned long long)rs.failures,
                            (unsigned long long)rs.timeouts, (unsigned long long)rs.reconnects,
                            (unsigned long long)rs.fallback_open, (unsigned long long)rs.fallback_closed,
-                           (unsigned long long)rs.fallback_local);
+                           (unsigned long long)rs.fallback_local, rs.last_error);
         }
         if (c->d->write_back) {
             sld_write_back_stats_t ws;

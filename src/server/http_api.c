@@ -624,10 +624,15 @@ static void forward_auth(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *
     decide(d, worker, &f, key, 1, r, later);
 }
 
-static bool store_up(sld_daemon_t *d) {
+/* 503 with the reason while the shared store is down. */
+static bool store_down_reply(sld_daemon_t *d, sld_http_reply_t *r) {
     sld_remote_stats_t st;
     sld_remote_stats(d->remote, &st);
-    return st.up;
+    if (st.up)
+        return false;
+    text_reply(r, 503, "store unavailable: deciding by on_store_failure\n");
+    sld_buf_printf(&r->body, "%s\n", st.last_error[0] ? st.last_error : "no answer yet");
+    return true;
 }
 
 /* ---- routes ------------------------------------------------------------------------------------ */
@@ -669,9 +674,7 @@ void sld_http_handle_async(sld_daemon_t *d, uint32_t worker, const sld_http_requ
             method_not_allowed(r, "GET");
         else if (atomic_load(&d->stopping))
             text_reply(r, 503, "stopping\n");
-        else if (d->remote && !store_up(d))
-            text_reply(r, 503, "store unavailable: deciding by on_store_failure\n");
-        else
+        else if (!(d->remote && store_down_reply(d, r)))
             text_reply(r, 200, "ready\n");
     } else {
         sld_http_error(r, 404, "not_found", NULL, "no such path (see docs/protocol.md)");

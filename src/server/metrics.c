@@ -231,6 +231,18 @@ void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out) 
             {"sluice_store_reconnects_total", "counter", "Reconnections to Redis.", (double)rs.reconnects},
         };
         put_rows(out, store, sizeof store / sizeof store[0]);
+        if (!rs.up) { /* why, as a label: Prometheus values are numbers */
+            sld_buf_printf(out, "# HELP sluice_store_down_info Why the store is down (the "
+                                "client's last error).\n# TYPE sluice_store_down_info gauge\n"
+                                "sluice_store_down_info{reason=\"");
+            for (const char *c = rs.last_error; *c; c++) {
+                if (*c == '"' || *c == '\\')
+                    sld_buf_printf(out, "\\%c", *c);
+                else
+                    sld_buf_printf(out, "%c", *c == '\n' ? ' ' : *c);
+            }
+            sld_buf_printf(out, "\"} 1\n");
+        }
         sld_buf_printf(out,
                        "# HELP sluice_store_fallbacks_total Decisions made by on_store_failure.\n"
                        "# TYPE sluice_store_fallbacks_total counter\n"

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "remote.h"
 #include "store/redis/client.h"
+#include "store/redis/resolve.h"
 #include "store/redis/script.h"
 #include "store/redis/url.h"
 
@@ -49,9 +50,41 @@ struct sld_remote {
     _Atomic uint64_t calls, failures, timeouts;
     _Atomic uint64_t fallback[4]; /* by sld_store_failure_t */
     _Atomic bool warned_reply;
+    /* the store as a whole, for the log: said once per change, not per
+     * worker or command; 0 not known yet, 1 up, 2 down */
+    _Atomic int said;
+    uv_mutex_t error_lock;     /* guards last_error, written by every worker */
+    char last_error[SLD_REMOTE_ERROR_LEN];
     bool clock_local;
     bool cluster;   /* a batch holds one slot's requests */
 };
+
+/* url with "***" for the password before the last '@' and for the value
+ * of sentinel_password=. */
+static void mask_passwords(const char *url, char *out, size_t len) {
+    size_t at = 0;
+    const char *scheme = strstr(url, "://");
+    const char *auth_end = strrchr(url, '@');
+    const char *q = strchr(url, '?');
+    if (auth_end && q && auth_end > q)
+        auth_end = NULL; /* an '@' in the options, not a password */
+    for (const char *p = url; *p && at + 1 < len;) {
+        if (auth_end && scheme && p == scheme + 3 && auth_end > scheme) {
+            at += (size_t)snprintf(out + at, len - at, "***");
+            p = auth_end;
+            continue;
+        }
+        if (q && p > q && strncmp(p, "sentinel_password=", 18) == 0 && (p[-1] == '?' || p[-1] == '&')) {
+            at += (size_t)snprintf(out + at, len - at, "sentinel_password=***");
+            p += 18;
+            while (*p && *p != '&')
+                p++;
+            continue;
+        }
+        out[at++] = *p++;
+    }
+    out[at < len ? at : len - 1] = '\0';
+}
 
 int sld_remote_new(const sld_config_t *cfg, uint32_t nworkers, sld_remote_t **out, char *err,
                    size_t err_len) {
@@ -67,6 +100,12 @@ int sld_remote_new(const sld_config_t *cfg, uint32_t nworkers, sld_remote_t **ou
         sld_remote_free(r);
         return SL_EINVAL;
     }
+    if (uv_mutex_init(&r->error_lock) != 0) {
+        free(r->workers);
+        free(r);
+        snprintf(err, err_len, "out of memory");
+        return SL_ENOMEM;
+    }
     r->nworkers = nworkers;
     r->clock_local = cfg->store_clock_local;
     r->cluster = r->url.kind == SL__REDIS_CLUSTER;
@@ -74,18 +113,12 @@ int sld_remote_new(const sld_config_t *cfg, uint32_t nworkers, sld_remote_t **ou
     r->opts.connect_timeout_ms = r->opts.timeout_ms;
     r->opts.breaker_failures = cfg->breaker_failures;
     r->opts.breaker_cooldown_ms = (uint32_t)((cfg->breaker_cooldown + 999) / 1000);
-    /* the URL without its password, for INFO and logs */
-    const char *scheme = strstr(cfg->store_url, "://");
-    const char *at = strrchr(cfg->store_url, '@');
-    if (at && scheme && at > scheme)
-        snprintf(r->description, sizeof r->description, "%.*s***%s (%s, clock %s)",
-                 (int)(scheme + 3 - cfg->store_url), cfg->store_url, at,
-                 cfg->store_write_back ? "write_back" : "strict",
-                 cfg->store_clock_local ? "local" : "server");
-    else
-        snprintf(r->description, sizeof r->description, "%s (%s, clock %s)", cfg->store_url,
-                 cfg->store_write_back ? "write_back" : "strict",
-                 cfg->store_clock_local ? "local" : "server");
+    /* the URL without its passwords, for INFO and logs */
+    char url[sizeof r->description - 40];
+    mask_passwords(cfg->store_url, url, sizeof url);
+    snprintf(r->description, sizeof r->description, "%s (%s, clock %s)", url,
+             cfg->store_write_back ? "write_back" : "strict",
+             cfg->store_clock_local ? "local" : "server");
     *out = r;
     return SL_OK;
 }
@@ -93,6 +126,8 @@ int sld_remote_new(const sld_config_t *cfg, uint32_t nworkers, sld_remote_t **ou
 void sld_remote_free(sld_remote_t *r) {
     if (r == NULL)
         return;
+    if (r->nworkers)
+        uv_mutex_destroy(&r->error_lock);
     free(r->workers);
     free(r);
 }
@@ -122,23 +157,57 @@ int sld_remote_attach(sld_remote_t *r, uint32_t worker, uv_loop_t *loop) {
     return SL_OK;
 }
 
+/* Whether every attached worker's client is up (what /readyz says). */
+static bool all_up(sld_remote_t *r) {
+    for (uint32_t i = 0; i < r->nworkers; i++) {
+        remote_worker_t *w = &r->workers[i];
+        if (!atomic_load_explicit(&w->attached, memory_order_relaxed))
+            continue;
+        if (!atomic_load_explicit(&w->up, memory_order_relaxed) ||
+            atomic_load_explicit(&w->breaker_open, memory_order_relaxed))
+            return false;
+    }
+    return true;
+}
+
 static void publish(remote_worker_t *w) {
     if (w->client == NULL)
         return;
+    sld_remote_t *r = w->r;
     sl__redis_client_stats_t s;
     sl__redis_client_stats(w->client, &s);
-    bool was_up = atomic_load_explicit(&w->up, memory_order_relaxed);
-    /* say so when it changes, once per worker, with the client's reason */
-    if (was_up && !s.up) {
-        const char *why = sl__redis_client_last_error(w->client);
-        sld_warn("store: worker %u lost Redis (%s); deciding by on_store_failure until it is back",
-                 (unsigned)(w - w->r->workers), why && why[0] ? why : "no answer");
-    } else if (!was_up && s.up) {
-        sld_info("store: worker %u has Redis again", (unsigned)(w - w->r->workers));
+    const char *why = sl__redis_client_last_error(w->client);
+    /* still connecting for the first time, nothing failed yet: not known */
+    if (!s.up && !s.breaker_open && !(why && why[0]) && atomic_load(&r->said) == 0)
+        return;
+    if (!s.up || s.breaker_open) {
+        uv_mutex_lock(&r->error_lock);
+        snprintf(r->last_error, sizeof r->last_error, "%s", why && why[0] ? why : "no answer");
+        uv_mutex_unlock(&r->error_lock);
     }
     atomic_store_explicit(&w->up, s.up, memory_order_relaxed);
     atomic_store_explicit(&w->breaker_open, s.breaker_open, memory_order_relaxed);
     atomic_store_explicit(&w->reconnects, s.reconnects, memory_order_relaxed);
+    /* said once per change of the whole store, with the client's reason
+     * (each address tried, an authentication refused...) */
+    int now = all_up(r) ? 1 : 2;
+    int before = atomic_exchange(&r->said, now);
+    if (now == before || (before == 0 && now == 1))
+        return;
+    if (now == 2) {
+        char reason[SLD_REMOTE_ERROR_LEN];
+        uv_mutex_lock(&r->error_lock);
+        snprintf(reason, sizeof reason, "%s", r->last_error);
+        uv_mutex_unlock(&r->error_lock);
+        if (before == 0)
+            sld_error("store: cannot reach Redis at %s (%s); deciding by on_store_failure until "
+                      "it answers", r->description, reason);
+        else
+            sld_warn("store: lost Redis (%s); deciding by on_store_failure until it is back",
+                     reason);
+    } else {
+        sld_info("store: Redis is back");
+    }
 }
 
 static void on_publish(uv_timer_t *t) { publish(t->data); }
@@ -404,6 +473,11 @@ void sld_remote_stats(sld_remote_t *r, sld_remote_stats_t *out) {
         out->breaker_open = out->breaker_open || breaker;
         out->reconnects += atomic_load_explicit(&w->reconnects, memory_order_relaxed);
     }
+    if (!out->up) {
+        uv_mutex_lock(&r->error_lock);
+        snprintf(out->last_error, sizeof out->last_error, "%s", r->last_error);
+        uv_mutex_unlock(&r->error_lock);
+    }
     out->calls = atomic_load(&r->calls);
     out->failures = atomic_load(&r->failures);
     out->timeouts = atomic_load(&r->timeouts);
@@ -416,25 +490,18 @@ bool sld_remote_clock_local(const sld_remote_t *r) { return r->clock_local; }
 
 int sld_remote_resolve(sld_remote_t *r, char *err, size_t err_len) {
     for (size_t i = 0; i < r->url.n_nodes; i++) {
-        sl__redis_addr_t *a = &r->url.nodes[i];
-        unsigned char probe[sizeof(struct in6_addr)];
-        if (inet_pton(AF_INET, a->host, probe) == 1 || inet_pton(AF_INET6, a->host, probe) == 1)
+        const sl__redis_addr_t *a = &r->url.nodes[i];
+        if (sl__resolve_is_numeric(a->host))
             continue;
-        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-        int rc = getaddrinfo(a->host, NULL, &hints, &ai);
-        if (rc != 0 || ai == NULL) {
-            snprintf(err, err_len, "store.url: cannot resolve %s: %s", a->host,
-                     rc ? gai_strerror(rc) : "no address");
+        sl__resolved_t addrs;
+        char why[300];
+        if (sl__resolve_now(a->host, &addrs, why, sizeof why) != 0) {
+            snprintf(err, err_len, "store.url: %s", why);
             return SL_EINVAL;
         }
-        char ip[INET6_ADDRSTRLEN] = "";
-        const void *addr = ai->ai_family == AF_INET6
-                               ? (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr
-                               : (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr;
-        inet_ntop(ai->ai_family, addr, ip, sizeof ip);
-        freeaddrinfo(ai);
-        sld_info("store: %s is %s (resolved once, at start)", a->host, ip);
-        snprintf(a->host, sizeof a->host, "%s", ip);
+        char list[SL__RESOLVE_MAX * (SL__RESOLVE_ADDR_LEN + 2)];
+        sld_info("store: %s resolves to %s (tried in this order, looked up again at each "
+                 "connection)", a->host, sl__resolve_format(&addrs, list, sizeof list));
     }
     return SL_OK;
 }

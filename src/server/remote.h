@@ -24,9 +24,12 @@
 
 typedef struct sld_remote sld_remote_t;
 
+#define SLD_REMOTE_ERROR_LEN 640
+
 /* What /metrics, INFO and /readyz show of the shared store. */
 typedef struct sld_remote_stats {
     bool up;                  /* every worker's client is connected */
+    char last_error[SLD_REMOTE_ERROR_LEN]; /* why not, when !up ("" when up) */
     bool breaker_open;        /* some worker's breaker is open */
     uint64_t calls;           /* evaluations sent */
     uint64_t failures;        /* ... that got no usable answer */
@@ -41,10 +44,11 @@ int sld_remote_new(const sld_config_t *cfg, uint32_t nworkers, sld_remote_t **ou
                    size_t err_len);
 void sld_remote_free(sld_remote_t *r);
 
-/* Resolves the URL's host names to addresses, once (blocking: call it at
- * start, before the loops run). hiredis would otherwise look them up with
- * a blocking getaddrinfo() inside a worker's loop at every reconnection,
- * holding up every decision of that worker while DNS is slow. */
+/* Checks at start that the URL's host names resolve, and logs every
+ * address of each (blocking: call it before the loops run). A name that
+ * does not resolve is an error. The clients look the names up again, off
+ * their loops, at each connection round and try every address in order
+ * (store/redis/resolve.h), so a name that moves is followed. */
 int sld_remote_resolve(sld_remote_t *r, char *err, size_t err_len);
 
 /* From worker `worker`'s thread, on its loop, before it serves. */

@@ -1206,7 +1206,7 @@ class Configuration(Base):
                             "  on_store_failure: closed\n" % self.redis.port), test_clock=T0)
         self.daemons.append(bad)
         self.assertEqual(bad.client().execute_command("SL.CHECK", "p", "k")[0], 0)
-        bad.wait_log(r"lost Redis \(.*(WRONGPASS|invalid username-password)")
+        bad.wait_log(r"(lost|cannot reach) Redis .*(WRONGPASS|invalid username-password)")
 
     def test_host_names_resolved_at_start(self):
         # whatever `localhost` resolves to here (127.0.0.1, ::1 or both, in

@@ -337,7 +337,11 @@ static void deadlines(void **state) {
                      (unsigned long long)took);
     }
     assert_true(refused > 0); /* the hung connection was dropped */
-    assert_non_null(strstr(sl__redis_client_last_error(f.c), "no reply within the timeout"));
+    /* dropped as hung; or, when a reconnection came since, its handshake
+     * (PING, AUTH) got no answer from the sleeping server either */
+    const char *why = sl__redis_client_last_error(f.c);
+    if (strstr(why, "no reply within the timeout") == NULL && strstr(why, "connect timeout") == NULL)
+        fail_msg("last error: %s", why);
     /* after the sleep: a fresh command is answered (on a new connection),
      * the late replies of the old one reach nobody */
     redis_rig_sleep_ms(900);
@@ -822,9 +826,9 @@ static void sentinel_failover(void **state) {
     fx_t f;
     fx_init(&f);
     char url[128];
-    /* a dead sentinel first, then the live one */
-    snprintf(url, sizeof url, "sentinel://127.0.0.1:%d,127.0.0.1:%d/mymaster?db=2",
-             redis_rig_free_port(), s.sentinel[0].port);
+    /* one sentinel: a majority of one (dead sentinels count against the
+     * majority: test_redis_sentinel.c) */
+    snprintf(url, sizeof url, "sentinel://127.0.0.1:%d/mymaster?db=2", s.sentinel[0].port);
     sl__redis_client_options_t o = {.timeout_ms = 500, .breaker_failures = 1000};
     client_new(&f, url, &o);
     expect_ok(&f, "x", "SET x 1", "OK");

@@ -104,8 +104,23 @@ static void sentinel(void **state) {
     assert_int_equal(u.db, 0);
     parse_bad("sentinel://s:1", "master name");
     parse_bad("sentinel://s:1/", "master name");
-    parse_bad("sentinel://s:1/m?database=1", "?db=N");
+    assert_false(u.has_sentinel_password);
+    parse_bad("sentinel://s:1/m?database=1", "db=N");
     parse_bad("sentinel://s:1/m?db=x", "database 'x'");
+    /* the sentinels' own credentials, percent-decoded, options in any order */
+    u = parse_ok("sentinel://u:p@s:1/m?sentinel_password=s%40cret&db=2&sentinel_user=watcher");
+    assert_true(u.has_sentinel_password && u.has_sentinel_user);
+    assert_string_equal(u.sentinel_password, "s@cret");
+    assert_int_equal(u.sentinel_password_len, 6);
+    assert_string_equal(u.sentinel_user, "watcher");
+    assert_int_equal(u.db, 2);
+    assert_string_equal(u.password, "p"); /* the master's stay the master's */
+    u = parse_ok("sentinel://s:1/m?sentinel_password=");
+    assert_true(u.has_sentinel_password);
+    assert_int_equal(u.sentinel_password_len, 0);
+    parse_bad("sentinel://s:1/m?sentinel_user=w", "sentinel_user needs sentinel_password");
+    parse_bad("sentinel://s:1/m?sentinel_password=%zz", "two hex digits");
+    parse_bad("sentinel://s:1/m?db=1&", "got ''");
     parse_bad("sentinel://s:1/m/x", "master name: '/'");
 }
 

@@ -19,11 +19,19 @@
  * hiredis's adapters/libuv.h) counts its poll handles so close() can wait
  * for them.
  *
- * Known limits: hiredis resolves host names with a blocking getaddrinfo()
- * (use addresses); sentinels are asked without AUTH; the breaker is one per
- * client, not per Cluster node; Sentinel failovers are noticed by a broken
- * connection, READONLY, a ROLE check or the sentinels asked every second,
- * not by +switch-master messages.
+ * Host names are looked up off the loop (resolve.c) at every connection
+ * round and each address is tried in order; hiredis only ever gets
+ * addresses, so it never resolves anything on the loop. A server that
+ * refuses our credentials (or wants some we do not have: NOAUTH) is a node
+ * that is down, not one that answers.
+ *
+ * Discovery (Cluster slot map, node table, Sentinel quorum) is discovery.c;
+ * the structures both share are in client_private.h.
+ *
+ * Known limits: the breaker is one per client, not per Cluster node;
+ * Sentinel failovers are noticed by a broken connection, READONLY, a ROLE
+ * check or the sentinels asked every second, not by +switch-master
+ * messages.
  */
 #include "store/redis/client.h"
 
@@ -31,110 +39,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
-
 #include "sluice.h"
-#include "store/redis/cluster.h"
-
-#define MAX_NODES 300          /* nodes one client may know (masters, seeds, sentinels) */
-#define MAX_REDIRECTS 5        /* MOVED/ASK/READONLY resends of one command */
-#define MAX_ABANDONED 100000   /* late replies a node may owe before it is dropped */
-#define BACKOFF_MIN_MS 25      /* first reconnect delay, doubled up to BACKOFF_MAX_MS */
-#define BACKOFF_MAX_MS 500
-#define REFRESH_MIN_MS 100     /* between two CLUSTER SLOTS / sentinel queries */
-#define SENTINEL_CHECK_MS 1000 /* how often the sentinels are asked who the master is */
-
-typedef struct pend pend_t;
-typedef struct node node_t;
-
-typedef struct queue {
-    pend_t *head, *tail;
-} queue_t;
-
-struct pend {
-    sl__redis_client_t *c;
-    pend_t *dprev, *dnext;  /* the client's deadline list, while not done */
-    pend_t *qprev, *qnext;  /* the queue q, while waiting */
-    queue_t *q;
-    node_t *node;           /* where it was last written */
-    node_t *target;         /* must go there (ASK, internal queries), or NULL */
-    sl__redis_reply_fn fn;
-    void *arg;
-    uint64_t deadline;      /* uv_now() milliseconds */
-    char *cmd;              /* RESP bytes, redisFormatCommandArgv() */
-    size_t cmd_len;
-    const char *script;     /* the body for NOSCRIPT, caller-owned */
-    size_t script_len;
-    int slot;               /* Cluster slot, or -1 for "any node" */
-    uint8_t redirects;
-    uint8_t hi_refs;        /* hiredis callbacks still owed to it */
-    bool busy;              /* its callback is running: not freed under it */
-    bool asking, script_loaded, done, internal, probe;
-    bool asked;             /* last written after ASKING: a resend needs it too */
-};
-
-typedef enum node_state { N_DOWN = 0, N_CONNECTING, N_READY } node_state_t;
-
-struct node {
-    sl__redis_client_t *c;
-    sl__redis_addr_t addr;
-    bool sentinel;          /* a sentinel, asked without AUTH */
-    bool wanted;            /* reconnect it when it drops */
-    bool failed;            /* its last attempt failed: sends fail at once */
-    bool ever_ready;
-    node_state_t state;
-    redisAsyncContext *ac;
-    uv_timer_t timer;       /* connect timeout, then reconnect backoff */
-    uint32_t backoff_ms;
-    int handshake_left;     /* AUTH/SELECT/ROLE replies still expected */
-    queue_t waitq;
-    uint32_t in_flight;     /* written, reply owed (abandoned ones too) */
-    uint64_t last_rx;       /* uv_now() of its last reply (or of connecting) */
-    bool script_loading;    /* a SCRIPT LOAD is on its way on this connection */
-};
-
-struct sl__redis_client {
-    uv_loop_t *loop;
-    sl__redis_url_t url;
-    sl__redis_client_options_t o;
-    node_t *nodes[MAX_NODES];
-    size_t n_nodes;
-    node_t *primary;                 /* standalone server, sentinel's master, or NULL */
-    node_t **slots;                  /* Cluster: slot -> master, SL__REDIS_SLOTS entries */
-    sl__redis_slot_map_t *map;       /* scratch for CLUSTER SLOTS */
-    bool map_ready;
-    queue_t waitq;                   /* waiting for discovery */
-    pend_t *dhead, *dtail;           /* deadline order */
-    uv_timer_t deadline_timer, disc_timer, breaker_timer;
-    bool discovering;                /* a CLUSTER SLOTS / SENTINEL query in flight */
-    node_t *disc_node;
-    size_t disc_next;                /* next seed or sentinel to ask */
-    size_t disc_tried;               /* in this round */
-    uint64_t last_disc;
-    uint32_t failures;               /* consecutive */
-    bool open, probing;
-    uint64_t opened_at;
-    sl__redis_client_stats_t st;
-    char last_error[640];
-    bool closing;
-    int handles;                     /* open uv handles */
-    void (*done)(void *);
-    void *done_arg;
-};
+#include "store/redis/client_private.h"
 
 static void route(pend_t *p);
 static void node_send(node_t *n, pend_t *p);
 static void node_lost(node_t *n);
-static void node_connect(node_t *n);
-static void discover(sl__redis_client_t *c);
-static void discover_later(sl__redis_client_t *c);
 
 /* ---- small things --------------------------------------------------------- */
 
-static void set_error(sl__redis_client_t *c, const char *what, const node_t *n, const char *why) {
-    snprintf(c->last_error, sizeof c->last_error, "%s %s:%u: %.300s", what, n ? n->addr.host : "?",
-             n ? (unsigned)n->addr.port : 0u, why ? why : "");
+void sl__rc_set_error(sl__redis_client_t *c, const char *what, node_t *n, const char *why) {
+    /* a sentinel's own errors go into the round's report (discovery.c) */
+    if (!(n && n->sentinel))
+        snprintf(c->last_error, sizeof c->last_error, "%s %s:%u: %.400s", what,
+                 n ? n->addr.host : "?", n ? (unsigned)n->addr.port : 0u, why ? why : "");
+    if (n)
+        snprintf(n->why, sizeof n->why, "%s: %.180s", what, why ? why : "");
+}
+
+/* What Redis answers a connection that is not (or wrongly) authenticated:
+ * NOAUTH, WRONGPASS, "ERR invalid password" (before 6.0), "ERR AUTH <password>
+ * called without any password configured" (a password the server does not
+ * want), "ERR Client sent AUTH, but no password is set" (before 6.0). */
+static bool auth_error(const char *str) {
+    return strncmp(str, "NOAUTH", 6) == 0 || strncmp(str, "WRONGPASS", 9) == 0 ||
+           strncmp(str, "ERR invalid password", 20) == 0 || strncmp(str, "ERR AUTH", 8) == 0 ||
+           strncmp(str, "ERR Client sent AUTH", 20) == 0;
 }
 
 static void q_push(queue_t *q, pend_t *p) {
@@ -265,7 +195,7 @@ static void complete(pend_t *p, sl__redis_status_t st, const redisReply *r) {
     maybe_free(p);
 }
 
-static void node_drop(node_t *n, const char *why);
+void sl__rc_node_drop(node_t *n, const char *why);
 
 static void deadline_cb(uv_timer_t *t) {
     sl__redis_client_t *c = t->data;
@@ -280,7 +210,7 @@ static void deadline_cb(uv_timer_t *t) {
          * timing out every command until the kernel gives up on it. */
         if (n && !c->closing && n->state == N_READY && n->ac && n->in_flight > 0 &&
             now - n->last_rx >= c->o.timeout_ms)
-            node_drop(n, "no reply within the timeout");
+            sl__rc_node_drop(n, "no reply within the timeout");
     }
     arm_deadline(c);
 }
@@ -303,12 +233,19 @@ static void finish_close(sl__redis_client_t *c) {
     for (size_t i = 0; i < c->n_nodes; i++)
         free(c->nodes[i]);
     free(c->slots);
+    free(c->slot_seq);
     free(c->map);
     void (*done)(void *) = c->done;
     void *arg = c->done_arg;
     free(c);
     if (done)
         done(arg);
+}
+
+static void resolve_cancelled(void *arg) {
+    sl__redis_client_t *c = arg;
+    if (--c->handles == 0 && c->closing)
+        finish_close(c);
 }
 
 static void handle_closed(uv_handle_t *h) {
@@ -420,7 +357,7 @@ static node_t *node_find(sl__redis_client_t *c, const sl__redis_addr_t *a, bool 
     return NULL;
 }
 
-static node_t *node_get(sl__redis_client_t *c, const sl__redis_addr_t *a, bool sentinel) {
+node_t *sl__rc_node_get(sl__redis_client_t *c, const sl__redis_addr_t *a, bool sentinel) {
     node_t *n = node_find(c, a, sentinel);
     if (n || c->n_nodes == MAX_NODES || c->closing)
         return n;
@@ -436,6 +373,34 @@ static node_t *node_get(sl__redis_client_t *c, const sl__redis_addr_t *a, bool s
     c->handles++;
     c->nodes[c->n_nodes++] = n;
     return n;
+}
+
+static void forgotten_closed(uv_handle_t *h) {
+    node_t *n = h->data;
+    sl__redis_client_t *c = n->c;
+    free(n);
+    if (--c->handles == 0 && c->closing)
+        finish_close(c);
+}
+
+void sl__rc_node_forget(node_t *n) {
+    n->wanted = false;
+    redisAsyncContext *ac = n->ac;
+    n->ac = NULL;
+    n->state = N_DOWN;
+    if (ac) {
+        ac->data = NULL;
+        redisAsyncFree(ac); /* nothing in flight: only handshake callbacks, which see NULL */
+    }
+    uv_timer_stop(&n->timer);
+    uv_close((uv_handle_t *)&n->timer, forgotten_closed);
+}
+
+bool sl__rc_node_busy(const node_t *n) {
+    for (const pend_t *p = n->c->dhead; p; p = p->dnext)
+        if (p->node == n || p->target == n)
+            return true;
+    return n->c->disc_node == n;
 }
 
 /* The reply to ASKING or SCRIPT LOAD: the command after it tells. */
@@ -476,10 +441,10 @@ static void node_write(node_t *n, pend_t *p) {
 
 /* Tears n's context down (at once, or when the hiredis callback running
  * now returns) and treats it as lost. */
-static void node_drop(node_t *n, const char *why) {
+void sl__rc_node_drop(node_t *n, const char *why) {
     redisAsyncContext *ac = n->ac;
     if (why)
-        set_error(n->c, "dropped", n, why);
+        sl__rc_set_error(n->c, "dropped", n, why);
     n->ac = NULL;
     n->state = N_DOWN;
     n->failed = true;
@@ -517,18 +482,47 @@ static void hs_cb(redisAsyncContext *ac, void *reply, void *priv) {
     if (r == NULL || n->ac != ac)
         return; /* the connection is going: on_disconnect / node_drop handle it */
     if (r->type == REDIS_REPLY_ERROR) {
-        node_drop(n, r->str);
+        if (auth_error(r->str)) {
+            sl__rc_set_error(n->c, "authentication", n, r->str);
+            sl__rc_node_drop(n, NULL);
+        } else {
+            sl__rc_node_drop(n, r->str);
+        }
         return;
     }
     if (r->type == REDIS_REPLY_ARRAY) { /* ROLE */
         if (r->elements < 1 || r->element[0]->type != REDIS_REPLY_STRING ||
             strcmp(r->element[0]->str, "master") != 0) {
-            node_drop(n, "ROLE: not a master (failover in progress?)");
+            sl__rc_node_drop(n, "ROLE: not a master (failover in progress?)");
             return;
         }
     }
     if (--n->handshake_left == 0)
         node_ready(n);
+}
+
+static void connect_addr(node_t *n);
+
+/* The address being tried failed before the handshake: the next one now,
+ * or, when every address failed, the node is lost (one error naming each
+ * address and why). */
+static void attempt_failed(node_t *n, const char *why) {
+    sl__redis_client_t *c = n->c;
+    size_t used = strlen(n->tried);
+    snprintf(n->tried + used, sizeof n->tried - used, "%s%s (%.100s)", used ? "; " : "",
+             n->addrs.addr[n->addr_at], why ? why : "failed");
+    n->state = N_DOWN;
+    if (!c->closing && n->addr_at + 1 < n->addrs.n) {
+        n->addr_at++;
+        connect_addr(n);
+        return;
+    }
+    if (n->addrs.n == 1 && strcmp(n->addrs.addr[0], n->addr.host) == 0)
+        sl__rc_set_error(c, "connect", n, why); /* an address: as it always said */
+    else
+        sl__rc_set_error(c, "connect", n, n->tried);
+    n->failed = true;
+    node_lost(n);
 }
 
 static void on_connect(const redisAsyncContext *cac, int status) {
@@ -537,12 +531,9 @@ static void on_connect(const redisAsyncContext *cac, int status) {
         return;
     if (status != REDIS_OK) {
         /* hiredis frees the context after this returns. */
-        set_error(n->c, "connect", n, cac->errstr);
         n->ac->data = NULL;
         n->ac = NULL;
-        n->state = N_DOWN;
-        n->failed = true;
-        node_lost(n);
+        attempt_failed(n, cac->errstr);
         return;
     }
     if (n->handshake_left == 0)
@@ -554,7 +545,7 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
     (void)status;
     if (n == NULL || n->ac != cac)
         return;
-    set_error(n->c, "disconnected", n, cac->errstr);
+    sl__rc_set_error(n->c, "disconnected", n, cac->errstr);
     n->ac->data = NULL;
     n->ac = NULL;
     n->state = N_DOWN;
@@ -564,24 +555,31 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
 
 static void connect_timeout_cb(uv_timer_t *t) {
     node_t *n = t->data;
-    if (n->state == N_CONNECTING)
-        node_drop(n, "connect timeout");
-    else if (n->state == N_DOWN && n->wanted && !n->c->closing)
-        node_connect(n); /* backoff over */
+    if (n->state == N_CONNECTING) {
+        redisAsyncContext *ac = n->ac;
+        n->ac = NULL;
+        if (ac) {
+            ac->data = NULL;
+            redisAsyncFree(ac);
+        }
+        attempt_failed(n, "connect timeout");
+    } else if (n->state == N_DOWN && n->wanted && !n->c->closing) {
+        sl__rc_node_connect(n); /* backoff over */
+    }
 }
 
-static void node_connect(node_t *n) {
+/* Connects to n's address addr_at (an address, so hiredis does not look
+ * anything up on the loop) and queues the handshake. */
+static void connect_addr(node_t *n) {
     sl__redis_client_t *c = n->c;
-    if (c->closing || n->state != N_DOWN)
-        return;
     uv_timer_stop(&n->timer);
-    redisAsyncContext *ac = redisAsyncConnect(n->addr.host, n->addr.port);
+    redisAsyncContext *ac = redisAsyncConnect(n->addrs.addr[n->addr_at], n->addr.port);
     if (ac == NULL || ac->err || ev_attach(c, ac) != 0) {
-        set_error(c, "connect", n, ac && ac->err ? ac->errstr : "out of memory");
+        char why[128];
+        snprintf(why, sizeof why, "%s", ac && ac->err ? ac->errstr : "out of memory");
         if (ac)
             redisAsyncFree(ac);
-        n->failed = true;
-        node_lost(n);
+        attempt_failed(n, why);
         return;
     }
     ac->data = n;
@@ -591,34 +589,88 @@ static void node_connect(node_t *n) {
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     uv_timer_start(&n->timer, connect_timeout_cb, c->o.connect_timeout_ms, 0);
     n->handshake_left = 0;
-    if (!n->sentinel) {
-        const sl__redis_url_t *u = &c->url;
-        if (u->has_password) {
-            const char *argv[3] = {"AUTH", u->user, u->password};
-            size_t len[3] = {4, u->user_len, u->password_len};
-            int argc = 3;
-            if (!u->has_user) {
-                argv[1] = u->password;
-                len[1] = u->password_len;
-                argc = 2;
-            }
-            redisAsyncCommandArgv(ac, hs_cb, n, argc, argv, len);
-            n->handshake_left++;
+    const sl__redis_url_t *u = &c->url;
+    bool has_user = n->sentinel ? u->has_sentinel_user : u->has_user;
+    bool has_password = n->sentinel ? u->has_sentinel_password : u->has_password;
+    const char *user = n->sentinel ? u->sentinel_user : u->user;
+    size_t user_len = n->sentinel ? u->sentinel_user_len : u->user_len;
+    const char *password = n->sentinel ? u->sentinel_password : u->password;
+    size_t password_len = n->sentinel ? u->sentinel_password_len : u->password_len;
+    if (has_password) {
+        const char *argv[3] = {"AUTH", user, password};
+        size_t len[3] = {4, user_len, password_len};
+        int argc = 3;
+        if (!has_user) {
+            argv[1] = password;
+            len[1] = password_len;
+            argc = 2;
         }
-        if (u->db != 0 && u->kind != SL__REDIS_CLUSTER) {
-            char db[16];
-            snprintf(db, sizeof db, "%u", (unsigned)u->db);
-            redisAsyncCommand(ac, hs_cb, n, "SELECT %s", db);
-            n->handshake_left++;
-        }
-        if (u->kind == SL__REDIS_SENTINEL) {
-            redisAsyncCommand(ac, hs_cb, n, "ROLE");
-            n->handshake_left++;
-        }
+        redisAsyncCommandArgv(ac, hs_cb, n, argc, argv, len);
+        n->handshake_left++;
+    } else if (!n->sentinel) {
+        /* a server that wants a password the URL does not give answers
+         * NOAUTH: a store that is down, found at connection time */
+        redisAsyncCommand(ac, hs_cb, n, "PING");
+        n->handshake_left++;
+    }
+    if (n->sentinel)
+        return;
+    if (u->db != 0 && u->kind != SL__REDIS_CLUSTER) {
+        char db[16];
+        snprintf(db, sizeof db, "%u", (unsigned)u->db);
+        redisAsyncCommand(ac, hs_cb, n, "SELECT %s", db);
+        n->handshake_left++;
+    }
+    if (u->kind == SL__REDIS_SENTINEL) {
+        redisAsyncCommand(ac, hs_cb, n, "ROLE");
+        n->handshake_left++;
     }
 }
 
-static void fail_queue(queue_t *q, sl__redis_status_t st) {
+static void on_resolved(void *arg, int rc, const sl__resolved_t *addrs, const char *err) {
+    node_t *n = arg;
+    sl__redis_client_t *c = n->c;
+    n->resolving = NULL;
+    c->handles--;
+    n->state = N_DOWN;
+    if (rc != 0) {
+        sl__rc_set_error(c, "resolve", n, err);
+        n->failed = true;
+        node_lost(n);
+        return;
+    }
+    n->addrs = *addrs;
+    n->addr_at = 0;
+    connect_addr(n);
+}
+
+/* A connection round: look the name up again (off the loop: a slow DNS
+ * holds up no command), then try its addresses in order. */
+void sl__rc_node_connect(node_t *n) {
+    sl__redis_client_t *c = n->c;
+    if (c->closing || n->state != N_DOWN)
+        return;
+    uv_timer_stop(&n->timer);
+    n->tried[0] = '\0';
+    n->addr_at = 0;
+    if (sl__resolve_is_numeric(n->addr.host)) {
+        n->addrs.n = 1;
+        snprintf(n->addrs.addr[0], sizeof n->addrs.addr[0], "%.45s", n->addr.host);
+        connect_addr(n);
+        return;
+    }
+    n->resolving = sl__resolve_start(c->loop, n->addr.host, on_resolved, n);
+    if (n->resolving == NULL) {
+        sl__rc_set_error(c, "resolve", n, "out of memory");
+        n->failed = true;
+        node_lost(n);
+        return;
+    }
+    c->handles++; /* the lookup: close() waits for it */
+    n->state = N_RESOLVING;
+}
+
+void sl__rc_fail_queue(queue_t *q, sl__redis_status_t st) {
     pend_t *p;
     while ((p = q_pop(q)) != NULL) {
         if (p->done)
@@ -633,7 +685,7 @@ static void node_lost(node_t *n) {
     sl__redis_client_t *c = n->c;
     uv_timer_stop(&n->timer);
     if (c->closing) {
-        fail_queue(&n->waitq, SL__REDIS_CLOSING);
+        sl__rc_fail_queue(&n->waitq, SL__REDIS_CLOSING);
         return;
     }
     if (c->url.kind == SL__REDIS_SENTINEL && !n->sentinel) {
@@ -649,11 +701,11 @@ static void node_lost(node_t *n) {
         if (c->primary == n)
             c->primary = NULL;
         n->wanted = false;
-        discover_later(c);
+        sl__rc_discover_later(c);
         return;
     }
     if (n->sentinel) {
-        fail_queue(&n->waitq, SL__REDIS_DOWN);
+        sl__rc_fail_queue(&n->waitq, SL__REDIS_DOWN);
         return;
     }
     /* The backoff starts before any callback runs, and the callbacks get a
@@ -669,8 +721,8 @@ static void node_lost(node_t *n) {
         n->backoff_ms = n->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : n->backoff_ms * 2;
     }
     if (c->url.kind == SL__REDIS_CLUSTER)
-        discover_later(c); /* a failover may have moved its slots */
-    fail_queue(&q, SL__REDIS_DOWN);
+        sl__rc_discover_later(c); /* a failover may have moved its slots */
+    sl__rc_fail_queue(&q, SL__REDIS_DOWN);
 }
 
 static void node_send(node_t *n, pend_t *p) {
@@ -678,6 +730,7 @@ static void node_send(node_t *n, pend_t *p) {
     case N_READY:
         node_write(n, p);
         return;
+    case N_RESOLVING:
     case N_CONNECTING:
         q_push(&n->waitq, p);
         return;
@@ -687,7 +740,7 @@ static void node_send(node_t *n, pend_t *p) {
             return;
         }
         q_push(&n->waitq, p);
-        node_connect(n);
+        sl__rc_node_connect(n);
         return;
     }
 }
@@ -734,13 +787,13 @@ static void route(pend_t *p) {
          * must not make every command ask the cluster again at once. */
         q_push(&c->waitq, p);
         if (!c->discovering)
-            discover_later(c);
+            sl__rc_discover_later(c);
         return;
     }
     node_send(n, p);
 }
 
-static void route_waiting(sl__redis_client_t *c) {
+void sl__rc_route_waiting(sl__redis_client_t *c) {
     queue_t q = c->waitq;
     c->waitq.head = c->waitq.tail = NULL;
     for (pend_t *p = q.head; p; p = p->qnext)
@@ -773,6 +826,16 @@ static void pend_cb(redisAsyncContext *ac, void *reply, void *priv) {
         complete(p, c->closing ? SL__REDIS_CLOSING : SL__REDIS_DOWN, NULL);
         return;
     }
+    if (r->type == REDIS_REPLY_ERROR && !c->closing && !n->sentinel && auth_error(r->str)) {
+        /* Not authenticated any more (ACL changed): the store is down, not
+         * answering. The reconnection's handshake says whether it still is. */
+        if (n->ac == ac) {
+            sl__rc_set_error(c, "authentication", n, r->str);
+            sl__rc_node_drop(n, NULL);
+        }
+        complete(p, SL__REDIS_DOWN, NULL);
+        return;
+    }
     if (r->type == REDIS_REPLY_ERROR && !c->closing) {
         if (p->script && !p->script_loaded && strncmp(r->str, "NOSCRIPT", 8) == 0 &&
             n->ac == ac) {
@@ -796,15 +859,12 @@ static void pend_cb(redisAsyncContext *ac, void *reply, void *priv) {
             if (sl__redis_parse_redirect(r->str, r->len, &rd) != SL__REDIS_REDIRECT_NONE) {
                 if (rd.to.host[0] == '\0')
                     memcpy(rd.to.host, n->addr.host, sizeof rd.to.host);
-                node_t *to = node_get(c, &rd.to, false);
+                node_t *to = sl__rc_node_get(c, &rd.to, false);
                 if (to) {
                     p->redirects++;
                     c->st.redirects++;
                     if (rd.kind == SL__REDIS_REDIRECT_MOVED) {
-                        to->wanted = true;
-                        if (c->slots)
-                            c->slots[rd.slot] = to;
-                        discover_later(c);
+                        sl__rc_moved(c, rd.slot, to);
                         p->target = NULL;
                     } else {
                         p->asking = true; /* this once; the slot map stays */
@@ -822,15 +882,13 @@ static void pend_cb(redisAsyncContext *ac, void *reply, void *priv) {
             c->st.redirects++;
             q_push(&c->waitq, p);
             if (n->ac == ac)
-                node_drop(n, "READONLY: the master is a replica now");
-            discover_later(c);
+                sl__rc_node_drop(n, "READONLY: the master is a replica now");
+            sl__rc_discover_later(c);
             return;
         }
     }
     complete(p, SL__REDIS_OK, r);
 }
-
-/* ---- discovery ----------------------------------------------------------------- */
 
 /* ---- formatting ------------------------------------------------------------------------- */
 
@@ -900,16 +958,16 @@ static pend_t *pend_new(sl__redis_client_t *c, int slot, sl__redis_reply_fn fn, 
     return p;
 }
 
-static void internal_send(sl__redis_client_t *c, node_t *to, sl__redis_reply_fn fn, int argc,
-                          const char **argv, bool probe) {
-    pend_t *p = pend_new(c, -1, fn, c);
+void sl__rc_internal_send(sl__redis_client_t *c, node_t *to, sl__redis_reply_fn fn, void *arg,
+                          int argc, const char **argv, bool probe) {
+    pend_t *p = pend_new(c, -1, fn, arg);
     long len = p ? format_command(&p->cmd, argc, argv, NULL) : -1;
     if (len < 0) {
         free(p);
         if (probe) /* no probe went out: the next send may be one */
             c->probing = false;
         if (fn)
-            fn(c, SL__REDIS_DOWN, NULL);
+            fn(arg, SL__REDIS_DOWN, NULL);
         return;
     }
     p->cmd_len = (size_t)len;
@@ -920,162 +978,6 @@ static void internal_send(sl__redis_client_t *c, node_t *to, sl__redis_reply_fn 
         p->deadline += c->o.connect_timeout_ms;
     d_insert(c, p);
     route(p);
-}
-
-static void disc_timer_cb(uv_timer_t *t) {
-    discover(t->data);
-}
-
-static void discover_in(sl__redis_client_t *c, uint64_t ms) {
-    if (c->closing || c->url.kind == SL__REDIS_STANDALONE)
-        return;
-    if (uv_is_active((uv_handle_t *)&c->disc_timer) && uv_timer_get_due_in(&c->disc_timer) <= ms)
-        return;
-    uv_timer_start(&c->disc_timer, disc_timer_cb, ms, 0);
-}
-
-/* Asks again soon (rate-limited), e.g. after a MOVED or a lost node. */
-static void discover_later(sl__redis_client_t *c) {
-    uint64_t now = uv_now(c->loop);
-    uint64_t at = c->last_disc + REFRESH_MIN_MS;
-    discover_in(c, at > now ? at - now : 0);
-}
-
-static void disc_done(sl__redis_client_t *c, bool ok) {
-    c->discovering = false;
-    c->disc_node = NULL;
-    if (ok) {
-        c->disc_tried = 0;
-        /* Sentinel: ask again now and then, a failover does not always
-         * break the connection to the old master at once. */
-        if (c->url.kind == SL__REDIS_SENTINEL)
-            discover_in(c, SENTINEL_CHECK_MS);
-        route_waiting(c);
-        return;
-    }
-    c->disc_next++;
-    if (++c->disc_tried < c->url.n_nodes + (c->url.kind == SL__REDIS_CLUSTER ? c->n_nodes : 0)) {
-        discover(c); /* the next one at once */
-    } else {
-        /* A whole round failed: again soon while nothing is known, at the
-         * usual pace while a master is (the sentinels may be down, it not). */
-        c->disc_tried = 0;
-        if (c->url.kind == SL__REDIS_SENTINEL && c->primary)
-            discover_in(c, SENTINEL_CHECK_MS);
-        else
-            discover_later(c);
-    }
-}
-
-static void on_slots(void *arg, sl__redis_status_t st, const redisReply *r) {
-    sl__redis_client_t *c = arg;
-    node_t *from = c->disc_node;
-    if (c->closing) {
-        c->discovering = false;
-        return;
-    }
-    const char *why = "no reply";
-    if (st != SL__REDIS_OK ||
-        sl__redis_parse_cluster_slots(r, from ? from->addr.host : NULL, c->map, &why) != 0 ||
-        c->map->assigned == 0) {
-        set_error(c, "CLUSTER SLOTS", from, c->map->assigned == 0 && st == SL__REDIS_OK
-                                                ? "no slot is assigned" : why);
-        disc_done(c, false);
-        return;
-    }
-    node_t *masters[SL__REDIS_MAX_MASTERS];
-    for (size_t m = 0; m < c->map->n_masters; m++)
-        masters[m] = node_get(c, &c->map->masters[m], false);
-    for (size_t i = 0; i < c->n_nodes; i++)
-        if (!c->nodes[i]->sentinel)
-            c->nodes[i]->wanted = false;
-    for (size_t m = 0; m < c->map->n_masters; m++)
-        if (masters[m]) {
-            masters[m]->wanted = true;
-            if (masters[m]->state == N_DOWN && !uv_is_active((uv_handle_t *)&masters[m]->timer))
-                node_connect(masters[m]);
-        }
-    for (size_t s = 0; s < SL__REDIS_SLOTS; s++)
-        c->slots[s] = c->map->slot[s] == SL__REDIS_NO_NODE ? NULL : masters[c->map->slot[s]];
-    c->map_ready = true;
-    disc_done(c, true);
-}
-
-static void on_master_addr(void *arg, sl__redis_status_t st, const redisReply *r) {
-    sl__redis_client_t *c = arg;
-    node_t *from = c->disc_node;
-    if (c->closing) {
-        c->discovering = false;
-        return;
-    }
-    sl__redis_addr_t a;
-    if (st != SL__REDIS_OK || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING ||
-        r->element[0]->len == 0 || r->element[0]->len > SL__REDIS_URL_MAX_HOST ||
-        atoi(r->element[1]->str) <= 0 || atoi(r->element[1]->str) > 65535) {
-        set_error(c, "SENTINEL get-master-addr-by-name", from,
-                  st != SL__REDIS_OK ? "no reply"
-                  : r->type == REDIS_REPLY_ERROR ? r->str
-                                                 : "unknown master name");
-        disc_done(c, false);
-        return;
-    }
-    memcpy(a.host, r->element[0]->str, r->element[0]->len + 1);
-    a.port = (uint16_t)atoi(r->element[1]->str);
-    node_t *m = node_get(c, &a, false);
-    if (m == NULL) {
-        disc_done(c, false);
-        return;
-    }
-    if (c->primary && c->primary != m) {
-        node_t *old = c->primary;
-        c->primary = NULL;
-        old->wanted = false;
-        if (old->ac)
-            node_drop(old, "the sentinels name another master");
-    }
-    c->primary = m;
-    m->wanted = true;
-    if (m->state == N_DOWN)
-        m->failed = false; /* a new chance: what waits goes to its queue */
-    disc_done(c, true);
-}
-
-static void discover(sl__redis_client_t *c) {
-    if (c->closing || c->discovering || c->url.kind == SL__REDIS_STANDALONE)
-        return;
-    uv_timer_stop(&c->disc_timer);
-    c->last_disc = uv_now(c->loop);
-    if (c->url.kind == SL__REDIS_CLUSTER) {
-        /* Any connected master, else the seeds and known nodes in turn. */
-        node_t *n = NULL;
-        for (size_t i = 0; i < c->n_nodes && n == NULL; i++)
-            if (c->nodes[i]->state == N_READY && c->nodes[i]->wanted)
-                n = c->nodes[i];
-        if (n == NULL) {
-            size_t k = c->disc_next % (c->url.n_nodes + c->n_nodes);
-            n = k < c->url.n_nodes ? node_get(c, &c->url.nodes[k], false)
-                                   : c->nodes[k - c->url.n_nodes];
-            if (n && n->state == N_DOWN && uv_is_active((uv_handle_t *)&n->timer))
-                uv_timer_stop(&n->timer); /* ask it now, whatever its backoff */
-        }
-        if (n == NULL)
-            return;
-        c->discovering = true;
-        c->disc_node = n;
-        const char *argv[2] = {"CLUSTER", "SLOTS"};
-        internal_send(c, n, on_slots, 2, argv, false);
-    } else {
-        node_t *s = node_get(c, &c->url.nodes[c->disc_next % c->url.n_nodes], true);
-        if (s == NULL)
-            return;
-        if (s->state == N_DOWN)
-            uv_timer_stop(&s->timer);
-        c->discovering = true;
-        c->disc_node = s;
-        const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", c->url.master};
-        internal_send(c, s, on_master_addr, 3, argv, false);
-    }
 }
 
 /* ---- breaker probe -------------------------------------------------------------- */
@@ -1090,7 +992,7 @@ static void breaker_timer_cb(uv_timer_t *t) {
         return;
     c->probing = true;
     const char *argv[1] = {"PING"};
-    internal_send(c, NULL, probe_done, 1, argv, true);
+    sl__rc_internal_send(c, NULL, probe_done, c, 1, argv, true);
 }
 
 /* ---- the contract ------------------------------------------------------------------ */
@@ -1117,9 +1019,11 @@ int sl__redis_client_new(uv_loop_t *loop, const sl__redis_url_t *url,
         c->o.breaker_cooldown_ms = 1000;
     if (url->kind == SL__REDIS_CLUSTER) {
         c->slots = calloc(SL__REDIS_SLOTS, sizeof *c->slots);
+        c->slot_seq = calloc(SL__REDIS_SLOTS, sizeof *c->slot_seq);
         c->map = malloc(sizeof *c->map);
-        if (c->slots == NULL || c->map == NULL) {
+        if (c->slots == NULL || c->slot_seq == NULL || c->map == NULL) {
             free(c->slots);
+            free(c->slot_seq);
             free(c->map);
             free(c);
             return SL_ENOMEM;
@@ -1132,13 +1036,13 @@ int sl__redis_client_new(uv_loop_t *loop, const sl__redis_url_t *url,
     c->handles = 3;
     switch (url->kind) {
     case SL__REDIS_STANDALONE:
-        c->primary = node_get(c, &url->nodes[0], false);
+        c->primary = sl__rc_node_get(c, &url->nodes[0], false);
         c->primary->wanted = true;
-        node_connect(c->primary);
+        sl__rc_node_connect(c->primary);
         break;
     case SL__REDIS_CLUSTER:
     case SL__REDIS_SENTINEL:
-        discover(c);
+        sl__rc_discover(c);
         break;
     }
     *out = c;
@@ -1207,6 +1111,7 @@ void sl__redis_client_stats(const sl__redis_client_t *c, sl__redis_client_stats_
             in_flight++; /* sent or waiting, no reply yet, not timed out */
     out->up = up;
     out->in_flight = in_flight;
+    out->nodes = (uint32_t)c->n_nodes;
 }
 
 const char *sl__redis_client_last_error(const sl__redis_client_t *c) {
@@ -1221,13 +1126,18 @@ void sl__redis_client_close(sl__redis_client_t *c, void (*done)(void *arg), void
     c->done_arg = arg;
     while (c->dhead)
         complete(c->dhead, SL__REDIS_CLOSING, NULL);
-    fail_queue(&c->waitq, SL__REDIS_CLOSING);
+    sl__rc_fail_queue(&c->waitq, SL__REDIS_CLOSING);
     for (size_t i = 0; i < c->n_nodes; i++) {
         node_t *n = c->nodes[i];
         n->wanted = false;
+        if (n->resolving) {
+            sl__resolve_cancel(n->resolving, resolve_cancelled, c);
+            n->resolving = NULL;
+            n->state = N_DOWN;
+        }
         if (n->ac)
-            node_drop(n, NULL);
-        fail_queue(&n->waitq, SL__REDIS_CLOSING);
+            sl__rc_node_drop(n, NULL);
+        sl__rc_fail_queue(&n->waitq, SL__REDIS_CLOSING);
         uv_close((uv_handle_t *)&n->timer, node_timer_closed);
     }
     uv_close((uv_handle_t *)&c->deadline_timer, handle_closed);

@@ -70,6 +70,7 @@ typedef struct sl__redis_client_stats {
     uint64_t reconnects;      /* connections re-established after one was lost */
     uint64_t redirects;       /* MOVED, ASK and READONLY resends */
     uint32_t in_flight;       /* sent, no callback yet (O(n) to count) */
+    uint32_t nodes;           /* servers and sentinels in the node table */
 } sl__redis_client_stats_t;
 
 void sl__redis_client_stats(const sl__redis_client_t *c, sl__redis_client_stats_t *out);

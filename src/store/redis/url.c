@@ -306,16 +306,33 @@ int sl__redis_url_parse(const char *s, size_t len, sl__redis_url_t *out, char *e
                 return fail(err, errlen, "master name: '%c' is not allowed", path[i]);
         memcpy(out->master, path, path_len);
         out->master[path_len] = '\0';
-        if (q) {
-            const char *opt = q + 1;
-            size_t opt_len = (size_t)(end - opt);
-            if (opt_len < 3 || memcmp(opt, "db=", 3) != 0)
-                return fail(err, errlen, "sentinel:// takes one option, ?db=N; got '?%.*s'",
+        for (const char *opt = q ? q + 1 : NULL; opt != NULL;) {
+            const char *amp = memchr(opt, '&', (size_t)(end - opt));
+            const char *opt_end = amp ? amp : end;
+            size_t opt_len = (size_t)(opt_end - opt);
+            int rc;
+            if (opt_len >= 3 && memcmp(opt, "db=", 3) == 0) {
+                rc = parse_db(opt + 3, opt_len - 3, &out->db, err, errlen);
+            } else if (opt_len >= 18 && memcmp(opt, "sentinel_password=", 18) == 0) {
+                rc = decode(opt + 18, opt_len - 18, out->sentinel_password, SL__REDIS_URL_MAX_CRED,
+                            &out->sentinel_password_len, "sentinel_password", err, errlen);
+                out->has_sentinel_password = true;
+            } else if (opt_len >= 14 && memcmp(opt, "sentinel_user=", 14) == 0) {
+                rc = decode(opt + 14, opt_len - 14, out->sentinel_user, SL__REDIS_URL_MAX_CRED,
+                            &out->sentinel_user_len, "sentinel_user", err, errlen);
+                out->has_sentinel_user = true;
+            } else {
+                return fail(err, errlen,
+                            "sentinel:// takes the options db=N, sentinel_user=U and "
+                            "sentinel_password=P; got '%.*s'",
                             (int)(opt_len > 32 ? 32 : opt_len), opt);
-            int rc = parse_db(opt + 3, opt_len - 3, &out->db, err, errlen);
+            }
             if (rc)
                 return rc;
+            opt = amp ? amp + 1 : NULL; /* a trailing '&' is an empty option: refused */
         }
+        if (out->has_sentinel_user && !out->has_sentinel_password)
+            return fail(err, errlen, "sentinel_user needs sentinel_password");
         break;
     }
     return 0;

@@ -7,8 +7,13 @@
  * Hosts are names, IPv4 addresses or bracketed IPv6 addresses ([::1]:6379);
  * the port may be left out (6379; 26379 for sentinels). User and password
  * are percent-decoded; they are the master's (or every cluster node's)
- * credentials, sentinels are asked without AUTH. rediss:// is refused: this
- * build has no TLS.
+ * credentials. Sentinels that need AUTH get their own, as options
+ * (the names go-redis and ioredis give them):
+ *
+ *   sentinel://host:port,.../mymaster?sentinel_password=P&sentinel_user=U&db=N
+ *
+ * (percent-decoded; in any order). rediss:// is refused: this build has
+ * no TLS.
  *
  * Pure: parses bytes into a caller-owned struct, allocates nothing.
  * Not here: connecting (client.c).
@@ -47,6 +52,11 @@ typedef struct sl__redis_url {
     size_t user_len;
     char password[SL__REDIS_URL_MAX_CRED + 1];
     size_t password_len;
+    bool has_sentinel_user, has_sentinel_password; /* AUTH to the sentinels */
+    char sentinel_user[SL__REDIS_URL_MAX_CRED + 1];
+    size_t sentinel_user_len;
+    char sentinel_password[SL__REDIS_URL_MAX_CRED + 1];
+    size_t sentinel_password_len;
     uint32_t db;                                 /* SELECT index; 0 for a cluster */
     char master[SL__REDIS_URL_MAX_NAME + 1];     /* sentinel master name */
 } sl__redis_url_t;
