@@ -12,7 +12,11 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
-#include "store/redis/client.h"
+/* client.h is the module's own header, included first by both .c files;
+ * not included here, so the private part does not depend back on it. */
+#ifndef SL_STORE_REDIS_CLIENT_H
+#error "include store/redis/client.h before client_private.h"
+#endif
 #include "store/redis/cluster.h"
 #include "store/redis/quorum.h"
 #include "store/redis/resolve.h"

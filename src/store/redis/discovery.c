@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "sluice.h"
+#include "store/redis/client.h"
 #include "store/redis/client_private.h"
 
 static void ask_sentinels(sl__redis_client_t *c);
