@@ -1081,10 +1081,12 @@ class SentinelQuorum(unittest.TestCase):
     def setUp(self):
         if shutil.which("redis-server") is None:
             self.skipTest("redis-server is not installed")
-        self.a = RedisServer()
-        self.addCleanup(self.a.stop)
-        self.b = RedisServer()
+        self.a = RedisServer(start=False)
+        self.addCleanup(self.a.stop)  # registered before it starts: a failed start leaves nothing
+        self.a.start()
+        self.b = RedisServer(start=False)
         self.addCleanup(self.b.stop)
+        self.b.start()
         self.sentinels = []
         for master in (self.b, self.a, self.a):
             self.sentinels.append(self.start_sentinel(master))
