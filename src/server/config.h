@@ -37,6 +37,13 @@ typedef enum sld_store_failure {
     SLD_FAIL_LOCAL         /* decide in this daemon's memory, each limit / store.nodes */
 } sld_store_failure_t;
 
+/* store.snapshot as the file (or --snapshot) gives it. */
+typedef enum sld_snapshot_mode {
+    SLD_SNAPSHOT_DEFAULT = 0,  /* not set: on with the memory store, off with Redis */
+    SLD_SNAPSHOT_OFF,          /* store.snapshot: off */
+    SLD_SNAPSHOT_ON            /* store.snapshot: on, or a mapping */
+} sld_snapshot_mode_t;
+
 typedef struct sld_policy {
     char *name;                      /* [A-Za-z0-9_.-]{1,64}, unique */
     sl_mode_t mode;                  /* default hard */
@@ -80,7 +87,11 @@ typedef struct sld_config {
 
     uint64_t max_memory;             /* store.max_memory, bytes; 0 = unbounded (default) */
     uint32_t shards;                 /* store.shards; 0 = library default */
-    char *snapshot_path;             /* store.snapshot.path; NULL = no snapshots */
+    sld_snapshot_mode_t snapshot_mode; /* store.snapshot: absent, off, on */
+    char *snapshot_path;             /* store.snapshot.path as written (NULL: not given); once
+                                        sld_snapshot_resolve() ran, the absolute path, NULL =
+                                        no snapshots */
+    const char *snapshot_origin;     /* static: where snapshot_path comes from (resolved) */
     sl_usec_t snapshot_interval;     /* store.snapshot.interval; 0 = only at shutdown; default 60 s */
 
     char **trusted_proxies;          /* CIDRs, as written ("10.0.0.0/8", "::1/128"); validated */
