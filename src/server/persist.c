@@ -78,6 +78,11 @@ void sld_persist_load(sld_daemon_t *d) {
     const sld_config_t *cfg = sld_runtime(d)->cfg;
     const char *path = cfg->snapshot_path;
     char when[64], why[160];
+    if (path == NULL && cfg->store_url && cfg->snapshot_mode == SLD_SNAPSHOT_DEFAULT) {
+        sld_info("state: kept in Redis; no snapshot of this daemon's memory (the local fallback's "
+                 "counters start afresh; store.snapshot: on writes one)");
+        return;
+    }
     if (path == NULL) {
         sld_info("state: no snapshots (%s): a restart starts every key afresh",
                  cfg->snapshot_origin ? cfg->snapshot_origin : "off");

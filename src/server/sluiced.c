@@ -7,9 +7,9 @@
  * The main thread owns the lifecycle and the slow work (reload, snapshots,
  * sweeping); worker threads (server.c) serve clients. SIGTERM and SIGINT stop
  * gracefully: no new connections, replies owed are sent, the snapshot is
- * saved (persist.c), exit 0. SIGHUP reloads the configuration file: the whole new file is
- * validated first and swapped in atomically; a bad one is logged and the
- * running configuration stays.
+ * saved (persist.c), exit 0. SIGHUP reloads the configuration file: the
+ * whole new file is validated first and swapped in atomically; a bad one is
+ * logged and the running configuration stays.
  */
 #define _GNU_SOURCE
 #include <errno.h>
