@@ -283,6 +283,10 @@ int main(int argc, char **argv) {
     }
     if (check_only) {
         printf("%s: valid (%zu policies)\n", cfg->source, cfg->npolicies);
+        if (cfg->snapshot_path)
+            printf("state: %s (%s)\n", cfg->snapshot_path, cfg->snapshot_origin);
+        else
+            printf("state: no snapshots (%s)\n", cfg->snapshot_origin);
         sld_runtime_free(rt);
         sld_remote_free(D.remote);
         return 0;

@@ -79,6 +79,19 @@ class Default(unittest.TestCase):
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
+    def test_check_config_says_where(self):
+        base = tempfile.mkdtemp(prefix="sluice-state-")
+        env = dict(os.environ, STATE_DIRECTORY=base)
+        ok = subprocess.run([harness.SLUICED, "--config", EXAMPLE, "--check-config"], capture_output=True,
+                            text=True, timeout=30, cwd=base, env=env)
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertIn("state: %s/sluice.snap ($STATE_DIRECTORY)" % base, ok.stdout)
+        off = subprocess.run([harness.SLUICED, "--snapshot", "off", "--check-config"], capture_output=True,
+                             text=True, timeout=30, cwd=base, env=env)
+        self.assertIn("state: no snapshots (--snapshot off)", off.stdout)
+        self.assertEqual(os.listdir(base), [])  # nothing written by a check
+        os.rmdir(base)
+
     def test_off_in_the_file_and_on_the_command_line(self):
         for config, args, origin in [(with_store("  snapshot: off\n"), [], "store.snapshot: off"),
                                      (BASE_CONFIG, ["--snapshot", "off"], "--snapshot off")]:
