@@ -312,7 +312,7 @@ class RestartUnderLoad(unittest.TestCase):
         self.assertGreater(admitted, 1000, "too little load to measure anything")
         self.assertGreater(kept, 0, "nothing was kept: no periodic snapshot?")
         self.assertLessEqual(lost, since_save)
-        self.assertLessEqual(stopped_at - saved_at, self.INTERVAL_MS / 1000.0 + 0.3)
+        self.assertLessEqual(stopped_at - saved_at, self.INTERVAL_MS / 1000.0 + 0.5)
         self.assertLessEqual(extra, self.CLIENTS)
 
     def test_sigterm_loses_nothing(self):
