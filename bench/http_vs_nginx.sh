@@ -159,7 +159,7 @@ for w in $WORKERS; do
 done
 
 for t in $THREADS; do
-  start_bg sluiced "$OUT/sluiced-$t.log" "${SRV_PIN[@]}" "$SLUICED" --config "$OUT/sluice.yaml" --threads "$t"
+  start_bg sluiced "$OUT/sluiced-$t.log" "${SRV_PIN[@]}" "$SLUICED" --snapshot off --config "$OUT/sluice.yaml" --threads "$t"
   if ! wait_port 127.0.0.1 "$SLUICED_PORT"; then
     echo "sluiced did not open its HTTP port $SLUICED_PORT (no HTTP front in this build?):" >&2
     cat "$OUT/sluiced-$t.log" >&2

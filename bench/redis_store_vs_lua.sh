@@ -120,7 +120,7 @@ policies:
     limits: [{algorithm: gcra, limit: 100, period: 1s, burst: 99}]
 EOF
   rcli FLUSHALL >/dev/null
-  start_bg sluiced "$OUT/sluiced-$t.log" "${OTHER_PIN[@]}" "$SLUICED" --config "$OUT/sluice-$t.yaml" --threads "$t"
+  start_bg sluiced "$OUT/sluiced-$t.log" "${OTHER_PIN[@]}" "$SLUICED" --snapshot off --config "$OUT/sluice-$t.yaml" --threads "$t"
   wait_port 127.0.0.1 "$SLUICED_PORT" || exit 1
   measure sluiced "$t" cl.throttle/spread "$SLUICED_PORT" CL.THROTTLE "rl:__rand_int__" 99 100 1
   rcli FLUSHALL >/dev/null
@@ -128,7 +128,7 @@ EOF
   stop_named sluiced
   sed 's/timeout: 1s}/timeout: 1s, sync: write_back, sync_interval: 10ms}/' "$OUT/sluice-$t.yaml" >"$OUT/sluice-wb-$t.yaml"
   rcli FLUSHALL >/dev/null
-  start_bg sluiced "$OUT/sluiced-wb-$t.log" "${OTHER_PIN[@]}" "$SLUICED" --config "$OUT/sluice-wb-$t.yaml" --threads "$t"
+  start_bg sluiced "$OUT/sluiced-wb-$t.log" "${OTHER_PIN[@]}" "$SLUICED" --snapshot off --config "$OUT/sluice-wb-$t.yaml" --threads "$t"
   wait_port 127.0.0.1 "$SLUICED_PORT" || exit 1
   measure sluiced-wb "$t" sl.check/spread "$SLUICED_PORT" SL.CHECK bench "rl:__rand_int__"
   rcli FLUSHALL >/dev/null
@@ -152,7 +152,7 @@ EOF
 sed 's/timeout: 2s}/timeout: 2s, sync: write_back}/' "$OUT/sluice-mem.yaml" >"$OUT/sluice-mem-wb.yaml"
 for mode in strict write_back; do
   cfg="$OUT/sluice-mem.yaml"; [ "$mode" = write_back ] && cfg="$OUT/sluice-mem-wb.yaml"
-  start_bg sluiced "$OUT/sluiced-mem-$mode.log" "$SLUICED" --config "$cfg" --threads 2
+  start_bg sluiced "$OUT/sluiced-mem-$mode.log" "$SLUICED" --snapshot off --config "$cfg" --threads 2
   wait_port 127.0.0.1 "$SLUICED_PORT" || exit 1
   for alg in gcra token_bucket leaky_bucket fixed_window sliding_window sliding_log; do
     for per_key in 1 100; do

@@ -101,7 +101,7 @@ done
 stop_named redis
 
 for t in $THREADS; do
-  start_bg sluiced "$OUT/sluiced-$t.log" "${SRV_PIN[@]}" "$SLUICED" --config "$OUT/sluice.yaml" --threads "$t"
+  start_bg sluiced "$OUT/sluiced-$t.log" "${SRV_PIN[@]}" "$SLUICED" --snapshot off --config "$OUT/sluice.yaml" --threads "$t"
   wait_port 127.0.0.1 "$SLUICED_PORT" || exit 1
   for p in $PIPELINES; do
     measure sluiced "$t" PING "$SLUICED_PORT" "$p" PING

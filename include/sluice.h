@@ -190,15 +190,18 @@ SL_EXPORT int sl_store_sweep(sl_store_t *store, sl_usec_t now, size_t budget,
                              size_t *reclaimed);
 
 /* Writes every live state to `path` atomically (a temporary file in the same
- * directory, fsync, rename). States recovered at `now` are left out. */
+ * directory, fsync, rename). States recovered at `now` are left out. On
+ * error the temporary file is removed and `path` keeps the previous
+ * snapshot; SL_EIO leaves errno at the system's reason (ENOSPC, EROFS,
+ * EACCES, ENOTDIR, ...). */
 SL_EXPORT int sl_store_save(sl_store_t *store, const char *path, sl_usec_t now);
 
 /* Reads a snapshot written by sl_store_save(). The whole file is verified
  * (magic, version, checksum, structure) before anything is loaded: on any
  * error nothing is loaded and the store is unchanged (SL_EFORMAT: not a
  * snapshot or unknown version; SL_ECORRUPT: truncated or damaged; SL_EIO:
- * unreadable; SL_ESEED: the store already holds states hashed with another
- * seed). An empty store adopts the snapshot's seed. States recovered at `now`
+ * unreadable, errno says why; SL_ESEED: the store already holds states
+ * hashed with another seed). An empty store adopts the snapshot's seed. States recovered at `now`
  * are skipped. *loaded (may be NULL) gets the number of states loaded. */
 SL_EXPORT int sl_store_load(sl_store_t *store, const char *path, sl_usec_t now,
                             size_t *loaded);

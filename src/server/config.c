@@ -37,6 +37,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "config_snapshot.h"
 #include "core/arith.h"
 
 #define MAX_FILE_BYTES (16u << 20)   /* a configuration file, bytes */
@@ -92,17 +93,12 @@ typedef struct raw_limits {
     char *max_connections, *max_request_bytes, *max_key_bytes, *idle_timeout;
 } raw_limits_t;
 
-typedef struct raw_snapshot {
-    char *path, *interval;
-} raw_snapshot_t;
-
 typedef struct raw_breaker {
     char *failures, *cooldown;
 } raw_breaker_t;
 
 typedef struct raw_store {
     char *type, *max_memory, *shards;
-    raw_snapshot_t *snapshot;
     char *url, *sync, *sync_interval, *timeout, *clock, *on_store_failure, *nodes;
     raw_breaker_t *breaker;
 } raw_store_t;
@@ -194,12 +190,6 @@ static const cyaml_schema_field_t limits_fields[] = {
     CYAML_FIELD_END,
 };
 
-static const cyaml_schema_field_t snapshot_fields[] = {
-    STR("path", 0, raw_snapshot_t, path),
-    STR("interval", OPT, raw_snapshot_t, interval),
-    CYAML_FIELD_END,
-};
-
 static const cyaml_schema_field_t breaker_fields[] = {
     STR("failures", OPT, raw_breaker_t, failures),
     STR("cooldown", OPT, raw_breaker_t, cooldown),
@@ -218,7 +208,8 @@ static const cyaml_schema_field_t store_fields[] = {
     CYAML_FIELD_MAPPING_PTR("breaker", NULLABLE | OPT, raw_store_t, breaker, breaker_fields),
     STR("max_memory", OPT, raw_store_t, max_memory),
     STR("shards", OPT, raw_store_t, shards),
-    CYAML_FIELD_MAPPING_PTR("snapshot", NULLABLE | OPT, raw_store_t, snapshot, snapshot_fields),
+    /* off, on or a mapping: read by config_snapshot.c */
+    CYAML_FIELD_IGNORE("snapshot", OPT),
     CYAML_FIELD_END,
 };
 
@@ -1432,6 +1423,29 @@ static int get_store_url(ctx_t *c, const char *text, char **out) {
                                "redis-cluster://host:port,..., got \"%s\"", show(text, b));
 }
 
+static int get_snapshot(ctx_t *c, sld_config_t *cfg) {
+    sld_snapshot_setting_t s;
+    char msg[SLD_MAX_ERROR];
+    size_t line = 0;
+    int rc = sld_snapshot_setting_read(c->yaml, c->len, &s, &line, msg, sizeof msg);
+    if (rc == SL_ENOMEM)
+        return oom(c);
+    if (rc != SL_OK)
+        return report(c, line, "%s", msg);
+    cfg->snapshot_mode = s.mode;
+    if (s.path && (s.path[0] == '\0' || strlen(s.path) >= MAX_PATH_BYTES))
+        rc = bad(c, "store.snapshot.path", "expected a file path of 1 to %d bytes",
+                 MAX_PATH_BYTES - 1);
+    if (rc == SL_OK && s.interval)
+        rc = get_duration(c, "store.snapshot.interval", s.interval, YEAR_USEC, &cfg->snapshot_interval);
+    if (rc == SL_OK) {
+        cfg->snapshot_path = s.path;
+        s.path = NULL;
+    }
+    sld_snapshot_setting_free(&s);
+    return rc;
+}
+
 static int get_store(ctx_t *c, const raw_store_t *s, sld_config_t *cfg) {
     char b[SHOW_MAX + 8];
     int rc;
@@ -1500,19 +1514,7 @@ static int get_store(ctx_t *c, const raw_store_t *s, sld_config_t *cfg) {
             return bad(c, "store.shards", "must be 0 (default) or a power of two, got %u",
                        (unsigned)cfg->shards);
     }
-    if (s->snapshot) {
-        size_t n = strlen(s->snapshot->path);
-        if (n == 0 || n >= MAX_PATH_BYTES)
-            return bad(c, "store.snapshot.path", "expected a file path of 1 to %d bytes",
-                       MAX_PATH_BYTES - 1);
-        if ((cfg->snapshot_path = dup_or_fail(c, s->snapshot->path)) == NULL)
-            return SL_ENOMEM;
-        if (s->snapshot->interval &&
-            (rc = get_duration(c, "store.snapshot.interval", s->snapshot->interval, YEAR_USEC,
-                               &cfg->snapshot_interval)))
-            return rc;
-    }
-    return SL_OK;
+    return get_snapshot(c, cfg);
 }
 
 /* A front's address, or "off" / "" for a front that does not listen. */

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config_snapshot.h"
 #include "sluice.h"
 
 #define SLD_MAX_ADDR 256       /* "host:port", "[v6]:port" */
@@ -80,7 +81,11 @@ typedef struct sld_config {
 
     uint64_t max_memory;             /* store.max_memory, bytes; 0 = unbounded (default) */
     uint32_t shards;                 /* store.shards; 0 = library default */
-    char *snapshot_path;             /* store.snapshot.path; NULL = no snapshots */
+    sld_snapshot_mode_t snapshot_mode; /* store.snapshot: absent, off, on */
+    char *snapshot_path;             /* store.snapshot.path as written (NULL: not given); once
+                                        sld_snapshot_resolve() ran, the absolute path, NULL =
+                                        no snapshots */
+    const char *snapshot_origin;     /* static: where snapshot_path comes from (resolved) */
     sl_usec_t snapshot_interval;     /* store.snapshot.interval; 0 = only at shutdown; default 60 s */
 
     char **trusted_proxies;          /* CIDRs, as written ("10.0.0.0/8", "::1/128"); validated */

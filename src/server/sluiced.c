@@ -1,14 +1,15 @@
 /* sluiced.c -- the rate-limit daemon: main(), signals, reload, snapshots.
  *
  *   sluiced [--config FILE] [--resp HOST:PORT|off] [--http HOST:PORT|off] [--threads N]
- *           [--check-config] [--version] [--log-level LEVEL] [--test-clock[=US]]
+ *           [--snapshot PATH|off] [--check-config] [--version] [--log-level LEVEL]
+ *           [--test-clock[=US]]
  *
  * The main thread owns the lifecycle and the slow work (reload, snapshots,
  * sweeping); worker threads (server.c) serve clients. SIGTERM and SIGINT stop
  * gracefully: no new connections, replies owed are sent, the snapshot is
- * saved, exit 0. SIGHUP reloads the configuration file: the whole new file is
- * validated first and swapped in atomically; a bad one is logged and the
- * running configuration stays.
+ * saved (persist.c), exit 0. SIGHUP reloads the configuration file: the
+ * whole new file is validated first and swapped in atomically; a bad one is
+ * logged and the running configuration stays.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,8 +23,10 @@
 
 #include <uv.h>
 
+#include "state_location.h"
 #include "daemon.h"
 #include "log.h"
+#include "persist.h"
 #include "remote.h"
 #include "write_back.h"
 #include "rules.h"
@@ -42,14 +45,14 @@ typedef struct overrides {
     const char *http;
     long threads;  /* -1 = not given */
     const char *store;  /* --store: "memory" or a Redis URL */
+    const char *snapshot;  /* --snapshot: a path or "off" */
 } overrides_t;
 
 static sld_daemon_t D;
 static sld_server_t *server;
-static overrides_t overrides = {NULL, NULL, -1, NULL};
+static overrides_t overrides = {NULL, NULL, -1, NULL, NULL};
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t maintenance;
-static sl_usec_t last_snapshot;
 
 static sl_usec_t limiter_clock(void *ctx) { return sld_now(ctx); }
 
@@ -96,7 +99,8 @@ static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         cfg->threads = n > 0 ? (uint32_t)n : 1;
     }
-    return SL_OK;
+    /* after --store: the default depends on the store */
+    return sld_snapshot_resolve(cfg, overrides.snapshot, err, err_len);
 }
 
 static int load_config(const char *path, sld_config_t **out, char *err, size_t err_len) {
@@ -113,47 +117,6 @@ static int load_config(const char *path, sld_config_t **out, char *err, size_t e
         rc = SL_ENOMEM;
     }
     return rc;
-}
-
-/* ---- snapshots ------------------------------------------------------------------------------ */
-
-static void save_snapshot(const char *why) {
-    const char *path = sld_runtime(&D)->cfg->snapshot_path;
-    if (path == NULL)
-        return;
-    sl_usec_t now = sld_now(&D);
-    int rc = sl_store_save(D.store, path, now);
-    last_snapshot = sl_clock_realtime(NULL);
-    if (rc == SL_OK) {
-        atomic_fetch_add(&D.stats.snapshot_saves, 1);
-        atomic_store(&D.stats.snapshot_last_at, last_snapshot);
-        sld_debug("snapshot saved to %s (%s)", path, why);
-    } else {
-        atomic_fetch_add(&D.stats.snapshot_failures, 1);
-        sld_error("cannot save the snapshot to %s: %s", path, sl_strerror(rc));
-    }
-}
-
-/* A damaged snapshot must not keep the daemon from starting, nor be
- * overwritten before someone has looked at it. */
-static void load_snapshot(const char *path) {
-    if (path == NULL)
-        return;
-    if (access(path, F_OK) != 0) {
-        sld_info("no snapshot at %s yet: every key starts fresh", path);
-        return;
-    }
-    size_t loaded = 0;
-    int rc = sl_store_load(D.store, path, sld_now(&D), &loaded);
-    if (rc == SL_OK) {
-        sld_info("loaded %zu states from the snapshot %s", loaded, path);
-        return;
-    }
-    char aside[4096];
-    snprintf(aside, sizeof aside, "%s.bad-%lld", path, (long long)(sl_clock_realtime(NULL) / SL_USEC_PER_SEC));
-    int moved = rename(path, aside);
-    sld_error("cannot load the snapshot %s: %s; starting with no state%s%s", path, sl_strerror(rc),
-              moved == 0 ? "; the file was moved to " : "", moved == 0 ? aside : "");
 }
 
 /* ---- main loop -------------------------------------------------------------------------- */
@@ -175,9 +138,7 @@ static void on_maintenance(uv_timer_t *t) {
     (void)t;
     sl_store_sweep(D.store, sld_now(&D), SWEEP_BUDGET, NULL);
     sld_runtime_collect(&D);
-    sl_usec_t interval = sld_runtime(&D)->cfg->snapshot_interval;
-    if (interval > 0 && sl_clock_realtime(NULL) - last_snapshot >= interval)
-        save_snapshot("periodic");
+    sld_persist_tick(&D);
 }
 
 /* Every connection is a descriptor: ask for enough, as far as allowed. */
@@ -205,6 +166,9 @@ static void usage(FILE *f) {
             "  --store URL          memory, redis://[user:pass@]host:port[/db],\n"
             "                       sentinel://host:port,.../master or\n"
             "                       redis-cluster://host:port,... (overrides store:)\n"
+            "  --snapshot PATH|off  where the state is kept across restarts (overrides\n"
+            "                       store.snapshot; default: sluice.snap in $STATE_DIRECTORY,\n"
+            "                       else in the working directory; off with a Redis store)\n"
             "  --check-config       validate the configuration and exit (0 = valid)\n"
             "  --log-level LEVEL    debug, info, warn or error (default info)\n"
             "  --test-clock[=US]    tests only: a manual clock, set with SL.TESTCLOCK\n"
@@ -217,7 +181,7 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
         {"http", required_argument, NULL, 'H'},   {"threads", required_argument, NULL, 't'},
         {"check-config", no_argument, NULL, 'k'}, {"version", no_argument, NULL, 'v'},
         {"log-level", required_argument, NULL, 'l'}, {"test-clock", optional_argument, NULL, 'T'},
-        {"store", required_argument, NULL, 's'},
+        {"store", required_argument, NULL, 's'},  {"snapshot", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -247,6 +211,13 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
                 return 2;
             }
             overrides.store = optarg;
+            break;
+        case 'S':
+            if (optarg[0] == '\0') {
+                fprintf(stderr, "sluiced: --snapshot takes a file path or off\n");
+                return 2;
+            }
+            overrides.snapshot = optarg;
             break;
         case 'k':
             *check_only = true;
@@ -318,6 +289,10 @@ int main(int argc, char **argv) {
     }
     if (check_only) {
         printf("%s: valid (%zu %s)\n", cfg->source, cfg->npolicies, cfg->npolicies == 1 ? "policy" : "policies");
+        if (cfg->snapshot_path)
+            printf("state: %s (%s)\n", cfg->snapshot_path, cfg->snapshot_origin);
+        else
+            printf("state: no snapshots (%s)\n", cfg->snapshot_origin);
         sld_runtime_free(rt);
         sld_remote_free(D.remote);
         return 0;
@@ -342,8 +317,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sluiced: cannot create the store: %s\n", sl_strerror(rc));
         return 1;
     }
-    load_snapshot(cfg->snapshot_path);
-    last_snapshot = sl_clock_realtime(NULL);
+    sld_persist_load(&D);
 
     raise_file_limit(cfg->max_connections);
     signal(SIGPIPE, SIG_IGN);
@@ -356,6 +330,7 @@ int main(int argc, char **argv) {
     uv_signal_start(&sig_hup, on_signal, SIGHUP);
     uv_timer_init(loop, &maintenance);
     uv_timer_start(&maintenance, on_maintenance, MAINTENANCE_MS, MAINTENANCE_MS);
+    sld_persist_start(&D, loop);
 
     if (D.remote && cfg->store_write_back &&
         (rc = sld_write_back_start(&D, loop, &D.write_back)) != SL_OK) {
@@ -394,7 +369,7 @@ int main(int argc, char **argv) {
     sld_server_stop(server, STOP_GRACE_MS);
     sld_write_back_stop(D.write_back);
     D.server = NULL;
-    save_snapshot("shutdown");
+    sld_persist_finish(&D);
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
     uv_close((uv_handle_t *)&sig_hup, NULL);

@@ -6,6 +6,10 @@
  * the whole file, then parses every record with bounds checks, before it
  * hands anything over: a damaged file loads nothing.
  *
+ * Every SL_EIO leaves errno at the system's reason (ENOSPC, EROFS, EACCES,
+ * ...), saved across the cleanup that follows, so that the caller can name
+ * it: "input/output error" alone sends an operator the wrong way.
+ *
  * Not here: which records exist (the memory store) or what they mean (core).
  */
 #include <errno.h>
@@ -57,6 +61,8 @@ static uint64_t get_u64(const unsigned char *p) {
 
 static size_t block_words(uint32_t kind) { return kind == SL__BLOCK_LOG64 ? 2 : 1; }
 
+ssize_t (*sl__snapshot_write_fn)(int fd, const void *buf, size_t n) = write;
+
 /* ---- writer ------------------------------------------------------------------ */
 
 struct sl__snapshot_writer {
@@ -67,8 +73,15 @@ struct sl__snapshot_writer {
     uint64_t records;
     unsigned char *buf;
     size_t len, cap;
-    int err;  /* sticky: once set, later calls return it */
+    int err;        /* sticky: once set, later calls return it */
+    int sys_errno;  /* with err == SL_EIO: the system's reason */
 };
+
+/* Records the system's reason for an SL_EIO (errno as the failed call left it). */
+static int io_failed(sl__snapshot_writer_t *w) {
+    w->sys_errno = errno ? errno : EIO;
+    return w->err = SL_EIO;
+}
 
 static int reserve(sl__snapshot_writer_t *w, size_t more) {
     if (w->len + more <= w->cap)
@@ -86,9 +99,11 @@ static int reserve(sl__snapshot_writer_t *w, size_t more) {
 
 static int write_all(int fd, const unsigned char *p, size_t n) {
     while (n > 0) {
-        ssize_t k = write(fd, p, n);
+        ssize_t k = sl__snapshot_write_fn(fd, p, n);
         if (k < 0 && errno == EINTR)
             continue;
+        if (k == 0)
+            errno = EIO; /* no progress and no reason given */
         if (k <= 0)
             return SL_EIO;
         p += k;
@@ -102,7 +117,7 @@ int sl__snapshot_flush(sl__snapshot_writer_t *w) {
         return w->err;
     XXH3_64bits_update(w->sum, w->buf, w->len);
     if (write_all(w->fd, w->buf, w->len) != SL_OK)
-        return w->err = SL_EIO;
+        return io_failed(w);
     w->len = 0;
     return SL_OK;
 }
@@ -135,7 +150,9 @@ int sl__snapshot_begin(const char *path, uint64_t seed, sl_usec_t saved_at,
     snprintf(w->tmp, n, "%s.tmp.%ld", path, (long)getpid());
     w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (w->fd < 0) {
+        int why = errno;
         writer_free(w);
+        errno = why;
         return SL_EIO;
     }
     if (reserve(w, HEADER_BYTES) != SL_OK) {
@@ -183,15 +200,15 @@ int sl__snapshot_add(sl__snapshot_writer_t *w, const sl__record_t *r) {
     return SL_OK;
 }
 
-static int sync_dir(const char *path) {
-    char *copy = strdup(path);
+static int sync_dir(sl__snapshot_writer_t *w) {
+    char *copy = strdup(w->path);
     if (copy == NULL)
-        return SL_ENOMEM;
+        return w->err = SL_ENOMEM;
     int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(copy);
     if (fd < 0)
-        return SL_EIO;
-    int rc = fsync(fd) == 0 ? SL_OK : SL_EIO;
+        return io_failed(w);
+    int rc = fsync(fd) == 0 ? SL_OK : io_failed(w);
     close(fd);
     return rc;
 }
@@ -205,18 +222,20 @@ int sl__snapshot_finish(sl__snapshot_writer_t *w) {
         XXH3_64bits_update(w->sum, w->buf, 8);
         put_u64(w->buf + 8, XXH3_64bits_digest(w->sum));
         memcpy(w->buf + 16, MAGIC_END, 8);
-        rc = write_all(w->fd, w->buf, TRAILER_BYTES);
+        if ((rc = write_all(w->fd, w->buf, TRAILER_BYTES)) != SL_OK)
+            io_failed(w);
     }
+    /* a full disk may show only here (delayed allocation, NFS) */
     if (rc == SL_OK && fsync(w->fd) != 0)
-        rc = SL_EIO;
+        rc = io_failed(w);
     if (rc == SL_OK) {
         int fd = w->fd;
         w->fd = -1;
         if (close(fd) != 0 || rename(w->tmp, w->path) != 0)
-            rc = SL_EIO;
+            rc = io_failed(w);
     }
     if (rc == SL_OK)
-        rc = sync_dir(w->path);
+        rc = sync_dir(w);
     if (rc != SL_OK) {
         sl__snapshot_abandon(w);
         return rc;
@@ -228,12 +247,14 @@ int sl__snapshot_finish(sl__snapshot_writer_t *w) {
 void sl__snapshot_abandon(sl__snapshot_writer_t *w) {
     if (w == NULL)
         return;
+    int why = w->err == SL_EIO ? w->sys_errno : errno;
     if (w->fd >= 0) {
         close(w->fd);
         w->fd = -1;
     }
     unlink(w->tmp);
     writer_free(w);
+    errno = why;
 }
 
 /* ---- reader ------------------------------------------------------------------ */
@@ -243,8 +264,16 @@ static int read_file(const char *path, unsigned char **out, size_t *len) {
     if (fd < 0)
         return SL_EIO;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SIZE_MAX / 2) {
+    int why = 0;
+    if (fstat(fd, &st) != 0)
+        why = errno;
+    else if (!S_ISREG(st.st_mode))
+        why = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    else if ((uint64_t)st.st_size > SIZE_MAX / 2)
+        why = EFBIG;
+    if (why) {
         close(fd);
+        errno = why;
         return SL_EIO;
     }
     size_t size = (size_t)st.st_size;

@@ -15,7 +15,12 @@
 #ifndef SL_STORE_SNAPSHOT_H
 #define SL_STORE_SNAPSHOT_H
 
+#include <sys/types.h>
+
 #include "../core/limit.h"
+
+/* write(2), replaceable by tests that need a full disk at a chosen byte. */
+extern ssize_t (*sl__snapshot_write_fn)(int fd, const void *buf, size_t n);
 
 typedef struct sl__record {
     uint64_t tag;         /* the slot's tag, flags cleared */
@@ -34,7 +39,10 @@ int sl__snapshot_add(sl__snapshot_writer_t *w, const sl__record_t *r);
 /* Writes the buffered records out. */
 int sl__snapshot_flush(sl__snapshot_writer_t *w);
 /* Writes the trailer, fsyncs, renames over `path`, fsyncs the directory;
- * frees the writer. On error the temporary file is removed. */
+ * frees the writer. On error the temporary file is removed, `path` is left
+ * as it was unless only the directory's fsync failed, and after SL_EIO
+ * errno holds the system's reason (every call here that fails with SL_EIO
+ * does the same). */
 int sl__snapshot_finish(sl__snapshot_writer_t *w);
 /* Removes the temporary file and frees the writer. */
 void sl__snapshot_abandon(sl__snapshot_writer_t *w);
@@ -49,7 +57,8 @@ typedef struct sl__snapshot {
 /* Verifies a whole snapshot in buf[0..len) and keeps the records that have
  * not recovered at `now`. Pure: no I/O; nothing is kept on error. */
 int sl__snapshot_parse(const unsigned char *buf, size_t len, sl_usec_t now, sl__snapshot_t *out);
-/* Reads the file at `path` and parses it. */
+/* Reads the file at `path` and parses it. SL_EIO: unreadable, errno says
+ * why (EISDIR or EINVAL: not a regular file). */
 int sl__snapshot_read(const char *path, sl_usec_t now, sl__snapshot_t *out);
 /* Frees the records and any block not taken. */
 void sl__snapshot_release(sl__snapshot_t *s);

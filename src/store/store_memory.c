@@ -21,8 +21,9 @@
  * room is wanted (a key coming back reuses it for nothing): a full sweep
  * precedes every growth, the CLOCK hand frees them under the cap, and
  * sl_store_sweep() frees them (and shrinks emptied tables) from a timer.
- * With max_memory, each shard gets an equal share; when it is used up,
- * recovered states go first, then CLOCK eviction (counted).
+ * With max_memory, each shard gets an equal share of what the headers leave
+ * (every allocation counted as the allocator rounds it: mem_cost.h); when it
+ * is used up, recovered states go first, then CLOCK eviction (counted).
  *
  * Not here: what a state means (core), the file format (snapshot.c).
  */
@@ -40,6 +41,7 @@
 
 #include "../core/arith.h"
 #include "../core/policy.h"
+#include "mem_cost.h"
 #include "snapshot.h"
 #include "store.h"
 #include "write_back.h"
@@ -53,7 +55,7 @@
 #define MAX_SHARDS 65536u
 #define DEFAULT_SHARDS 256u
 #define MIN_CAP 16u
-#define PAGE_BYTES 4096u
+#define PAGE_BYTES SL__PAGE_BYTES
 /* Below this a shard's table grows without sweeping first: recovered
  * states stay for their keys to reuse (64 MiB over 256 shards). */
 #define SWEEP_BEFORE_GROW_BYTES (256u * 1024u)
@@ -74,7 +76,7 @@ typedef struct shard {
     _Atomic uint32_t hint_cap;
     uint32_t sweep, hand;  /* incremental sweep cursor; CLOCK hand */
     uint64_t moves;        /* bumped whenever slots change place */
-    size_t table_bytes;
+    size_t table_bytes;    /* what the table costs (mem_cost.h) */
     size_t block_bytes;
     uint64_t evictions, reclaimed;
 } shard_t;
@@ -85,7 +87,8 @@ typedef struct memory_store {
     uint32_t nshards;
     _Atomic uint64_t seed;
     size_t max_memory;
-    size_t budget;  /* per shard, 0 = unbounded */
+    size_t fixed;   /* this header and the shard headers (locks included), as allocated */
+    size_t budget;  /* per shard: tables and blocks; 0 = unbounded */
     sl__journal_fn journal;  /* write-back: told what was charged */
     sl__unsynced_fn unsynced;
     void *journal_ctx;
@@ -126,10 +129,8 @@ static inline sl__block_t *slot_block(const slot_t *s) {
     return (s->tag & SLOT_BLOCK) ? (sl__block_t *)(uintptr_t)s->word : NULL;
 }
 
-/* What a block costs the allocator: glibc rounds to 16 with an 8-byte header. */
 static size_t block_cost_of(uint32_t kind, uint32_t cap) {
-    size_t n = (sl__block_size(kind, cap) + 8 + 15) & ~(size_t)15;
-    return n < 32 ? 32 : n;
+    return sl__heap_cost(sl__block_size(kind, cap));
 }
 
 static size_t block_cost(const sl__block_t *b) { return block_cost_of(b->kind, b->cap); }
@@ -202,6 +203,12 @@ static void remove_at(shard_t *sh, uint32_t i) {
 
 static size_t table_bytes(uint32_t cap) { return (size_t)cap * sizeof(slot_t); }
 
+/* What a table of `cap` slots (already page_fit) costs: see table_alloc. */
+static size_t table_cost(uint32_t cap) {
+    size_t n = table_bytes(cap);
+    return n < PAGE_BYTES ? sl__heap_cost(n) : sl__pages_cost(n);
+}
+
 /* Tables of a page or more come straight from mmap, so that a grown-out
  * table goes back to the system at once instead of lingering in the malloc
  * heap; their capacity is rounded up to fill whole pages. */
@@ -254,7 +261,7 @@ static int resize(shard_t *sh, uint32_t cap) {
             place(sh, old[i]);
     table_free(old, old_cap);
     publish(sh);
-    sh->table_bytes = table_bytes(cap);
+    sh->table_bytes = table_cost(cap);
     sh->sweep = sh->hand = 0;
     return SL_OK;
 }
@@ -331,17 +338,23 @@ static bool evict_one(shard_t *sh, sl_usec_t now, const pins_t *pins, bool block
  * before they grow (the sweep is as costly as the growth it may spare), and
  * grow anyway unless the sweep freed a quarter, so that under steady churn
  * sweeps and re-inserts stay amortised. At the cap, CLOCK takes recovered
- * states first and evicts only when there are none on its way. */
-static int make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins) {
+ * states first and evicts only when there are none on its way; its hand
+ * starts at the home of `tag`, the state about to be placed, so that the
+ * hole opens in the run the state goes into: a hand going round on its own
+ * leaves every hole behind it while inserts land anywhere, and the rest of
+ * the table fills up to runs of thousands of slots (50 us an insert). */
+static int make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins,
+                     uint64_t tag) {
     if (!over_load(sh->count + 1, sh->cap))
         return SL_OK;
     uint32_t want = grown_cap(sh->cap);
-    if (m->budget == 0 || table_bytes(want) + sh->block_bytes <= m->budget) {
+    if (m->budget == 0 || table_cost(page_fit(want)) + sh->block_bytes <= m->budget) {
         if (sh->table_bytes < SWEEP_BEFORE_GROW_BYTES)
             return resize(sh, want);
         size_t freed = reclaim(sh, now, 0, pins);
         return freed < sh->cap / 4 ? resize(sh, want) : SL_OK;
     }
+    sh->hand = home_of(tag, sh->cap);
     while (over_load(sh->count + 1, sh->cap))
         if (!evict_one(sh, now, pins, false))
             return SL_EFULL;
@@ -403,7 +416,7 @@ static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
     shard_t *sh = e->sh;
     int64_t at = locate(e, i);
     if (at < 0) { /* a placeholder that has already recovered: harmless if we stop here */
-        int rc = make_room(e->m, sh, e->now, &e->pins);
+        int rc = make_room(e->m, sh, e->now, &e->pins, e->tags[i]);
         if (rc != SL_OK)
             return rc;
         place(sh, (slot_t){e->tags[i] | SLOT_REF, 0, 0});
@@ -616,7 +629,7 @@ static int mem_stats(sl_store_t *s, sl_store_stats_t *out) {
     memory_store_t *m = (memory_store_t *)s;
     memset(out, 0, sizeof *out);
     out->max_memory = m->max_memory;
-    out->bytes = sizeof *m + sizeof(shard_t) * m->nshards;
+    out->bytes = m->fixed;
     for (uint32_t i = 0; i < m->nshards; i++) {
         shard_t *sh = &m->shards[i];
         pthread_mutex_lock(&sh->lock);
@@ -697,7 +710,7 @@ static void presize(memory_store_t *m, const sl__snapshot_t *snap) {
         uint64_t want = ((uint64_t)sh->count + incoming[i]) * 25 / 23 + 1;
         if (incoming[i] == 0 || want <= sh->cap || want > UINT32_MAX)
             continue;
-        if (m->budget == 0 || table_bytes((uint32_t)want) + sh->block_bytes <= m->budget)
+        if (m->budget == 0 || table_cost(page_fit((uint32_t)want)) + sh->block_bytes <= m->budget)
             resize(sh, (uint32_t)want);
     }
     free(incoming);
@@ -725,7 +738,7 @@ static int mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *load
             int64_t at = find(sh, r->tag);
             if (at >= 0)
                 remove_at(sh, (uint32_t)at);
-            rc = make_room(m, sh, now, NULL);
+            rc = make_room(m, sh, now, NULL, r->tag);
             if (rc == SL_OK && r->block)
                 rc = make_bytes(m, sh, block_cost(r->block), now, NULL);
             if (rc != SL_OK)
@@ -792,11 +805,12 @@ int sl_store_memory_new(const sl_memory_options_t *opts, sl_store_t **out) {
         return SL_EINVAL;
     uint32_t n = o.shards ? o.shards : DEFAULT_SHARDS;
     if (o.shards == 0 && o.max_memory) /* small caps: fewer, larger shards */
-        while (n > 1 && o.max_memory / n < 4 * table_bytes(MIN_CAP) * 8)
+        while (n > 1 && o.max_memory / n < 4 * table_cost(MIN_CAP) * 8)
             n /= 2;
     if (n > MAX_SHARDS || (n & (n - 1)) != 0)
         return SL_EINVAL;
-    if (o.max_memory && o.max_memory / n < 4 * table_bytes(MIN_CAP))
+    size_t fixed = sl__heap_cost(sizeof(memory_store_t)) + sl__heap_cost(sizeof(shard_t) * n);
+    if (o.max_memory && (o.max_memory < fixed || (o.max_memory - fixed) / n < 4 * table_cost(MIN_CAP)))
         return SL_ERANGE; /* not even a minimal table per shard */
 
     memory_store_t *m = calloc(1, sizeof *m);
@@ -805,7 +819,8 @@ int sl_store_memory_new(const sl_memory_options_t *opts, sl_store_t **out) {
     m->base.ops = &memory_ops;
     m->nshards = n;
     m->max_memory = o.max_memory;
-    m->budget = o.max_memory ? o.max_memory / n : 0;
+    m->fixed = fixed;
+    m->budget = o.max_memory ? (o.max_memory - fixed) / n : 0;
     atomic_init(&m->seed, o.seed ? o.seed : random_seed());
     m->shards = aligned_alloc(64, sizeof(shard_t) * n);
     if (m->shards == NULL) {
@@ -823,7 +838,7 @@ int sl_store_memory_new(const sl_memory_options_t *opts, sl_store_t **out) {
         pthread_mutex_init(&sh->lock, &attr);
         sh->slots = table_alloc(MIN_CAP);
         sh->cap = MIN_CAP;
-        sh->table_bytes = table_bytes(MIN_CAP);
+        sh->table_bytes = table_cost(MIN_CAP);
         publish(sh);
         if (sh->slots == NULL) {
             m->nshards = i + 1;

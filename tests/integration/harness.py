@@ -5,6 +5,12 @@ read from its "ready" log line), runs on the manual test clock unless told
 otherwise (tests move time with SL.TESTCLOCK, so nothing waits for a window),
 and is stopped with SIGTERM, which must end it with exit status 0.
 
+Every daemon runs in a directory of its own (a fresh temporary one, or
+`workdir` for a restart in the same place): by default sluiced keeps its
+state in sluice.snap in its working directory, so daemons of different
+tests must never share one. Tests that start sluiced by other means do the
+same (start_sluiced.sh, test_lifecycle.Startup).
+
 The path of the daemon comes from the SLUICED environment variable (CTest
 sets it) or the first argument.
 """
@@ -52,7 +58,8 @@ policies:
 class Daemon:
     """A running sluiced. Use as a context manager or call stop()."""
 
-    def __init__(self, config=BASE_CONFIG, args=(), test_clock=0, workdir=None, expect_start=True):
+    def __init__(self, config=BASE_CONFIG, args=(), test_clock=0, workdir=None, expect_start=True,
+                 env=None):
         self.dir = workdir or tempfile.mkdtemp(prefix="sluiced-test-")
         self.config_path = os.path.join(self.dir, "sluice.yaml")
         if config is not None:
@@ -65,7 +72,11 @@ class Daemon:
         argv += list(args)
         self.log_path = os.path.join(self.dir, "sluiced.log")
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir)
+        environ = dict(os.environ)
+        environ.pop("STATE_DIRECTORY", None)  # the tests' own, never the caller's
+        environ.update(env or {})
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir,
+                                     env=environ)
         self.port = None
         if expect_start:
             self.port = self.wait_ready()
@@ -114,6 +125,12 @@ class Daemon:
 
     def signal(self, signum):
         self.proc.send_signal(signum)
+
+    def kill(self):
+        """SIGKILL: a crash, no snapshot at exit."""
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
 
     def stop(self, expect=0):
         if self.proc.poll() is None:

@@ -7,8 +7,9 @@ start_sluiced() {
   dir=$(mktemp -d)
   trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
   # both ports free ones: the built-in default listens for HTTP on 8090,
-  # which two tests running at once would fight over
-  "$_sluiced" --resp 127.0.0.1:0 --http 127.0.0.1:0 "$@" >"$dir/log" 2>&1 &
+  # which two tests running at once would fight over; in $dir, where its
+  # state file (sluice.snap) goes by default
+  (cd "$dir" && exec "$_sluiced" --resp 127.0.0.1:0 --http 127.0.0.1:0 "$@") >"$dir/log" 2>&1 &
   pid=$!
   port=""
   for _ in $(seq 200); do

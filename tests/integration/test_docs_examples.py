@@ -127,8 +127,10 @@ class ShellExamples(unittest.TestCase):
                 example_files(workdir)
                 with DocDaemon() as d:
                     script = "\n".join("%s 2>&1" % d.localize(c, workdir) for c in commands)
+                    # as the packaged systemd unit runs it (StateDirectory=sluice)
+                    env = dict(os.environ, STATE_DIRECTORY="/var/lib/sluice")
                     out = subprocess.run(["bash", "-c", script], cwd=workdir, capture_output=True,
-                                         text=True, timeout=60).stdout
+                                         text=True, timeout=60, env=env).stdout
                 out = out.replace(os.path.join(workdir, "sluice.yaml"), "/etc/sluice/sluice.yaml")
                 out = out.replace(harness.SLUICED, "sluiced")
                 self.assertEqual(expected, out.rstrip("\n").splitlines(),

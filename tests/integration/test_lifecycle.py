@@ -4,6 +4,7 @@ counters through the snapshot, a damaged snapshot is set aside,
 import os
 import signal
 import subprocess
+import tempfile
 import time
 
 import harness
@@ -87,7 +88,11 @@ class Restart(unittest.TestCase):
 
 class Startup(unittest.TestCase):
     def run_sluiced(self, *args, cwd=None):
-        return subprocess.run([harness.SLUICED] + list(args), capture_output=True, text=True, timeout=30, cwd=cwd)
+        # in a directory of its own: a daemon reads and writes its state
+        # file (sluice.snap) in its working directory by default
+        with tempfile.TemporaryDirectory(prefix="sluiced-run-") as tmp:
+            return subprocess.run([harness.SLUICED] + list(args), capture_output=True, text=True,
+                                  timeout=30, cwd=cwd or tmp)
 
     def test_check_config(self):
         d = Daemon(expect_start=False, test_clock=None)

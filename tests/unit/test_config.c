@@ -143,6 +143,7 @@ static void test_defaults(void **state) {
     assert_int_equal(cfg->max_memory, 0);
     assert_int_equal(cfg->shards, 0);
     assert_null(cfg->snapshot_path);
+    assert_int_equal(cfg->snapshot_mode, SLD_SNAPSHOT_DEFAULT);
     assert_int_equal(cfg->snapshot_interval, SEC(60));
     assert_null(cfg->trusted_proxies);
     assert_int_equal(cfg->ntrusted_proxies, 0);
@@ -168,6 +169,7 @@ static void test_defaults(void **state) {
     cfg = parse_ok("listen:\nlimits:\nstore:\n  snapshot:\ntrusted_proxies:\n" ONE_POLICY);
     assert_string_equal(cfg->resp_listen, "127.0.0.1:6390");
     assert_null(cfg->snapshot_path);
+    assert_int_equal(cfg->snapshot_mode, SLD_SNAPSHOT_DEFAULT);
     assert_int_equal(cfg->ntrusted_proxies, 0);
     sld_config_free(cfg);
 }
@@ -394,8 +396,14 @@ static const bad_case_t bad_cases[] = {
     {4, "missing required key \"name\" in policies[1]",
      ONE_POLICY "  - limits: [{algorithm: gcra, limit: 10, period: 1s}]\n"},
     {1, "missing required key \"policies\" at the top level", "threads: 2\n"},
-    {2, "missing required key \"path\" in store.snapshot",
-     "store:\n  snapshot:\n    interval: 5s\n" ONE_POLICY},
+    {4, "duplicate key \"path\" in store.snapshot",
+     "store:\n  snapshot:\n    path: a\n    path: b\n" ONE_POLICY},
+    {2, "store.snapshot: expected off, on or a mapping (path:, interval:), got \"sometimes\"",
+     "store:\n  snapshot: sometimes\n" ONE_POLICY},
+    {2, "store.snapshot: expected off, on or a mapping (path:, interval:), got a list",
+     "store:\n  snapshot: [a]\n" ONE_POLICY},
+    {3, "store.snapshot.path: expected a value, got a mapping",
+     "store:\n  snapshot:\n    path: {a: b}\n" ONE_POLICY},
     {4, "duplicate key \"name\" in policies[0]",
      "policies:\n  - name: a\n" LIM "    name: b\n"},
     {2, "duplicate key \"threads\"", "threads: 1\nthreads: 2\n" ONE_POLICY},

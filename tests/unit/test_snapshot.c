@@ -1,6 +1,8 @@
 /* test_snapshot.c -- snapshots (src/store/snapshot.c and the memory store's
  * save/load): a round trip keeps every decision; a truncated, damaged,
  * foreign or mismatched file loads nothing and never crashes. */
+#include <dirent.h>
+#include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -305,6 +307,80 @@ static void forged_block_kinds(void **state) {
     rig_free(b);
 }
 
+/* A disk that fills up after `room` more bytes. */
+static size_t room;
+
+static ssize_t full_disk_write(int fd, const void *buf, size_t n) {
+    if (room == 0) {
+        errno = ENOSPC;
+        return -1;
+    }
+    size_t k = n < room ? n : room; /* a short write first, as the kernel does */
+    room -= k;
+    return write(fd, buf, k);
+}
+
+static size_t temporaries(void) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strstr(e->d_name, ".tmp.") != NULL;
+    closedir(d);
+    return n;
+}
+
+/* A failed save names the system's reason in errno (not just SL_EIO) and
+ * leaves the previous snapshot byte for byte, with no temporary file. */
+static void save_errors_keep_the_previous_snapshot(void **state) {
+    (void)state;
+    uint64_t seed = 21;
+    rig_t *a = rig_all_kinds(7);
+    a->now = SEC(100);
+    drive(a, &seed, 50, 5);
+    assert_int_equal(sl_store_save(a->store, path_of("keep"), a->now), SL_OK);
+    size_t before_len;
+    unsigned char *before = slurp(path_of("keep"), &before_len);
+    drive(a, &seed, 3000, 500);
+
+    size_t sizes[] = {0, 10, 40, 5000, before_len + 100};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        room = sizes[i];
+        sl__snapshot_write_fn = full_disk_write;
+        errno = 0;
+        int rc = sl_store_save(a->store, path_of("keep"), a->now);
+        int why = errno;
+        sl__snapshot_write_fn = write;
+        assert_int_equal(rc, SL_EIO);
+        if (why != ENOSPC)
+            fail_msg("room %zu: errno %d (%s), expected ENOSPC", sizes[i], why, strerror(why));
+        size_t len;
+        unsigned char *now = slurp(path_of("keep"), &len);
+        assert_int_equal(len, before_len);
+        assert_memory_equal(now, before, len);
+        free(now);
+        assert_int_equal(temporaries(), 0);
+    }
+    /* a path under a regular file, a missing directory */
+    errno = 0;
+    assert_int_equal(sl_store_save(a->store, path_of("keep/under"), a->now), SL_EIO);
+    assert_int_equal(errno, ENOTDIR);
+    errno = 0;
+    assert_int_equal(sl_store_save(a->store, path_of("none/snap"), a->now), SL_EIO);
+    assert_int_equal(errno, ENOENT);
+    /* reading: errno says why too */
+    rig_t *b = rig_all_kinds(8);
+    errno = 0;
+    assert_int_equal(sl_store_load(b->store, dir, SEC(1), NULL), SL_EIO);
+    assert_int_equal(errno, EISDIR);
+    errno = 0;
+    assert_int_equal(sl_store_load(b->store, path_of("missing"), SEC(1), NULL), SL_EIO);
+    assert_int_equal(errno, ENOENT);
+    free(before);
+    rig_free(a);
+    rig_free(b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip_keeps_every_decision),
@@ -313,6 +389,7 @@ int main(void) {
         cmocka_unit_test(foreign_and_unreadable_files),
         cmocka_unit_test(seeds),
         cmocka_unit_test(forged_block_kinds),
+        cmocka_unit_test(save_errors_keep_the_previous_snapshot),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

@@ -1,0 +1,229 @@
+/* test_store_memory_alloc.c -- the memory store's max_memory covers all it
+ * allocates: filled far past the cap, used_memory never passes max_memory,
+ * and it equals what the store really holds from the allocator.
+ *
+ * The program is linked with -Wl,--wrap for malloc, calloc, realloc,
+ * aligned_alloc, free, mmap and munmap (tests/CMakeLists.txt), so every
+ * allocation the library makes passes through the counters below, which
+ * price it by the allocator's rounding on their own (the same rule the
+ * store models, written out again here: 8-byte header, 16-byte steps, 32 at
+ * least; whole pages for mmap). Only allocations made while `counting` is on
+ * are tracked; a free of one of them is counted whenever it happens.
+ */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+
+#include "rig.h"
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t k, size_t n);
+void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t a, size_t n);
+void __real_free(void *p);
+void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int __real_munmap(void *addr, size_t len);
+
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t k, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_aligned_alloc(size_t a, size_t n);
+void __wrap_free(void *p);
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int __wrap_munmap(void *addr, size_t len);
+
+#define TRACK (1u << 20) /* open addressing, far more than live allocations */
+
+static struct {
+    void *p;
+    size_t cost;
+} live[TRACK];
+static bool counting;
+static size_t live_bytes, live_count, untracked_frees;
+
+static size_t heap_price(size_t n) {
+    size_t c = (n + 8 + 15) / 16 * 16;
+    return c < 32 ? 32 : c;
+}
+
+static size_t page_price(size_t n) { return (n + 4095) / 4096 * 4096; }
+
+static size_t slot_of(const void *p) {
+    uint64_t h = (uint64_t)(uintptr_t)p * UINT64_C(0x9e3779b97f4a7c15);
+    return (size_t)(h >> 44) & (TRACK - 1);
+}
+
+static void track(void *p, size_t cost) {
+    if (p == NULL || !counting)
+        return;
+    size_t i = slot_of(p);
+    while (live[i].p)
+        i = (i + 1) & (TRACK - 1);
+    live[i].p = p;
+    live[i].cost = cost;
+    live_bytes += cost;
+    live_count++;
+}
+
+/* Forgets p (backward-shift deletion); false if it was not tracked. */
+static bool untrack(void *p) {
+    if (p == NULL)
+        return true;
+    size_t i = slot_of(p);
+    while (live[i].p && live[i].p != p)
+        i = (i + 1) & (TRACK - 1);
+    if (live[i].p == NULL)
+        return false;
+    live_bytes -= live[i].cost;
+    live_count--;
+    live[i].p = NULL;
+    for (size_t j = (i + 1) & (TRACK - 1); live[j].p; j = (j + 1) & (TRACK - 1)) {
+        size_t home = slot_of(live[j].p);
+        bool movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+        if (movable) {
+            live[i] = live[j];
+            live[j].p = NULL;
+            i = j;
+        }
+    }
+    return true;
+}
+
+void *__wrap_malloc(size_t n) {
+    void *p = __real_malloc(n);
+    track(p, heap_price(n));
+    return p;
+}
+
+void *__wrap_calloc(size_t k, size_t n) {
+    void *p = __real_calloc(k, n);
+    track(p, heap_price(k * n));
+    return p;
+}
+
+void *__wrap_realloc(void *old, size_t n) {
+    bool was = old && untrack(old);
+    void *p = __real_realloc(old, n);
+    if (was || counting) {
+        bool c = counting;
+        counting = true;
+        track(p, heap_price(n));
+        counting = c;
+    }
+    return p;
+}
+
+void *__wrap_aligned_alloc(size_t a, size_t n) {
+    void *p = __real_aligned_alloc(a, n);
+    track(p, heap_price(n));
+    return p;
+}
+
+void __wrap_free(void *p) {
+    if (!untrack(p))
+        untracked_frees++;
+    __real_free(p);
+}
+
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    void *p = __real_mmap(addr, len, prot, flags, fd, off);
+    if (p != MAP_FAILED)
+        track(p, page_price(len));
+    return p;
+}
+
+int __wrap_munmap(void *addr, size_t len) {
+    untrack(addr);
+    return __real_munmap(addr, len);
+}
+
+static uint64_t used(sl_store_t *s) {
+    sl_store_stats_t st;
+    assert_int_equal(sl_store_stats(s, &st), SL_OK);
+    return st.bytes;
+}
+
+/* Fills a store capped at `cap` with `keys` keys of `limits`, checking the
+ * cap and the accounting every `every` checks. */
+static void fill(size_t cap, uint32_t shards, const sl_limit_t *limits, size_t nlimits, int keys,
+                 int every) {
+    live_bytes = live_count = 0;
+    counting = true;
+    sl_store_t *store;
+    sl_memory_options_t mo = {.max_memory = cap, .shards = shards, .seed = 99};
+    assert_int_equal(sl_store_memory_new(&mo, &store), SL_OK);
+    counting = false;
+    /* the policy and the limiter are not the store's */
+    rig_t r = {.now = SEC(1000), .store = store};
+    sl_limiter_options_t lo = {.clock = rig_clock, .clock_ctx = &r};
+    assert_int_equal(sl_limiter_new(store, &lo, &r.limiter), SL_OK);
+    sl_policy_config_t pc = {.name = "fill", .limits = limits, .nlimits = nlimits};
+    assert_int_equal(sl_policy_new(&pc, &r.policy, NULL, 0), SL_OK);
+
+    if (used(store) != live_bytes)
+        fail_msg("new store: used_memory %zu, really allocated %zu", (size_t)used(store), live_bytes);
+    counting = true;
+    uint64_t most = 0;
+    for (int i = 0; i < keys; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "key-%d", i);
+        r.now += 10;
+        sl_decision_t d;
+        int rc = sl_check(r.limiter, r.policy, key, strlen(key), 1 + (uint64_t)(i % 3), &d);
+        if (rc != SL_OK && rc != SL_EFULL)
+            fail_msg("check %d: %s", i, sl_errname(rc));
+        if (i % every == 0 || i == keys - 1) {
+            uint64_t u = used(store);
+            most = u > most ? u : most;
+            if (u > cap)
+                fail_msg("after %d keys: used_memory %zu > max_memory %zu", i + 1, (size_t)u, cap);
+            if (u != live_bytes)
+                fail_msg("after %d keys: used_memory %zu, really allocated %zu (%zu allocations)",
+                         i + 1, (size_t)u, live_bytes, live_count);
+        }
+    }
+    sl_store_stats_t st;
+    assert_int_equal(sl_store_stats(store, &st), SL_OK);
+    print_message("cap %zu, %u shards: %d keys, %llu states kept, %llu evicted, used at most %llu "
+                  "(%.1f%% of the cap)\n", cap, shards, keys, (unsigned long long)st.states,
+                  (unsigned long long)st.evictions, (unsigned long long)most, 100.0 * (double)most / (double)cap);
+    assert_true(st.evictions > 0); /* far past the cap indeed */
+    counting = false;
+    sl_limiter_free(r.limiter);
+    sl_policy_free(r.policy);
+    counting = true;
+    sl_store_free(store);
+    counting = false;
+    assert_int_equal(live_count, 0); /* and everything goes back */
+    assert_int_equal(live_bytes, 0);
+}
+
+static const sl_limit_t gcra[] = {{.algorithm = SL_GCRA, .limit = 10, .period = SEC(60), .burst = 4}};
+static const sl_limit_t logs[] = {
+    {.algorithm = SL_SLIDING_LOG, .limit = 50, .period = SEC(600)},
+    {.algorithm = SL_SLIDING_WINDOW, .limit = 100, .period = SEC(600), .precision = 10},
+    {.algorithm = SL_FIXED_WINDOW, .limit = 100, .period = SEC(600)},
+};
+
+static void default_shards_inline_states(void **state) {
+    (void)state;
+    fill(1u << 20, 0, gcra, 1, 50000, 97); /* 1 MiB holds ~30,000 */
+}
+
+static void many_shards_blocks(void **state) {
+    (void)state;
+    fill(1u << 20, 256, logs, 3, 25000, 89);
+}
+
+static void large_tables(void **state) {
+    (void)state;
+    fill(4u << 20, 4, gcra, 1, 180000, 997); /* tables of many pages */
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(default_shards_inline_states),
+        cmocka_unit_test(many_shards_blocks),
+        cmocka_unit_test(large_tables),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
