@@ -1,0 +1,344 @@
+"""test_migrate_nginx.py -- docs/migrate/nginx.md: nginx limit_req and the
+sluice policy the guide maps it to decide the same request trace alike.
+
+For each example pair of the guide, a real nginx runs the guide's
+limit_req lines (limit_req_zone in http, the rest in a location serving a
+small file, on a free loopback port, with its own prefix directory), and a
+sluiced runs the guide's YAML on the manual test clock. The test sends nginx
+a timed trace (groups of requests at planned offsets, from one loopback
+source address, which is $binary_remote_addr), then replays the same trace
+through sluiced's forward-auth from the same address, setting the test
+clock to each planned offset. The admitted/denied sequences must be equal,
+and both must equal the GCRA of the guide's formula (computed here).
+
+nginx has a real millisecond clock, so the traces are designed (and checked
+below) to keep every decision at least MARGIN from a boundary, and a run
+counts only when every answer came back within SLIP of its planned time:
+then no lateness can change a decision. A run that slipped (a loaded
+machine) is repeated with a fresh source address, at most three times.
+
+nginx is required (/usr/sbin/nginx, Debian's package nginx): without it the
+test fails rather than being skipped.
+"""
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import harness
+import migrate_guides as guides
+from test_http import HttpDaemon, S, T0, http_config
+
+NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
+GUIDE = "nginx.md"
+MS = 1000                 # µs
+MARGIN = 50 * MS          # nearest a planned decision may be to its boundary
+SLIP = 40 * MS            # latest an answer may come back after its planned time
+
+# (offset in ms, requests sent back to back)
+TRACE_BURST = [(0, 25), (250, 4), (1050, 10), (4550, 25), (4850, 2)]
+TRACE_SPACED = [(0, 2), (150, 2), (300, 1), (350, 1), (450, 1), (600, 3), (1000, 1), (1050, 1)]
+
+
+def gcra(trace, limit, period_us, burst):
+    """The guide's rule on planned times: [(allowed, margin_ok)] per request.
+    margin_ok: no lateness up to SLIP (plus nginx's millisecond) can change
+    the decision. A group that starts on a recovered key is exact even at the
+    boundary, since later members of a group only ever come later."""
+    T = period_us // limit
+    tau = T * (burst + 1)
+    tat = None
+    out = []
+    for offset, count in trace:
+        t = offset * MS
+        recovered = tat is None or tat <= t - MARGIN
+        for _ in range(count):
+            base = t if tat is None else max(tat, t)
+            d = (base - t) - (tau - T)            # allowed iff d <= 0
+            allowed = d <= 0
+            ok = abs(d) >= MARGIN or (allowed and recovered)
+            out.append((allowed, ok))
+            if allowed:
+                tat = base + T
+    return out
+
+
+class Nginx:
+    """nginx with an http-context snippet and a location snippet."""
+
+    def __init__(self, http_lines, location_lines, server_lines=""):
+        if not (os.path.isfile(NGINX) and os.access(NGINX, os.X_OK)):
+            raise AssertionError("nginx is not installed at %s (apt-get install nginx); this test needs it" % NGINX)
+        self.dir = d = tempfile.mkdtemp(prefix="nginx-migrate-")
+        os.chmod(d, 0o755)  # started as root, the workers run as nobody
+        with open(os.path.join(d, "ok.txt"), "w") as f:
+            f.write("ok\n")
+        os.chmod(os.path.join(d, "ok.txt"), 0o644)
+        self.port = guides.free_port()
+        self.conf = os.path.join(d, "nginx.conf")
+        with open(self.conf, "w") as f:
+            f.write("""\
+daemon off;
+master_process on;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log info;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {d}/client_body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+{http}
+    server {{
+        listen 127.0.0.1:{port};
+{server}
+        location / {{
+{location}
+            default_type text/plain;
+            root {d};
+            try_files /ok.txt =404;   # content after the access phases, where limit_req runs
+        }}
+    }}
+}}
+""".format(d=d, port=self.port, http=http_lines, server=server_lines, location=location_lines))
+        argv = [NGINX, "-p", d + "/", "-c", self.conf, "-e", os.path.join(d, "error.log")]
+        t = subprocess.run(argv + ["-t"], capture_output=True, text=True, timeout=30)
+        if t.returncode != 0:
+            raise AssertionError("nginx -t refused the guide's lines:\n" + t.stderr + "\n" + open(self.conf).read())
+        self.out = open(os.path.join(d, "nginx.out"), "wb")
+        self.proc = subprocess.Popen(argv, stdout=self.out, stderr=subprocess.STDOUT)
+        deadline = time.time() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    self.stop()
+                    raise AssertionError("nginx did not start")
+                time.sleep(0.02)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.out.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def split_nginx(block):
+    """The guide's nginx block: (http, location, server) lines. limit_req_zone
+    goes to http { }, the other limit_req directives to the location, the
+    rest (real_ip) to the server."""
+    parts = ([], [], [])
+    for line in block.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        where = 0 if line.startswith("limit_req_zone") else 1 if line.startswith("limit_req") else 2
+        parts[where].append("    " + line)
+    return tuple("\n".join(p) for p in parts)
+
+
+def get(port, path="/", source=None, headers=None, host="127.0.0.1"):
+    conn = http.client.HTTPConnection(host, port, timeout=10, source_address=(source, 0) if source else None)
+    try:
+        conn.request("GET", path, headers=headers or {})
+        r = conn.getresponse()
+        r.read()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}
+    finally:
+        conn.close()
+
+
+class Connection:
+    """One keep-alive connection from a chosen loopback source address."""
+
+    def __init__(self, port, source):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
+
+    def get(self, path):
+        self.conn.request("GET", path)
+        r = self.conn.getresponse()
+        r.read()
+        return r.status
+
+    def close(self):
+        self.conn.close()
+
+
+class Sources:
+    """Fresh loopback addresses (127.0.x.y): each run is a new nginx key and a new sluice key."""
+
+    def __init__(self, third):
+        self.third, self.n = third, 0
+
+    def next(self):
+        self.n += 1
+        return "127.0.%d.%d" % (self.third, self.n)
+
+
+class SameTrace(unittest.TestCase):
+    def run_nginx(self, nginx, trace, source):
+        """Sends the trace on its schedule; (allowed list, slipped)."""
+        c = Connection(nginx.port, source)
+        try:
+            out, slipped = [], False
+            start = time.monotonic()
+            for offset, count in trace:
+                while True:
+                    wait = start + offset / 1000.0 - time.monotonic()
+                    if wait <= 0:
+                        break
+                    time.sleep(min(wait, 0.05))
+                for _ in range(count):
+                    status = c.get("/")
+                    self.assertIn(status, (200, 429))
+                    out.append(status == 200)
+                    late = (time.monotonic() - start) * S - offset * MS
+                    slipped = slipped or late > SLIP
+            return out, slipped
+        finally:
+            c.close()
+
+    def run_sluice(self, d, policy, trace, source, t0):
+        out = []
+        for offset, count in trace:
+            d.clock(d.resp, "SET", t0 + offset * MS)
+            for _ in range(count):
+                status, _ = get(d.http_port, "/v1/auth/" + policy, source=source)
+                self.assertIn(status, (200, 429))
+                out.append(status == 200)
+        return out
+
+    def same_trace(self, tag, policy, trace, limit, period_us, burst, third):
+        model = gcra(trace, limit, period_us, burst)
+        self.assertTrue(all(ok for _, ok in model), "the trace itself has a decision within %d ms of a boundary: %r"
+                        % (MARGIN // MS, model))
+        expected = [a for a, _ in model]
+        http_lines, location, server = split_nginx(guides.block(GUIDE, "nginx-" + tag))
+        nginx = Nginx(http_lines, location, server)
+        self.addCleanup(nginx.stop)
+        d = HttpDaemon(http_config(guides.block(GUIDE, "sluice-" + tag)), test_clock=T0)
+        self.addCleanup(d.stop)
+        sources = Sources(third)
+        for attempt in range(3):
+            source = sources.next()
+            got_nginx, slipped = self.run_nginx(nginx, trace, source)
+            if not slipped:
+                break
+        else:
+            self.fail("nginx: three runs of the trace each had an answer more than %d ms late; the machine is "
+                      "too loaded to compare with a real clock" % (SLIP // MS))
+        got_sluice = self.run_sluice(d, policy, trace, source, T0 + 100 * S)
+        self.assertEqual(got_nginx, got_sluice, "nginx vs sluice, same trace %r" % trace)
+        self.assertEqual(expected, got_sluice, "sluice vs the guide's formula")
+        return got_sluice
+
+    def test_burst_nodelay(self):
+        got = self.same_trace("burst", "per_ip", TRACE_BURST, 10, S, 20, 11)
+        self.assertEqual(got[:25], [True] * 21 + [False] * 4)   # "21 requests at once pass"
+
+    def test_spaced(self):
+        got = self.same_trace("spaced", "spaced", TRACE_SPACED, 10, S, 0, 12)
+        self.assertEqual(got[:2], [True, False])
+
+
+class Delay(unittest.TestCase):
+    """rate=5r/s burst=3 delay=1: six requests at once; nginx holds the
+    admitted ones, sluice's shaper says for how long (minus delay x 1000 / rate)."""
+
+    def test_delays(self):
+        http_lines, location, server = split_nginx(guides.block(GUIDE, "nginx-delay"))
+        nginx = Nginx(http_lines, location, server)
+        self.addCleanup(nginx.stop)
+        d = HttpDaemon(http_config(guides.block(GUIDE, "sluice-delay")), test_clock=T0)
+        self.addCleanup(d.stop)
+        results = []
+        start = time.monotonic()
+
+        def one():
+            status, _ = get(nginx.port, "/", source="127.0.14.1")
+            results.append((status, (time.monotonic() - start) * 1000))
+
+        threads = [threading.Thread(target=one) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        statuses = sorted(s for s, _ in results)
+        self.assertEqual([200] * 4 + [429] * 2, statuses, results)
+        waited = sorted(ms for s, ms in results if s == 200)
+
+        sluice = []
+        for _ in range(6):
+            r = d.post_json("/v1/check", {"policy": "queued", "attributes": {"ip": "127.0.14.1"}})
+            sluice.append((r.status, r.json().get("delay_ms")))
+        self.assertEqual([(200, 0), (200, 200), (200, 400), (200, 600), (429, None), (429, None)],
+                         [(s, ms if s == 200 else None) for s, ms in sluice])
+        hold = [max(0, ms - 1 * 1000 // 5) for s, ms in sluice if s == 200]
+        self.assertEqual([0, 0, 200, 400], hold)
+        for want, got in zip(hold, waited):
+            # nginx's timer is in whole milliseconds; the upper bound allows a loaded machine
+            self.assertGreaterEqual(got, want - 5, (hold, waited))
+            self.assertLess(got, want + 150, (hold, waited))
+
+
+class RealIp(unittest.TestCase):
+    """set_real_ip_from / real_ip_recursive on and trusted_proxies pick the
+    same client address (the guide's 10.0.0.0/8 balancer becomes 127.0.0.0/8
+    here, the only addresses a test can connect from), and ipv6_prefix: 128
+    counts IPv6 addresses apart as $binary_remote_addr does."""
+
+    def test_same_keys(self):
+        block = guides.block(GUIDE, "nginx-realip").replace("10.0.0.0/8", "127.0.0.0/8")
+        nginx = Nginx(*split_nginx(block))
+        self.addCleanup(nginx.stop)
+        config = guides.block(GUIDE, "sluice-realip").replace("10.0.0.0/8", "127.0.0.0/8")
+        d = HttpDaemon(http_config(config), test_clock=T0)
+        self.addCleanup(d.stop)
+        forwarded = ["198.51.100.1, 203.0.113.7, 127.1.2.3", "203.0.113.7", "203.0.113.8, 127.9.9.9",
+                     "203.0.113.7, 127.0.0.9", "203.0.113.8", "2001:db8::1", "2001:db8::2", "2001:db8::1",
+                     "198.51.100.1"]
+        got_nginx = [get(nginx.port, "/", source="127.0.0.5", headers={"X-Forwarded-For": f})[0] == 200
+                     for f in forwarded]
+        got_sluice = [get(d.http_port, "/v1/auth/per_ip", source="127.0.0.5", headers={"X-Forwarded-For": f})[0]
+                      == 200 for f in forwarded]
+        # one a minute: each address is allowed once, then denied
+        self.assertEqual([True, False, True, False, False, True, True, False, True], got_sluice)
+        self.assertEqual(got_sluice, got_nginx)
+
+
+class Guide(unittest.TestCase):
+    def test_every_example_is_run(self):
+        guides.assert_all_run(self, GUIDE, ["nginx-burst", "sluice-burst", "nginx-spaced", "sluice-spaced",
+                                            "nginx-delay", "sluice-delay", "nginx-realip", "sluice-realip"])
+
+    def test_sluice_blocks_pass_check_config(self):
+        for tag in ("sluice-burst", "sluice-spaced", "sluice-delay", "sluice-realip"):
+            with self.subTest(tag=tag):
+                work = tempfile.mkdtemp(prefix="sluice-migrate-")
+                self.addCleanup(shutil.rmtree, work, True)
+                path = os.path.join(work, "sluice.yaml")
+                with open(path, "w") as f:
+                    f.write(guides.block(GUIDE, tag))
+                r = subprocess.run([harness.SLUICED, "--config", path, "--check-config"], capture_output=True,
+                                   text=True, timeout=30)
+                self.assertEqual(0, r.returncode, r.stderr)
+                self.assertIn("valid", r.stdout)
+
+
+if __name__ == "__main__":
+    harness.main()
