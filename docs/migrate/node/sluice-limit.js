@@ -13,14 +13,14 @@
 // options: policy (required); url of sluiced's HTTP front; key(req) for a
 // policy keyed by [key], or attributes(req) for one keyed by request
 // attributes (default: {ip: the client address}, for key: [ip]); cost;
-// timeoutMs (default 250); failOpen (serve when sluiced cannot answer;
-// default false: 503).
+// timeoutMs (default 1000; a process's first call also loads Node's fetch);
+// failOpen (serve when sluiced cannot answer; default false: 503).
 'use strict';
 
 const HEADERS = ['ratelimit', 'ratelimit-policy', 'x-ratelimit-limit', 'x-ratelimit-remaining',
                  'x-ratelimit-reset', 'retry-after'];
 
-async function check({url = 'http://127.0.0.1:8090', policy, key, attributes, cost = 1, timeoutMs = 250}) {
+async function check({url = 'http://127.0.0.1:8090', policy, key, attributes, cost = 1, timeoutMs = 1000}) {
   const body = key !== undefined ? {policy, key: String(key), cost} : {policy, attributes, cost};
   const r = await fetch(url + '/v1/check', {
     method: 'POST',
