@@ -49,30 +49,36 @@ MARGIN = 50 * MS          # nearest a planned decision is to its boundary (the d
 # (offset in ms, requests sent at once)
 TRACE_BURST = [(0, 25), (250, 4), (1050, 10), (3200, 25), (3500, 2)]
 TRACE_SPACED = [(0, 2), (150, 2), (300, 1), (350, 1), (450, 1), (600, 3), (1000, 1), (1050, 1)]
+TRACE_TWO = [(0, 5), (400, 3), (1250, 2), (1650, 2), (2500, 1), (3550, 2)]
 
 
-def gcra(groups, limit, period_us, burst, margin):
-    """The guide's rule: groups [(time in µs, requests at that time)] ->
-    [(allowed, certain)] per request. certain: moving every group's time by
-    up to `margin` (in any direction, each its own way) cannot change the
-    decision. Moving times moves each theoretical arrival time (TAT) by no
-    more than the largest move, so a decision is certain when it is at least
-    2 x margin from its boundary; and a request allowed in a group that
-    starts on a recovered key stays allowed at any distance, since later
-    members of a group only ever come later."""
-    T = period_us // limit
-    tau = T * (burst + 1)
-    tat = None
+def gcra(groups, limits, margin):
+    """The guide's rule: groups [(time in µs, requests at that time)] and
+    limits [(limit, period in µs, burst)] -> [(allowed, certain)] per
+    request. A request passes if every limit passes, and then charges them
+    all (several limit_req in a location, a policy's limits). certain:
+    moving every group's time by up to `margin` (in any direction, each its
+    own way) cannot change the decision. Moving times moves each theoretical
+    arrival time (TAT) by no more than the largest move, so a limit's
+    verdict is certain when it is at least 2 x margin from its boundary; and
+    a request a limit allows in a group that starts on a key that limit has
+    forgotten stays allowed at any distance, since later members of a group
+    only ever come later."""
+    tats = [None] * len(limits)
     out = []
     for t, count in groups:
-        recovered = tat is None or tat <= t - 2 * margin
+        recovered = [tat is None or tat <= t - 2 * margin for tat in tats]
         for _ in range(count):
-            base = t if tat is None else max(tat, t)
-            d = (base - t) - (tau - T)            # allowed iff d <= 0
-            allowed = d <= 0
-            out.append((allowed, abs(d) >= 2 * margin or (allowed and recovered)))
+            verdicts = []
+            for i, (limit, period_us, burst) in enumerate(limits):
+                T = period_us // limit
+                base = t if tats[i] is None else max(tats[i], t)
+                d = (base - t) - T * burst            # allowed iff d <= 0 (tau - T = T x burst)
+                verdicts.append((d <= 0, abs(d) >= 2 * margin or (d <= 0 and recovered[i]), base + T))
+            allowed = all(v[0] for v in verdicts)
+            out.append((allowed, all(v[1] for v in verdicts)))
             if allowed:
-                tat = base + T
+                tats = [v[2] for v in verdicts]
     return out
 
 
@@ -260,14 +266,14 @@ class SameTrace(unittest.TestCase):
                 out.append(status == 200)
         return out
 
-    def same_trace(self, tag, policy, trace, limit, period_us, burst, third):
+    def same_trace(self, tag, policy, trace, limits, third):
         """nginx runs the trace on its real clock; sluiced replays the times
         nginx was really sent each group (the middle of send .. last answer)
         on its test clock. A run counts when no decision is within reach of
         that uncertainty (half the widest group, plus nginx's millisecond);
         else it is run again from a fresh address, at most five times."""
         planned = [(offset * MS, count) for offset, count in trace]
-        design = gcra(planned, limit, period_us, burst, MARGIN // 2)
+        design = gcra(planned, limits, MARGIN // 2)
         self.assertTrue(all(ok for _, ok in design), "the trace itself has a decision within %d ms of a "
                         "boundary: %r" % (MARGIN // MS, design))
         http_lines, location, server = split_nginx(guides.block(GUIDE, "nginx-" + tag))
@@ -283,7 +289,7 @@ class SameTrace(unittest.TestCase):
             groups = [((a + b) // 2, count) for (a, b), (_, count) in zip(when, trace)]
             width = max(b - a for a, b in when)
             widths.append(width // MS)
-            model = gcra(groups, limit, period_us, burst, width // 2 + 1 * MS)
+            model = gcra(groups, limits, width // 2 + 1 * MS)
             if all(ok for _, ok in model):
                 break
         else:
@@ -295,12 +301,16 @@ class SameTrace(unittest.TestCase):
         return got_sluice
 
     def test_burst_nodelay(self):
-        got = self.same_trace("burst", "per_ip", TRACE_BURST, 10, S, 20, 11)
+        got = self.same_trace("burst", "per_ip", TRACE_BURST, [(10, S, 20)], 11)
         self.assertEqual(got[:25], [True] * 21 + [False] * 4)   # "21 requests at once pass"
 
     def test_spaced(self):
-        got = self.same_trace("spaced", "spaced", TRACE_SPACED, 10, S, 0, 12)
+        got = self.same_trace("spaced", "spaced", TRACE_SPACED, [(10, S, 0)], 12)
         self.assertEqual(got[:2], [True, False])
+
+    def test_two_zones(self):
+        got = self.same_trace("two", "two", TRACE_TWO, [(10, S, 2), (60, 60 * S, 4)], 13)
+        self.assertEqual(got[:8], [True] * 3 + [False] * 2 + [True] * 2 + [False])  # 3 at once, 5 in a second
 
 
 class Delay(unittest.TestCase):
@@ -371,10 +381,11 @@ class RealIp(unittest.TestCase):
 class Guide(unittest.TestCase):
     def test_every_example_is_run(self):
         guides.assert_all_run(self, GUIDE, ["nginx-burst", "sluice-burst", "nginx-spaced", "sluice-spaced",
-                                            "nginx-delay", "sluice-delay", "nginx-realip", "sluice-realip"])
+                                            "nginx-two", "sluice-two", "nginx-delay", "sluice-delay",
+                                            "nginx-realip", "sluice-realip"])
 
     def test_sluice_blocks_pass_check_config(self):
-        for tag in ("sluice-burst", "sluice-spaced", "sluice-delay", "sluice-realip"):
+        for tag in ("sluice-burst", "sluice-spaced", "sluice-two", "sluice-delay", "sluice-realip"):
             with self.subTest(tag=tag):
                 work = tempfile.mkdtemp(prefix="sluice-migrate-")
                 self.addCleanup(shutil.rmtree, work, True)
