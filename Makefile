@@ -5,8 +5,9 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
-# The release tree builds the tests unless told not to: `make run` does not
-# need them (nor cmocka), `make test` always turns them back on.
+# The release tree builds the tests unless told not to: `make run`,
+# `make install` and `make package` do not need them (nor cmocka, so
+# `deps.sh run` is enough for them); `make test` always turns them back on.
 SL_TESTS   ?= ON
 
 .PHONY: all run test test-release test-asan fuzz bench install package deps clean
@@ -60,7 +61,8 @@ bench: all
 
 # Installing to a system prefix as root also runs ldconfig (CMakeLists.txt),
 # so the programs find libsluice.so.0 straight away.
-install: all
+install:
+	$(MAKE) all SL_TESTS=OFF
 	cmake --install $(BUILD)
 
 # A Debian package (CPack) of the release tree: build/sluice_<version>_<arch>.deb

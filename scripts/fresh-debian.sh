@@ -6,9 +6,12 @@
 #   run      sh scripts/deps.sh run && make run; redis-cli -p 6390
 #            CL.THROTTLE user123 15 30 60 must print 0 16 15 -1 2
 #   test     sh scripts/deps.sh test && make test
+#   install  make install; a program built with pkg-config's flags for
+#            sluice runs without LD_LIBRARY_PATH (ldconfig was run)
 #   package  sh scripts/deps.sh package && make package; dpkg -i of the .deb;
 #            the unit's ExecStart= command line with --check-config
-# Default: all three, in that order, in one root. Exits non-zero if any step
+# Default: all four, in that order, in one root (install before package: the
+# package's library in /usr/lib would hide a missing ldconfig). Exits non-zero if any step
 # failed. Run as root on a Debian host (it installs debootstrap if missing).
 # It is a check of the set-up, not a way to build or install sluice.
 #   ROOT=DIR    where to build the root (default: a new directory in /var/tmp)
@@ -17,7 +20,7 @@
 # The logs of each step stay in $ROOT.logs/.
 set -eu
 repo=$(cd "$(dirname "$0")/.." && pwd)
-steps=${*:-run test package}
+steps=${*:-run test install package}
 [ "$(id -u)" = 0 ] || { echo "fresh-debian.sh: run as root (debootstrap, chroot, mount)" >&2; exit 1; }
 root=${ROOT:-$(mktemp -d /var/tmp/sluice-fresh.XXXXXX)}
 logs=$root.logs
@@ -46,7 +49,7 @@ mounted=""
 cleanup() {
   for m in $mounted; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
   # a daemon of the run step that outlived it
-  [ -z "${run_pgid:-}" ] || kill -TERM -- "-$run_pgid" 2>/dev/null || true
+  [ -z "${run_pgid:-}" ] || kill -TERM "-$run_pgid" 2>/dev/null || true
   if [ "${KEEP:-0}" = 1 ]; then
     echo "root kept: $root"
   elif [ -z "$(awk -v r="$root" 'index($2, r) == 1' /proc/mounts)" ]; then
@@ -146,7 +149,7 @@ step_run() {
   echo "sluiced answered after $waited s"
   got=$(in_root 'redis-cli -p 6390 CL.THROTTLE user123 15 30 60' | tr '\n' ' ')
   echo "redis-cli -p 6390 CL.THROTTLE user123 15 30 60: $got"
-  kill -TERM -- "-$run_pgid"
+  kill -TERM "-$run_pgid"
   wait "$run_pgid" 2>/dev/null || true
   run_pgid=""
   cat "$logs/run-daemon.log"
@@ -154,6 +157,12 @@ step_run() {
 }
 
 step_test() { in_root 'cd /root/sluice && sh scripts/deps.sh test && make test'; }
+
+step_install() {
+  in_root 'cd /root/sluice && sh scripts/deps.sh run && make install &&
+           cc -std=c11 -Wall -Werror tests/integration/use_sluice.c $(pkg-config --cflags --libs sluice) -o /tmp/use_sluice &&
+           ldconfig -p | grep libsluice.so.0 && /tmp/use_sluice'
+}
 
 step_package() {
   in_root 'cd /root/sluice && sh scripts/deps.sh package && make package' || return 1
@@ -168,8 +177,8 @@ step_package() {
 step debootstrap make_root || { finish; exit 1; }
 for s in $steps; do
   case $s in
-    run|test|package) step "$s" "step_$s" || true ;;
-    *) echo "unknown step $s (run, test, package)" >&2; failed=$((failed + 1)) ;;
+    run|test|install|package) step "$s" "step_$s" || true ;;
+    *) echo "unknown step $s (run, test, install, package)" >&2; failed=$((failed + 1)) ;;
   esac
 done
 finish
