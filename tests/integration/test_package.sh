@@ -55,7 +55,7 @@ $here_cmd --check-config || fail "the unit's command line with --check-config fa
 
 # systemd's own reading of the unit, where systemd is installed
 if command -v systemd-analyze >/dev/null 2>&1; then
-  sed "s|^ExecStart=/usr/bin/sluiced|ExecStart=$root/usr/bin/sluiced|" "$unit" >"$out/sluiced.service"
+  sed "s|=/usr/bin/sluiced |=$root/usr/bin/sluiced |" "$unit" >"$out/sluiced.service"
   systemd-analyze verify "$out/sluiced.service" >"$out/verify.log" 2>&1 || true
   if grep -Ei 'unknown|failed to parse|invalid|not executable|ignoring' "$out/verify.log"; then
     fail "systemd-analyze verify finds fault with the unit"
