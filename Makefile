@@ -52,9 +52,10 @@ fuzz:
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
 
-bench: all
-	./$(BUILD)/sluice-bench
+bench:
 	sh scripts/deps.sh bench
+	$(MAKE) all SL_TESTS=OFF
+	./$(BUILD)/sluice-bench
 	bench/resp_vs_redis.sh
 	bench/http_vs_nginx.sh
 	bench/redis_store_vs_lua.sh
