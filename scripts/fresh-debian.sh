@@ -47,9 +47,10 @@ apt_mirror() {
 
 mounted=""
 cleanup() {
+  # a daemon of the run step that outlived it (interrupted), before the
+  # mounts it may hold
+  if [ -n "${run_pgid:-}" ]; then kill -TERM "-$run_pgid" 2>/dev/null && sleep 1 || true; fi
   for m in $mounted; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
-  # a daemon of the run step that outlived it
-  [ -z "${run_pgid:-}" ] || kill -TERM "-$run_pgid" 2>/dev/null || true
   if [ "${KEEP:-0}" = 1 ]; then
     echo "root kept: $root"
   elif [ -z "$(awk -v r="$root" 'index($2, r) == 1' /proc/mounts)" ]; then
