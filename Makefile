@@ -1,20 +1,24 @@
-# Front door to the CMake build. `make run` and `make test` install their
-# own Debian dependencies first (scripts/deps.sh), so on a fresh Debian 12
-# machine they are the only commands needed.
+# Front door to the CMake build. `make run`, `make test` and `make package`
+# install their own dependencies first (scripts/deps.sh), so on a fresh
+# Debian 12 machine they are the only commands needed.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
+# The release tree builds the tests unless told not to: `make run`,
+# `make install` and `make package` do not need them (nor cmocka, so
+# `deps.sh run` is enough for them); `make test` always turns them back on.
+SL_TESTS   ?= ON
 
-.PHONY: all run test test-release test-asan fuzz bench install deps clean
+.PHONY: all run test test-release test-asan fuzz bench install package deps clean
 
 all:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSL_TESTS=$(SL_TESTS)
 	cmake --build $(BUILD) -j $(JOBS)
 
 run:
-	scripts/deps.sh run
-	$(MAKE) all
+	sh scripts/deps.sh run
+	$(MAKE) all SL_TESTS=OFF
 	@echo
 	@echo "sluiced is starting on its built-in default, sluice.example.yaml (Ctrl-C stops it). In another terminal:"
 	@echo "  redis-cli -p 6390 CL.THROTTLE user123 15 30 60     # redis-cell's command"
@@ -27,11 +31,14 @@ run:
 	@echo
 	./$(BUILD)/sluiced
 
+# Every stage runs even when an earlier one failed; one summary line each,
+# then "N passed, N failed" (stages), and a non-zero exit if any failed.
 test:
-	scripts/deps.sh test
-	$(MAKE) test-release test-asan fuzz
+	sh scripts/deps.sh test
+	MAKE="$(MAKE)" sh scripts/test-stages.sh release asan fuzz
 
-test-release: all
+test-release:
+	$(MAKE) all SL_TESTS=ON
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 test-asan:
@@ -45,18 +52,28 @@ fuzz:
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
 
-bench: all
+bench:
+	sh scripts/deps.sh bench
+	$(MAKE) all SL_TESTS=OFF
 	./$(BUILD)/sluice-bench
-	scripts/deps.sh bench
 	bench/resp_vs_redis.sh
 	bench/http_vs_nginx.sh
 	bench/redis_store_vs_lua.sh
 
-install: all
+# Installing to a system prefix as root also runs ldconfig (CMakeLists.txt),
+# so the programs find libsluice.so.0 straight away.
+install:
+	$(MAKE) all SL_TESTS=OFF
 	cmake --install $(BUILD)
 
+# A Debian package (CPack) of the release tree: build/sluice_<version>_<arch>.deb
+package:
+	sh scripts/deps.sh package
+	$(MAKE) all SL_TESTS=OFF
+	cd $(BUILD) && cpack -G DEB
+
 deps:
-	scripts/deps.sh test
+	sh scripts/deps.sh test
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -6,6 +6,9 @@ start_sluiced() {
   shift
   dir=$(mktemp -d)
   trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+  # the log exists before the daemon: the background job opens it in its own
+  # time, and the first look below may come first (sed: can't read .../log)
+  : >"$dir/log"
   # both ports free ones: the built-in default listens for HTTP on 8090,
   # which two tests running at once would fight over; in $dir, where its
   # state file (sluice.snap) goes by default
