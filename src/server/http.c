@@ -8,7 +8,9 @@
  * 400 KiB h2o itself closes the connection), a body up to
  * max_request_bytes (413); a request that takes longer than idle_timeout
  * (as it was at start) to arrive, or a keep-alive connection idle that
- * long, is closed.
+ * long, is closed. X-Forwarded-For lines are joined into one list, every
+ * line of it: the head limit is the only bound, and a head past it is
+ * refused (431), never read in part.
  *
  * Stopping: no new connections, h2o stops keeping connections alive, and
  * each connection's reading side is shut so that idle keep-alive
@@ -29,7 +31,6 @@
 #include "log.h"
 
 #define FOREVER_MS (24u * 3600 * 1000)
-#define XFF_JOINED_MAX 8192  /* repeated X-Forwarded-For headers, joined */
 #define MAX_URI_BYTES 8192   /* the request target, query included */
 #define MAX_HEAD_BYTES 65536 /* request line and headers (or max_request_bytes if less) */
 
@@ -79,12 +80,12 @@ static sld_span_t find_header(void *ctx, const char *name, size_t len) {
     ssize_t next = h2o_find_header_by_str(&req->headers, name, len, i);
     if (next < 0 || len != 15 || memcmp(name, "x-forwarded-for", 15) != 0)
         return (sld_span_t){v.base, v.len};
-    /* Proxies may each add their own X-Forwarded-For line: one list. */
+    /* Proxies may each add their own X-Forwarded-For line: one list, the
+     * client's line first, so every line is read (the head limit bounds
+     * them) -- any part left out would let the client choose the key. */
     size_t total = v.len;
     for (ssize_t k = next; k >= 0; k = h2o_find_header_by_str(&req->headers, name, len, k))
         total += 2 + req->headers.entries[k].value.len;
-    if (total > XFF_JOINED_MAX)
-        return (sld_span_t){v.base, v.len};
     char *joined = h2o_mem_alloc_pool(&req->pool, total);
     memcpy(joined, v.base, v.len);
     size_t at = v.len;

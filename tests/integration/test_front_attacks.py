@@ -1,0 +1,102 @@
+"""test_front_attacks.py -- what an adversarial run found in sluiced's
+HTTP and RESP fronts (issue 12, item 5), each reproduced here:
+
+  - the per-IP bypass: X-Forwarded-For lines whose joined length passed
+    8 KiB made the key the first line's (the client's own) address;
+  - request framing a proxy and sluiced could read differently: two
+    Content-Length headers, Transfer-Encoding with Content-Length, an
+    obs-folded header line -- each a 400 and a closed connection;
+  - clients that pipeline and never read: they must not hold a
+    max_connections slot (or memory) for good, on either front.
+
+The daemon runs on the manual test clock; only idle_timeout and the write
+timeout are real time.
+"""
+import os
+import re
+import socket
+import time
+import unittest
+
+import harness
+from test_http import HttpDaemon, http_config, read_responses
+from harness import closed_by_peer
+
+S = 1_000_000
+
+XFF_CONFIG = http_config("""\
+trusted_proxies: [127.0.0.1/32]
+policies:
+  - name: per_ip
+    key: [ip]
+    limits:
+      - {algorithm: fixed_window, limit: 5, period: 1m}
+""")
+
+
+def auth_status(port, headers):
+    """A raw forward-auth request with header lines exactly as given (a
+    list of (name, value), repeated names kept as separate lines)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        head = b"GET /v1/auth/per_ip HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        for name, value in headers:
+            head += name.encode() + b": " + value.encode() + b"\r\n"
+        s.sendall(head + b"\r\n")
+        (r,), _ = read_responses(s, 1)
+        return r
+    finally:
+        s.close()
+
+
+class ForwardedForLines(unittest.TestCase):
+    """Several X-Forwarded-For lines are one list (RFC 9110, 5.3): the
+    client's own line first, each proxy's after it. The key is the
+    rightmost untrusted address of the whole list, however long."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = HttpDaemon(XFF_CONFIG)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def setUp(self):
+        self.d.advance(60 * S)  # a fresh window
+
+    def test_long_first_line_does_not_choose_the_key(self):
+        # The client writes a long line ending in an address of its choice;
+        # its proxy (trusted, 127.0.0.1) adds the address it saw on a line
+        # of its own. Before the fix the lines together passed 8 KiB, only
+        # the first was read, and 40 of 40 requests were admitted.
+        filler = ", ".join("198.51.100.%d" % (i % 250) for i in range(700))  # ~9.5 KB
+        codes = []
+        for i in range(40):
+            r = auth_status(self.d.http_port, [("X-Forwarded-For", filler + ", 192.0.2.%d" % i),
+                                               ("X-Forwarded-For", "203.0.113.7")])
+            codes.append(r.status)
+        self.assertEqual(codes, [200] * 5 + [429] * 35)
+
+    def test_every_line_is_read(self):
+        # many short lines (h2o takes up to 100 header lines), the real
+        # client on the last one
+        lines = [("X-Forwarded-For", "192.0.2.%d" % i) for i in range(90)]
+        codes = [auth_status(self.d.http_port, lines[:89 - i] + [("X-Forwarded-For", "203.0.113.9")]).status
+                 for i in range(7)]
+        self.assertEqual(codes, [200] * 5 + [429] * 2)
+        # trusted hops on the right are skipped across lines too
+        r = auth_status(self.d.http_port, [("X-Forwarded-For", "192.0.2.1, 203.0.113.9"),
+                                           ("X-Forwarded-For", "127.0.0.1")])
+        self.assertEqual(r.status, 429)
+
+    def test_too_long_to_read_is_refused(self):
+        # past the head limit (64 KiB): refused, not read in part
+        big = ", ".join("198.51.100.%d" % (i % 250) for i in range(5000))  # ~70 KB
+        r = auth_status(self.d.http_port, [("X-Forwarded-For", big), ("X-Forwarded-For", "203.0.113.11")])
+        self.assertEqual(r.status, 431, r)
+        self.assertIn(b"headers", r.body)
+
+
+if __name__ == "__main__":
+    harness.main()
