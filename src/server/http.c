@@ -10,7 +10,9 @@
  * (as it was at start) to arrive, or a keep-alive connection idle that
  * long, is closed. X-Forwarded-For lines are joined into one list, every
  * line of it: the head limit is the only bound, and a head past it is
- * refused (431), never read in part.
+ * refused (431), never read in part. A request whose framing is ambiguous
+ * (http_framing.h) gets 400 and the connection is closed, so nothing after
+ * it on the connection is read as a request.
  *
  * Stopping: no new connections, h2o stops keeping connections alive, and
  * each connection's reading side is shut so that idle keep-alive
@@ -28,6 +30,7 @@
 
 #include "http.h"
 #include "http_api.h"
+#include "http_framing.h"
 #include "log.h"
 
 #define FOREVER_MS (24u * 3600 * 1000)
@@ -161,6 +164,20 @@ static void on_waiting_disposed(void *arg) {
         sld_http_pending_wait(wt->pending, NULL, NULL);
 }
 
+/* Whether an HTTP/1 request's length could be read two ways (see
+ * http_framing.h). h2o keeps neither Content-Length nor Transfer-Encoding
+ * in req->headers, so the head is read again where h2o parsed it: at the
+ * start of the connection's input, which h2o consumes only once the
+ * response is sent (a chunked body is decoded in place after the head). */
+static const char *framing_error(h2o_req_t *req) {
+    if (req->version >= 0x200 || req->conn->callbacks->get_socket == NULL)
+        return NULL; /* HTTP/2 frames each message itself */
+    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    if (sock == NULL || sock->input == NULL)
+        return NULL;
+    return sld_http_framing_error(sock->input->bytes, sock->input->size, req->version < 0x101);
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     sld_http_t *h = ((handler_t *)self)->h;
     sld_http_worker_t *w = H2O_STRUCT_FROM_MEMBER(sld_http_worker_t, ctx, req->conn->ctx);
@@ -187,10 +204,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     size_t max_head = sld_runtime(h->d)->cfg->max_request_bytes;
     if (max_head > MAX_HEAD_BYTES)
         max_head = MAX_HEAD_BYTES;
-    if (req->path.len > MAX_URI_BYTES || head > max_head) {
+    const char *ambiguous = framing_error(req);
+    if (ambiguous != NULL || req->path.len > MAX_URI_BYTES || head > max_head) {
         /* h2o buffers up to about 400 KiB of head: less is allowed here. */
         sld_http_reply_reset(r);
-        if (req->path.len > MAX_URI_BYTES)
+        if (ambiguous != NULL)
+            sld_http_error(r, 400, "bad_request", NULL, "ambiguous request framing: %s", ambiguous);
+        else if (req->path.len > MAX_URI_BYTES)
             sld_http_error(r, 414, "uri_too_long", NULL, "the request target is longer than %d bytes",
                            MAX_URI_BYTES);
         else

@@ -98,5 +98,85 @@ class ForwardedForLines(unittest.TestCase):
         self.assertIn(b"headers", r.body)
 
 
+FRAMING_CONFIG = http_config("""\
+policies:
+  - name: per_user
+    limits:
+      - {algorithm: fixed_window, limit: 100, period: 1m}
+""")
+
+
+class Framing(unittest.TestCase):
+    """Each request below is framed so that a proxy in front and sluiced
+    could disagree on where it ends; what follows it on the connection
+    (a second check) must never be served: 400, then the connection
+    closes."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = HttpDaemon(FRAMING_CONFIG)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    SMUGGLED = b"GET /v1/check?policy=per_user&key=smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    def refused(self, raw):
+        s = socket.create_connection(("127.0.0.1", self.d.http_port), timeout=10)
+        try:
+            s.sendall(raw)
+            (r,), rest = read_responses(s, 1)
+            self.assertEqual(r.status, 400, r)
+            self.assertIn(b"ambiguous request framing", r.body)
+            self.assertEqual(r.header("Connection"), "close")
+            self.assertEqual(rest, b"")
+            self.assertTrue(closed_by_peer(s))
+        finally:
+            s.close()
+        # nothing smuggled was charged
+        r = self.d.get("/v1/check?policy=per_user&key=smuggled")
+        self.assertEqual(r.json()["remaining"], 99, r)
+        self.d.advance(60 * S)
+
+    def body(self):
+        return b'{"policy":"per_user","key":"a"}'
+
+    def test_two_content_lengths(self):
+        b = self.body()
+        for first, second in ((len(b), len(b) + len(self.SMUGGLED)), (len(b) + len(self.SMUGGLED), len(b)),
+                              (len(b), len(b))):
+            self.refused(b"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\ncontent-length: %d\r\n\r\n" % (first, second)
+                         + b + self.SMUGGLED)
+
+    def test_transfer_encoding_with_content_length(self):
+        b = self.body()
+        chunked = b"%x\r\n" % len(b) + b + b"\r\n0\r\n\r\n"
+        for order in ((b"Transfer-Encoding: chunked", b"Content-Length: %d" % len(chunked)),
+                      (b"Content-Length: %d" % (len(chunked) + len(self.SMUGGLED)), b"Transfer-Encoding: chunked")):
+            self.refused(b"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         + order[0] + b"\r\n" + order[1] + b"\r\n\r\n" + chunked + self.SMUGGLED)
+
+    def test_obs_fold(self):
+        for fold in (b" ", b"\t"):
+            self.refused(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Note: one\r\n" + fold + b"two\r\n\r\n"
+                         + self.SMUGGLED)
+            self.refused(b"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 31\r\n" + fold +
+                         b"0\r\n\r\n" + self.body() + self.SMUGGLED)
+
+    def test_plain_framing_still_served(self):
+        b = self.body()
+        chunked = b"%x\r\n" % len(b) + b + b"\r\n0\r\n\r\n"
+        s = socket.create_connection(("127.0.0.1", self.d.http_port), timeout=10)
+        s.sendall(b"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(b) + b +
+                  b"POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked +
+                  b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        rs, rest = read_responses(s, 3)
+        s.close()
+        self.assertEqual([r.status for r in rs], [200, 200, 200])
+        self.assertEqual(rest, b"")
+
+
 if __name__ == "__main__":
     harness.main()
