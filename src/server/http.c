@@ -14,6 +14,13 @@
  * (http_framing.h) gets 400 and the connection is closed, so nothing after
  * it on the connection is read as a request.
  *
+ * A client that does not read: h2o reads an HTTP/1 connection's next
+ * request only once the reply to the last one is written, so at most one
+ * reply waits per connection (HTTP/2: its streams' replies, up to
+ * max_concurrent_streams); what h2o lacks is a bound in time, so a
+ * connection whose unsent bytes (libuv's write queue) have not moved for
+ * write_timeout is reset (sld_http_worker_reap).
+ *
  * Stopping: no new connections, h2o stops keeping connections alive, and
  * each connection's reading side is shut so that idle keep-alive
  * connections close now (a request already read is still answered: replies
@@ -41,6 +48,9 @@ typedef struct http_conn {
     uv_tcp_t tcp;  /* first: h2o's close callback hands us the handle */
     sld_http_worker_t *w;
     struct http_conn *prev, *next;
+    uint64_t write_moved;  /* loop time, ms: when its unsent bytes last changed */
+    size_t write_left;     /* the bytes libuv held unsent then */
+    bool aborted;          /* reset for a stalled write: counted once */
 } http_conn_t;
 
 struct sld_http {
@@ -258,6 +268,33 @@ static void on_conn_closed(uv_handle_t *handle) {
 
 static void on_refused_closed(uv_handle_t *handle) { free(handle); }
 
+uint64_t sld_http_worker_reap(sld_http_worker_t *w, uint64_t now, sl_usec_t timeout) {
+    uint64_t reaped = 0;
+    if (w == NULL)
+        return 0;
+    for (http_conn_t *c = w->conns; c; c = c->next) {
+        size_t left = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+        if (left == 0 || left != c->write_left) {
+            c->write_left = left;
+            c->write_moved = now;
+            continue;
+        }
+        uv_os_fd_t fd;
+        if (timeout == 0 || (now - c->write_moved) * 1000 < (uint64_t)timeout || c->aborted ||
+            uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
+            continue;
+        /* h2o owns the connection: a socket shut both ways fails its
+         * pending write, and h2o closes it; SO_LINGER 0 makes that close a
+         * reset, so the kernel drops the unsent bytes at once. */
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        shutdown(fd, SHUT_RDWR);
+        c->aborted = true;
+        reaped++;
+    }
+    return reaped;
+}
+
 static void on_accept(uv_stream_t *listener, int status) {
     sld_http_worker_t *w = listener->data;
     sld_daemon_t *d = w->h->d;
@@ -285,6 +322,7 @@ static void on_accept(uv_stream_t *listener, int status) {
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    c->write_moved = uv_now(w->loop);
     c->next = w->conns;
     if (w->conns)
         w->conns->prev = c;

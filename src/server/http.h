@@ -30,6 +30,11 @@ int sld_http_worker_start(sld_http_t *h, uv_loop_t *loop, int fd, uint32_t index
  * connections are closed (they would otherwise hold the stop). */
 void sld_http_worker_begin_stop(sld_http_worker_t *w);
 
+/* Resets every connection whose unsent replies have not moved for
+ * `timeout` (µs; 0 = never) as of loop time `now` (ms): a client that does
+ * not read. Called every second or so; returns how many it reset. */
+uint64_t sld_http_worker_reap(sld_http_worker_t *w, uint64_t now, sl_usec_t timeout);
+
 /* Closes every connection left at once (the grace period is over). */
 void sld_http_worker_force_close(sld_http_worker_t *w);
 

@@ -5,8 +5,10 @@
  * Reads run every complete command at once; replies go out in one write.
  * Bounds: a command may not exceed max_request_bytes (it is refused and the
  * connection closed), a client that does not read its replies is not read
- * from either once 1 MiB waits (backpressure), an idle connection is closed
- * after idle_timeout, and connections over max_connections get an error.
+ * from either once 64 KiB of them wait (backpressure), and is closed (reset,
+ * so the kernel frees its buffers at once) when its replies have not moved
+ * for write_timeout; an idle connection is closed after idle_timeout, and
+ * connections over max_connections get an error.
  *
  * Not here: what commands do (commands.c), configuration, signals (sluiced.c).
  */
@@ -29,7 +31,7 @@
 #include "remote.h"
 #include "server.h"
 
-#define OUT_HIGH (1u << 20)     /* stop reading a client with this much unsent */
+#define OUT_HIGH (64u * 1024)   /* stop reading a client with this much unsent: a read's worth */
 #define READ_CHUNK (64u * 1024)
 #define MAX_ARGS 64
 #define TICK_MS 1000
@@ -60,6 +62,8 @@ struct conn {
     uv_write_t wreq;
     uint64_t id;
     uint64_t last_active;  /* loop time, ms */
+    uint64_t write_moved;  /* loop time, ms: when the write in progress last moved */
+    size_t write_left;     /* bytes of it libuv still held then */
     char name[64];
     bool writing;
     bool paused;           /* reading stopped by backpressure */
@@ -132,6 +136,31 @@ static void conn_close(conn_t *c) {
 
 static void on_write(uv_write_t *req, int status);
 
+/* Closes with a reset: what the kernel still holds for a client that does
+ * not read is dropped now, not kept while the close waits on it. */
+static void conn_abort(conn_t *c) {
+    uv_os_fd_t fd;
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    if (!c->closed && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    conn_close(c);
+}
+
+/* Whether the write in progress has not moved for `timeout` (µs, 0 =
+ * never): libuv's queue of unsent bytes is measured each tick, and any
+ * change is progress, so a slow reader is not taken for one that stopped. */
+static bool write_stalled(conn_t *c, uint64_t now, sl_usec_t timeout) {
+    if (!c->writing)
+        return false;
+    size_t left = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    if (left != c->write_left) {
+        c->write_left = left;
+        c->write_moved = now;
+        return false;
+    }
+    return timeout > 0 && (now - c->write_moved) * 1000 >= (uint64_t)timeout;
+}
+
 static void flush(conn_t *c) {
     if (c->writing || c->closed)
         return;
@@ -150,6 +179,8 @@ static void flush(conn_t *c) {
     sld_buf_reset(&c->out);
     uv_buf_t b = uv_buf_init(c->sending.data, (unsigned)c->sending.len);
     c->writing = true;
+    c->write_moved = uv_now(&c->w->loop);
+    c->write_left = SIZE_MAX; /* the next tick takes its measure */
     int rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write);
     if (rc != 0) {
         c->writing = false;
@@ -402,15 +433,20 @@ static void on_remote_detached(void *arg) {
     w->remote_detached = true;
 }
 
-/* Every second: close idle connections; when stopping, force the stragglers. */
+/* Every second: close idle connections and those whose client does not
+ * read; when stopping, force the stragglers. */
 static void on_tick(uv_timer_t *t) {
     worker_t *w = t->data;
     uint64_t now = uv_now(&w->loop);
-    sl_usec_t idle = sld_runtime(w->s->d)->cfg->idle_timeout;
+    const sld_config_t *cfg = sld_runtime(w->s->d)->cfg;
+    sl_usec_t idle = cfg->idle_timeout;
     bool force = w->stopping && now >= w->stop_deadline;
     for (conn_t *c = w->conns, *next; c; c = next) {
         next = c->next;
-        if (force || (idle > 0 && !c->writing && !w->stopping && c->ndeferred == 0 && (now - c->last_active) * 1000 >= (uint64_t)idle)) {
+        if (!force && write_stalled(c, now, cfg->write_timeout)) {
+            atomic_fetch_add(&w->s->d->stats.idle_closed, 1);
+            conn_abort(c);
+        } else if (force || (idle > 0 && !c->writing && !w->stopping && c->ndeferred == 0 && (now - c->last_active) * 1000 >= (uint64_t)idle)) {
             if (!force)
                 atomic_fetch_add(&w->s->d->stats.idle_closed, 1);
             conn_close(c);
@@ -426,6 +462,9 @@ static void on_tick(uv_timer_t *t) {
     }
     if (force)
         sld_http_worker_force_close(w->http);
+    else
+        atomic_fetch_add(&w->s->d->stats.idle_closed,
+                         sld_http_worker_reap(w->http, now, cfg->write_timeout));
     sld_daemon_t *d = w->s->d;
     uint32_t index = (uint32_t)(w - w->s->workers);
     if (w->stopping && w->conns == NULL && sld_http_worker_idle(w->http)) {

@@ -178,5 +178,112 @@ class Framing(unittest.TestCase):
         self.assertEqual(rest, b"")
 
 
+SLOW_CONFIG = http_config("""\
+limits:
+  max_connections: 20
+  idle_timeout: 3s
+policies:
+  - name: per_user
+    limits:
+      - {algorithm: fixed_window, limit: 1000000, period: 1m}
+""")
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1))
+
+
+def socket_kib(ports):
+    """Kernel memory of the daemon's side of every connection on `ports`
+    (ss's skmem: receive and send queues' allocations), in KiB."""
+    import subprocess
+    out = subprocess.run(["ss", "-tmnH", "state", "established"], capture_output=True, text=True).stdout
+    total, lines = 0, out.split("\n")
+    for i, line in enumerate(lines):
+        f = line.split()
+        if len(f) >= 4 and any(f[2].endswith(":%d" % p) for p in ports) and i + 1 < len(lines):
+            m = re.search(r"skmem:\(r(\d+),rb\d+,t(\d+),tb\d+,f\d+,w(\d+)", lines[i + 1])
+            if m:
+                total += int(m.group(1)) + int(m.group(2)) + int(m.group(3))
+    return total // 1024
+
+
+def non_reader(port, request, count):
+    """A connection with a small receive buffer that pipelines `count`
+    requests and never reads a reply."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.setblocking(False)
+    data = request * count
+    try:
+        while data:
+            data = data[s.send(data):]
+    except BlockingIOError:
+        pass  # the daemon stopped reading: what is left is never sent
+    return s
+
+
+def answered(s, timeout=10.0):
+    """Waits until a reply starts arriving, without taking it (MSG_PEEK):
+    the connection holds its slot and is being served."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if s.recv(1, socket.MSG_PEEK):
+                return True
+        except BlockingIOError:
+            time.sleep(0.02)
+    return False
+
+
+class ClientsThatNeverRead(unittest.TestCase):
+    """20 clients pipeline hundreds of requests and never read a reply,
+    with max_connections: 20 and idle_timeout: 3s. Before the fix their
+    writes blocked forever and nothing closed them: every slot was held
+    for good, /healthz and PING were never answered again."""
+
+    def test_every_slot_comes_back(self):
+        with HttpDaemon(SLOW_CONFIG) as d:
+            base = rss_kib(d.proc.pid)
+            http_req = b"GET /v1/check?policy=per_user&key=slow HTTP/1.1\r\nHost: x\r\n\r\n"
+            resp_req = b"*3\r\n$8\r\nSL.CHECK\r\n$8\r\nper_user\r\n$4\r\nslow\r\n"
+            clients = [non_reader(d.http_port, http_req, 20000) for _ in range(10)]
+            clients += [non_reader(d.port, resp_req, 20000) for _ in range(10)]
+            for c in clients:
+                self.assertTrue(answered(c), "a client was not served")
+            # every slot is taken
+            s = d.raw_http()
+            self.assertTrue(harness.read_reply(s, timeout=5.0).startswith(b"HTTP/1.1 503"))
+            s.close()
+            time.sleep(0.5)  # what the writes settle at (not a rate window)
+            held_rss = rss_kib(d.proc.pid) - base
+            held_sock = socket_kib((d.port, d.http_port))
+            print("\nheld by 20 clients that never read: daemon RSS +%d KiB, kernel socket buffers %d KiB "
+                  "(%.0f KiB per connection)" % (held_rss, held_sock, (held_rss + held_sock) / 20.0))
+            t0 = time.time()
+            connections = None
+            while time.time() - t0 < 15:
+                try:  # a free slot answers; sluice_connections counts this one too
+                    r = d.get("/metrics")
+                    if r.status == 200:
+                        connections = int(re.search(rb"^sluice_connections (\d+)", r.body, re.M).group(1))
+                        if connections <= 1:
+                            break
+                except OSError:
+                    pass
+                time.sleep(0.25)
+            print("connections left after %.1f s: %s; kernel socket buffers then %d KiB"
+                  % (time.time() - t0, connections, socket_kib((d.port, d.http_port))))
+            self.assertEqual(connections, 1, "slots still held after 15 s")
+            self.assertEqual(d.get("/healthz").status, 200)
+            self.assertTrue(d.client().ping())
+            for c in clients:  # the daemon closed each one
+                c.setblocking(True)
+                self.assertTrue(closed_by_peer(c, timeout=5.0))
+                c.close()
+
+
 if __name__ == "__main__":
     harness.main()
