@@ -22,14 +22,17 @@
  * write_timeout is reset (sld_http_worker_reap).
  *
  * Stopping: no new connections, h2o stops keeping connections alive, and
- * each connection's reading side is shut so that idle keep-alive
- * connections close now (a request already read is still answered: replies
- * are written before the read side reports its end).
+ * connections waiting for a request close now (their timeouts run at 0; a
+ * request already read is still answered, with "Connection: close"); a dup
+ * of each socket
+ * outlives h2o's close for a lingering close (linger.h), so a client still
+ * sending sees its last reply and a clean end, not a reset.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -38,6 +41,7 @@
 #include "http.h"
 #include "http_api.h"
 #include "http_framing.h"
+#include "linger.h"
 #include "log.h"
 
 #define FOREVER_MS (24u * 3600 * 1000)
@@ -51,6 +55,7 @@ typedef struct http_conn {
     uint64_t write_moved;  /* loop time, ms: when its unsent bytes last changed */
     size_t write_left;     /* the bytes libuv held unsent then */
     bool aborted;          /* reset for a stalled write: counted once */
+    int linger_fd;         /* while stopping: a dup kept to close without a reset; else -1 */
 } http_conn_t;
 
 struct sld_http {
@@ -72,6 +77,7 @@ struct sld_http_worker {
     uv_loop_t *loop;
     uv_tcp_t listener;
     http_conn_t *conns;
+    sld_linger_t linger;     /* closed by h2o while stopping, until their clients close */
     sld_http_reply_t reply;  /* reused from request to request */
     bool listening;  /* the listener handle exists (and must be closed) */
     bool stopping;
@@ -262,16 +268,18 @@ static void unlink_conn(http_conn_t *c) {
 static void on_conn_closed(uv_handle_t *handle) {
     http_conn_t *c = (http_conn_t *)handle;
     unlink_conn(c);
+    sld_linger_add(&c->w->linger, c->linger_fd); /* -1: nothing */
     atomic_fetch_sub(&c->w->h->d->stats.connected, 1);
     free(c);
 }
 
 static void on_refused_closed(uv_handle_t *handle) { free(handle); }
 
-uint64_t sld_http_worker_reap(sld_http_worker_t *w, uint64_t now, sl_usec_t timeout) {
+uint64_t sld_http_worker_tick(sld_http_worker_t *w, uint64_t now, sl_usec_t timeout) {
     uint64_t reaped = 0;
     if (w == NULL)
         return 0;
+    sld_linger_poll(&w->linger);
     for (http_conn_t *c = w->conns; c; c = c->next) {
         size_t left = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
         if (left == 0 || left != c->write_left) {
@@ -322,6 +330,7 @@ static void on_accept(uv_stream_t *listener, int status) {
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    c->linger_fd = -1;
     c->write_moved = uv_now(w->loop);
     c->next = w->conns;
     if (w->conns)
@@ -402,14 +411,28 @@ void sld_http_worker_begin_stop(sld_http_worker_t *w) {
     w->ctx.shutdown_requested = 1;
     for (http_conn_t *c = w->conns; c; c = c->next) {
         uv_os_fd_t fd;
-        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
-            shutdown(fd, SHUT_RD);
+        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0) {
+            /* h2o closes on its last reply, maybe with the client's next
+             * requests unread, which would reset the connection and could
+             * lose that reply: the dup keeps the socket for a lingering
+             * close once h2o is done with it (on_conn_closed). */
+            c->linger_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        }
     }
+    /* Connections waiting for a request (idle keep-alive, HTTP/2 idle)
+     * close now: their timeouts become 0 and are run. Not by shutting the
+     * sockets' reading side, which would make the kernel answer a client
+     * still sending after our FIN with a reset. */
+    w->ctx.http1.req_timeout.timeout = 0;
+    w->ctx.http2.idle_timeout.timeout = 0;
+    h2o_timeout_run(w->loop, &w->ctx.http1.req_timeout, uv_now(w->loop));
+    h2o_timeout_run(w->loop, &w->ctx.http2.idle_timeout, uv_now(w->loop));
 }
 
 void sld_http_worker_force_close(sld_http_worker_t *w) {
     if (w == NULL)
         return;
+    sld_linger_close_all(&w->linger);
     for (http_conn_t *c = w->conns; c; c = c->next) {
         uv_os_fd_t fd;
         if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
@@ -417,7 +440,9 @@ void sld_http_worker_force_close(sld_http_worker_t *w) {
     }
 }
 
-bool sld_http_worker_idle(const sld_http_worker_t *w) { return w == NULL || w->conns == NULL; }
+bool sld_http_worker_idle(const sld_http_worker_t *w) {
+    return w == NULL || (w->conns == NULL && sld_linger_empty(&w->linger));
+}
 
 void sld_http_worker_dispose(sld_http_worker_t *w) {
     if (w == NULL || w->disposed)
@@ -426,6 +451,7 @@ void sld_http_worker_dispose(sld_http_worker_t *w) {
     if (w->listening && !uv_is_closing((uv_handle_t *)&w->listener))
         uv_close((uv_handle_t *)&w->listener, NULL);
     h2o_context_dispose(&w->ctx);
+    sld_linger_close_all(&w->linger);
     sld_http_reply_free(&w->reply);
 }
 

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 
 #include "commands.h"
 #include "http.h"
+#include "linger.h"
 #include "log.h"
 #include "remote.h"
 #include "server.h"
@@ -86,6 +88,7 @@ struct worker {
     uv_prepare_t prepare;
     _Atomic uint64_t seen_generation;
     conn_t *conns;
+    sld_linger_t linger;      /* connections closed while stopping, until their clients close */
     sld_http_worker_t *http;  /* NULL when the HTTP front is off */
     sld_counters_t *counters;
     bool stopping;
@@ -136,6 +139,17 @@ static void conn_close(conn_t *c) {
 
 static void on_write(uv_write_t *req, int status);
 
+/* Closes a connection that has written everything it owes. While stopping,
+ * a client may still be sending: closing on its unread bytes would reset
+ * the connection (and lose replies still in flight), so the socket lingers
+ * (linger.h) through a dup while the loop closes its own descriptor. */
+static void conn_finish(conn_t *c) {
+    uv_os_fd_t fd;
+    if (c->w->stopping && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+        sld_linger_add(&c->w->linger, fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    conn_close(c);
+}
+
 /* Closes with a reset: what the kernel still holds for a client that does
  * not read is dropped now, not kept while the close waits on it. */
 static void conn_abort(conn_t *c) {
@@ -166,7 +180,7 @@ static void flush(conn_t *c) {
         return;
     if (c->out.len == 0) {
         if (c->closing && c->deferred == NULL)
-            conn_close(c);
+            conn_finish(c);
         return;
     }
     if (c->out.failed) { /* replies were lost to an allocation failure */
@@ -460,14 +474,17 @@ static void on_tick(uv_timer_t *t) {
             sld_buf_free(&c->sending);
         }
     }
-    if (force)
+    if (force) {
         sld_http_worker_force_close(w->http);
-    else
+        sld_linger_close_all(&w->linger);
+    } else {
+        sld_linger_poll(&w->linger);
         atomic_fetch_add(&w->s->d->stats.idle_closed,
-                         sld_http_worker_reap(w->http, now, cfg->write_timeout));
+                         sld_http_worker_tick(w->http, now, cfg->write_timeout));
+    }
     sld_daemon_t *d = w->s->d;
     uint32_t index = (uint32_t)(w - w->s->workers);
-    if (w->stopping && w->conns == NULL && sld_http_worker_idle(w->http)) {
+    if (w->stopping && w->conns == NULL && sld_linger_empty(&w->linger) && sld_http_worker_idle(w->http)) {
         /* Decisions still waiting on Redis held their connections open
          * until now; what is left of the client can go. */
         if (d->remote && !w->remote_detaching) {
@@ -488,8 +505,10 @@ static void begin_stop(worker_t *w) {
     sld_http_worker_begin_stop(w->http);
     for (conn_t *c = w->conns, *next; c; c = next) {
         next = c->next;
-        c->closing = true;
         stop_reading(c);
+        if (!c->closing && !c->paused)
+            process(c); /* commands already read are answered */
+        c->closing = true;
         flush(c); /* closes it now if nothing is owed */
     }
     uv_timer_start(&w->tick, on_tick, 0, 50);
@@ -510,6 +529,7 @@ static void on_prepare(uv_prepare_t *p) {
 static void worker_run(void *arg) {
     worker_t *w = arg;
     uv_run(&w->loop, UV_RUN_DEFAULT);
+    sld_linger_close_all(&w->linger);
     sld_http_worker_dispose(w->http);
     close_handle((uv_handle_t *)&w->tick);
     close_handle((uv_handle_t *)&w->prepare);
