@@ -18,8 +18,8 @@
  * request only once the reply to the last one is written, so at most one
  * reply waits per connection (HTTP/2: its streams' replies, up to
  * max_concurrent_streams); what h2o lacks is a bound in time, so a
- * connection whose unsent bytes (libuv's write queue) have not moved for
- * write_timeout is reset (sld_http_worker_reap).
+ * connection whose client has not taken a byte of its replies for
+ * write_timeout (tcp_stall.h) is reset (sld_http_worker_tick).
  *
  * Stopping: no new connections, h2o stops keeping connections alive, and
  * connections waiting for a request close now (their timeouts run at 0; a
@@ -43,6 +43,7 @@
 #include "http_framing.h"
 #include "linger.h"
 #include "log.h"
+#include "tcp_stall.h"
 
 #define FOREVER_MS (24u * 3600 * 1000)
 #define MAX_URI_BYTES 8192   /* the request target, query included */
@@ -52,8 +53,7 @@ typedef struct http_conn {
     uv_tcp_t tcp;  /* first: h2o's close callback hands us the handle */
     sld_http_worker_t *w;
     struct http_conn *prev, *next;
-    uint64_t write_moved;  /* loop time, ms: when its unsent bytes last changed */
-    size_t write_left;     /* the bytes libuv held unsent then */
+    sld_tcp_stall_t stall; /* whether the client still takes its replies */
     bool aborted;          /* reset for a stalled write: counted once */
     int linger_fd;         /* while stopping: a dup kept to close without a reset; else -1 */
 } http_conn_t;
@@ -281,15 +281,10 @@ uint64_t sld_http_worker_tick(sld_http_worker_t *w, uint64_t now, sl_usec_t time
         return 0;
     sld_linger_poll(&w->linger);
     for (http_conn_t *c = w->conns; c; c = c->next) {
-        size_t left = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
-        if (left == 0 || left != c->write_left) {
-            c->write_left = left;
-            c->write_moved = now;
-            continue;
-        }
         uv_os_fd_t fd;
-        if (timeout == 0 || (now - c->write_moved) * 1000 < (uint64_t)timeout || c->aborted ||
-            uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
+        if (c->aborted || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 ||
+            !sld_tcp_stalled(&c->stall, fd, uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp), now,
+                             timeout))
             continue;
         /* h2o owns the connection: a socket shut both ways fails its
          * pending write, and h2o closes it; SO_LINGER 0 makes that close a
@@ -331,7 +326,7 @@ static void on_accept(uv_stream_t *listener, int status) {
     }
     uv_tcp_nodelay(&c->tcp, 1);
     c->linger_fd = -1;
-    c->write_moved = uv_now(w->loop);
+    c->stall.since = uv_now(w->loop);
     c->next = w->conns;
     if (w->conns)
         w->conns->prev = c;

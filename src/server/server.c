@@ -6,8 +6,8 @@
  * Bounds: a command may not exceed max_request_bytes (it is refused and the
  * connection closed), a client that does not read its replies is not read
  * from either once 64 KiB of them wait (backpressure), and is closed (reset,
- * so the kernel frees its buffers at once) when its replies have not moved
- * for write_timeout; an idle connection is closed after idle_timeout, and
+ * so the kernel frees its buffers at once) when it has not taken a byte of
+ * its replies for write_timeout (tcp_stall.h); an idle connection is closed after idle_timeout, and
  * connections over max_connections get an error.
  *
  * Not here: what commands do (commands.c), configuration, signals (sluiced.c).
@@ -32,6 +32,7 @@
 #include "log.h"
 #include "remote.h"
 #include "server.h"
+#include "tcp_stall.h"
 
 #define OUT_HIGH (64u * 1024)   /* stop reading a client with this much unsent: a read's worth */
 #define READ_CHUNK (64u * 1024)
@@ -64,8 +65,7 @@ struct conn {
     uv_write_t wreq;
     uint64_t id;
     uint64_t last_active;  /* loop time, ms */
-    uint64_t write_moved;  /* loop time, ms: when the write in progress last moved */
-    size_t write_left;     /* bytes of it libuv still held then */
+    sld_tcp_stall_t stall; /* whether the client still takes its replies */
     char name[64];
     bool writing;
     bool paused;           /* reading stopped by backpressure */
@@ -160,19 +160,15 @@ static void conn_abort(conn_t *c) {
     conn_close(c);
 }
 
-/* Whether the write in progress has not moved for `timeout` (µs, 0 =
- * never): libuv's queue of unsent bytes is measured each tick, and any
- * change is progress, so a slow reader is not taken for one that stopped. */
+/* Whether replies have waited `timeout` (µs, 0 = never) without the client
+ * taking a byte of them (tcp_stall.h): a slow reader is not taken for one
+ * that stopped. */
 static bool write_stalled(conn_t *c, uint64_t now, sl_usec_t timeout) {
-    if (!c->writing)
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
         return false;
-    size_t left = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
-    if (left != c->write_left) {
-        c->write_left = left;
-        c->write_moved = now;
-        return false;
-    }
-    return timeout > 0 && (now - c->write_moved) * 1000 >= (uint64_t)timeout;
+    return sld_tcp_stalled(&c->stall, fd, uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp), now,
+                           timeout);
 }
 
 static void flush(conn_t *c) {
@@ -193,8 +189,6 @@ static void flush(conn_t *c) {
     sld_buf_reset(&c->out);
     uv_buf_t b = uv_buf_init(c->sending.data, (unsigned)c->sending.len);
     c->writing = true;
-    c->write_moved = uv_now(&c->w->loop);
-    c->write_left = SIZE_MAX; /* the next tick takes its measure */
     int rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write);
     if (rc != 0) {
         c->writing = false;
@@ -419,6 +413,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     atomic_fetch_add(&d->stats.connections_received, 1);
     c->id = atomic_fetch_add(&w->s->next_id, 1) + 1;
     c->last_active = uv_now(&w->loop);
+    c->stall.since = c->last_active;
     c->next = w->conns;
     if (w->conns)
         w->conns->prev = c;
