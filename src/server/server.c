@@ -269,6 +269,8 @@ static void process(conn_t *c) {
     sld_batch_end();
     memcpy(c->name, client.name, sizeof c->name);
     sld_buf_consume(&c->in, off);
+    if (c->w->stopping && !c->paused)
+        c->closing = true; /* what was read is answered (also after a pause); nothing more is */
     flush(c);
 }
 
@@ -501,10 +503,10 @@ static void begin_stop(worker_t *w) {
     for (conn_t *c = w->conns, *next; c; c = next) {
         next = c->next;
         stop_reading(c);
-        if (!c->closing && !c->paused)
-            process(c); /* commands already read are answered */
-        c->closing = true;
-        flush(c); /* closes it now if nothing is owed */
+        if (c->closing)
+            flush(c); /* closes it now if nothing is owed */
+        else
+            process(c); /* commands already read are answered, then it closes */
     }
     uv_timer_start(&w->tick, on_tick, 0, 50);
 }
