@@ -10,7 +10,8 @@
  * (as it was at start) to arrive, or a keep-alive connection idle that
  * long, is closed. X-Forwarded-For lines are joined into one list, every
  * line of it: the head limit is the only bound, and a head past it is
- * refused (431), never read in part. A request whose framing is ambiguous
+ * refused (431), never read in part. Of several X-Real-IP lines the last
+ * (the nearest proxy's) counts. A request whose framing is ambiguous
  * (http_framing.h) gets 400 and the connection is closed, so nothing after
  * it on the connection is read as a request.
  *
@@ -97,6 +98,13 @@ static sld_span_t find_header(void *ctx, const char *name, size_t len) {
         return (sld_span_t){NULL, 0};
     h2o_iovec_t v = req->headers.entries[i].value;
     ssize_t next = h2o_find_header_by_str(&req->headers, name, len, i);
+    if (next >= 0 && len == 9 && memcmp(name, "x-real-ip", 9) == 0) {
+        /* One address per line: the last line is the nearest proxy's, the
+         * first may be the client's own. */
+        for (ssize_t k = next; k >= 0; k = h2o_find_header_by_str(&req->headers, name, len, k))
+            v = req->headers.entries[k].value;
+        return (sld_span_t){v.base, v.len};
+    }
     if (next < 0 || len != 15 || memcmp(name, "x-forwarded-for", 15) != 0)
         return (sld_span_t){v.base, v.len};
     /* Proxies may each add their own X-Forwarded-For line: one list, the

@@ -90,6 +90,14 @@ class ForwardedForLines(unittest.TestCase):
                                            ("X-Forwarded-For", "127.0.0.1")])
         self.assertEqual(r.status, 429)
 
+    def test_several_real_ip_lines_the_last_counts(self):
+        # X-Real-IP holds one address: a proxy that adds its own line after
+        # the client's is the one to believe (the nearest), as with the
+        # rightmost X-Forwarded-For entry
+        codes = [auth_status(self.d.http_port, [("X-Real-IP", "192.0.2.%d" % i),
+                                                ("X-Real-IP", "203.0.113.12")]).status for i in range(7)]
+        self.assertEqual(codes, [200] * 5 + [429] * 2)
+
     def test_too_long_to_read_is_refused(self):
         # past the head limit (64 KiB): refused, not read in part
         big = ", ".join("198.51.100.%d" % (i % 250) for i in range(5000))  # ~70 KB
