@@ -90,7 +90,7 @@ typedef struct raw_listen {
 } raw_listen_t;
 
 typedef struct raw_limits {
-    char *max_connections, *max_request_bytes, *max_key_bytes, *idle_timeout;
+    char *max_connections, *max_request_bytes, *max_key_bytes, *idle_timeout, *write_timeout;
 } raw_limits_t;
 
 typedef struct raw_breaker {
@@ -187,6 +187,7 @@ static const cyaml_schema_field_t limits_fields[] = {
     STR("max_request_bytes", OPT, raw_limits_t, max_request_bytes),
     STR("max_key_bytes", OPT, raw_limits_t, max_key_bytes),
     STR("idle_timeout", OPT, raw_limits_t, idle_timeout),
+    STR("write_timeout", OPT, raw_limits_t, write_timeout),
     CYAML_FIELD_END,
 };
 
@@ -1559,7 +1560,12 @@ static int get_config(ctx_t *c, const raw_config_t *r, sld_config_t *cfg) {
         if (l->idle_timeout && (rc = get_duration(c, "limits.idle_timeout", l->idle_timeout,
                                                   YEAR_USEC, &cfg->idle_timeout)))
             return rc;
+        if (l->write_timeout && (rc = get_duration(c, "limits.write_timeout", l->write_timeout,
+                                                   YEAR_USEC, &cfg->write_timeout)))
+            return rc;
     }
+    if (cfg->write_timeout < 0) /* not given: as idle_timeout */
+        cfg->write_timeout = cfg->idle_timeout;
     if (r->store && (rc = get_store(c, r->store, cfg)))
         return rc;
     if (r->trusted_proxies_count) {
@@ -1630,6 +1636,7 @@ static sld_config_t *config_defaults(ctx_t *c) {
     cfg->max_request_bytes = 1u << 20;
     cfg->max_key_bytes = 1024;
     cfg->idle_timeout = 300 * SL_USEC_PER_SEC;
+    cfg->write_timeout = -1;
     cfg->snapshot_interval = 60 * SL_USEC_PER_SEC;
     cfg->ipv6_prefix = 64;
     cfg->auth_deny_status = 429;

@@ -66,6 +66,8 @@ typedef struct sld_config {
     uint32_t max_request_bytes;      /* one command or HTTP request; default 1 MiB */
     uint32_t max_key_bytes;          /* default 1024 */
     sl_usec_t idle_timeout;          /* 0 = never; default 300 s */
+    sl_usec_t write_timeout;         /* writes without progress this long close; 0 = never;
+                                        default idle_timeout */
 
     char *store_url;                 /* store.url: NULL = the memory store (store.type memory);
                                         redis://, sentinel://, redis-cluster:// */

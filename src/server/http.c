@@ -8,17 +8,32 @@
  * 400 KiB h2o itself closes the connection), a body up to
  * max_request_bytes (413); a request that takes longer than idle_timeout
  * (as it was at start) to arrive, or a keep-alive connection idle that
- * long, is closed.
+ * long, is closed. X-Forwarded-For lines are joined into one list, every
+ * line of it: the head limit is the only bound, and a head past it is
+ * refused (431), never read in part. Of several X-Real-IP lines the last
+ * (the nearest proxy's) counts. A request whose framing is ambiguous
+ * (http_framing.h) gets 400 and the connection is closed, so nothing after
+ * it on the connection is read as a request.
+ *
+ * A client that does not read: h2o reads an HTTP/1 connection's next
+ * request only once the reply to the last one is written, so at most one
+ * reply waits per connection (HTTP/2: its streams' replies, up to
+ * max_concurrent_streams); what h2o lacks is a bound in time, so a
+ * connection whose client has not taken a byte of its replies for
+ * write_timeout (tcp_stall.h) is reset (sld_http_worker_tick).
  *
  * Stopping: no new connections, h2o stops keeping connections alive, and
- * each connection's reading side is shut so that idle keep-alive
- * connections close now (a request already read is still answered: replies
- * are written before the read side reports its end).
+ * connections waiting for a request close now (their timeouts run at 0; a
+ * request already read is still answered, with "Connection: close"); a dup
+ * of each socket
+ * outlives h2o's close for a lingering close (linger.h), so a client still
+ * sending sees its last reply and a clean end, not a reset.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,10 +41,12 @@
 
 #include "http.h"
 #include "http_api.h"
+#include "http_framing.h"
+#include "linger.h"
 #include "log.h"
+#include "tcp_stall.h"
 
 #define FOREVER_MS (24u * 3600 * 1000)
-#define XFF_JOINED_MAX 8192  /* repeated X-Forwarded-For headers, joined */
 #define MAX_URI_BYTES 8192   /* the request target, query included */
 #define MAX_HEAD_BYTES 65536 /* request line and headers (or max_request_bytes if less) */
 
@@ -37,6 +54,9 @@ typedef struct http_conn {
     uv_tcp_t tcp;  /* first: h2o's close callback hands us the handle */
     sld_http_worker_t *w;
     struct http_conn *prev, *next;
+    sld_tcp_stall_t stall; /* whether the client still takes its replies */
+    bool aborted;          /* reset for a stalled write: counted once */
+    int linger_fd;         /* while stopping: a dup kept to close without a reset; else -1 */
 } http_conn_t;
 
 struct sld_http {
@@ -58,6 +78,7 @@ struct sld_http_worker {
     uv_loop_t *loop;
     uv_tcp_t listener;
     http_conn_t *conns;
+    sld_linger_t linger;     /* closed by h2o while stopping, until their clients close */
     sld_http_reply_t reply;  /* reused from request to request */
     bool listening;  /* the listener handle exists (and must be closed) */
     bool stopping;
@@ -77,14 +98,21 @@ static sld_span_t find_header(void *ctx, const char *name, size_t len) {
         return (sld_span_t){NULL, 0};
     h2o_iovec_t v = req->headers.entries[i].value;
     ssize_t next = h2o_find_header_by_str(&req->headers, name, len, i);
+    if (next >= 0 && len == 9 && memcmp(name, "x-real-ip", 9) == 0) {
+        /* One address per line: the last line is the nearest proxy's, the
+         * first may be the client's own. */
+        for (ssize_t k = next; k >= 0; k = h2o_find_header_by_str(&req->headers, name, len, k))
+            v = req->headers.entries[k].value;
+        return (sld_span_t){v.base, v.len};
+    }
     if (next < 0 || len != 15 || memcmp(name, "x-forwarded-for", 15) != 0)
         return (sld_span_t){v.base, v.len};
-    /* Proxies may each add their own X-Forwarded-For line: one list. */
+    /* Proxies may each add their own X-Forwarded-For line: one list, the
+     * client's line first, so every line is read (the head limit bounds
+     * them) -- any part left out would let the client choose the key. */
     size_t total = v.len;
     for (ssize_t k = next; k >= 0; k = h2o_find_header_by_str(&req->headers, name, len, k))
         total += 2 + req->headers.entries[k].value.len;
-    if (total > XFF_JOINED_MAX)
-        return (sld_span_t){v.base, v.len};
     char *joined = h2o_mem_alloc_pool(&req->pool, total);
     memcpy(joined, v.base, v.len);
     size_t at = v.len;
@@ -160,6 +188,20 @@ static void on_waiting_disposed(void *arg) {
         sld_http_pending_wait(wt->pending, NULL, NULL);
 }
 
+/* Whether an HTTP/1 request's length could be read two ways (see
+ * http_framing.h). h2o keeps neither Content-Length nor Transfer-Encoding
+ * in req->headers, so the head is read again where h2o parsed it: at the
+ * start of the connection's input, which h2o consumes only once the
+ * response is sent (a chunked body is decoded in place after the head). */
+static const char *framing_error(h2o_req_t *req) {
+    if (req->version >= 0x200 || req->conn->callbacks->get_socket == NULL)
+        return NULL; /* HTTP/2 frames each message itself */
+    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    if (sock == NULL || sock->input == NULL)
+        return NULL;
+    return sld_http_framing_error(sock->input->bytes, sock->input->size, req->version < 0x101);
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     sld_http_t *h = ((handler_t *)self)->h;
     sld_http_worker_t *w = H2O_STRUCT_FROM_MEMBER(sld_http_worker_t, ctx, req->conn->ctx);
@@ -186,10 +228,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     size_t max_head = sld_runtime(h->d)->cfg->max_request_bytes;
     if (max_head > MAX_HEAD_BYTES)
         max_head = MAX_HEAD_BYTES;
-    if (req->path.len > MAX_URI_BYTES || head > max_head) {
+    const char *ambiguous = framing_error(req);
+    if (ambiguous != NULL || req->path.len > MAX_URI_BYTES || head > max_head) {
         /* h2o buffers up to about 400 KiB of head: less is allowed here. */
         sld_http_reply_reset(r);
-        if (req->path.len > MAX_URI_BYTES)
+        if (ambiguous != NULL)
+            sld_http_error(r, 400, "bad_request", NULL, "ambiguous request framing: %s", ambiguous);
+        else if (req->path.len > MAX_URI_BYTES)
             sld_http_error(r, 414, "uri_too_long", NULL, "the request target is longer than %d bytes",
                            MAX_URI_BYTES);
         else
@@ -231,11 +276,35 @@ static void unlink_conn(http_conn_t *c) {
 static void on_conn_closed(uv_handle_t *handle) {
     http_conn_t *c = (http_conn_t *)handle;
     unlink_conn(c);
+    sld_linger_add(&c->w->linger, c->linger_fd); /* -1: nothing */
     atomic_fetch_sub(&c->w->h->d->stats.connected, 1);
     free(c);
 }
 
 static void on_refused_closed(uv_handle_t *handle) { free(handle); }
+
+uint64_t sld_http_worker_tick(sld_http_worker_t *w, uint64_t now, sl_usec_t timeout) {
+    uint64_t reaped = 0;
+    if (w == NULL)
+        return 0;
+    sld_linger_poll(&w->linger);
+    for (http_conn_t *c = w->conns; c; c = c->next) {
+        uv_os_fd_t fd;
+        if (c->aborted || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 ||
+            !sld_tcp_stalled(&c->stall, fd, uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp), now,
+                             timeout))
+            continue;
+        /* h2o owns the connection: a socket shut both ways fails its
+         * pending write, and h2o closes it; SO_LINGER 0 makes that close a
+         * reset, so the kernel drops the unsent bytes at once. */
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        shutdown(fd, SHUT_RDWR);
+        c->aborted = true;
+        reaped++;
+    }
+    return reaped;
+}
 
 static void on_accept(uv_stream_t *listener, int status) {
     sld_http_worker_t *w = listener->data;
@@ -264,6 +333,8 @@ static void on_accept(uv_stream_t *listener, int status) {
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    c->linger_fd = -1;
+    c->stall.since = uv_now(w->loop);
     c->next = w->conns;
     if (w->conns)
         w->conns->prev = c;
@@ -343,14 +414,28 @@ void sld_http_worker_begin_stop(sld_http_worker_t *w) {
     w->ctx.shutdown_requested = 1;
     for (http_conn_t *c = w->conns; c; c = c->next) {
         uv_os_fd_t fd;
-        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
-            shutdown(fd, SHUT_RD);
+        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0) {
+            /* h2o closes on its last reply, maybe with the client's next
+             * requests unread, which would reset the connection and could
+             * lose that reply: the dup keeps the socket for a lingering
+             * close once h2o is done with it (on_conn_closed). */
+            c->linger_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        }
     }
+    /* Connections waiting for a request (idle keep-alive, HTTP/2 idle)
+     * close now: their timeouts become 0 and are run. Not by shutting the
+     * sockets' reading side, which would make the kernel answer a client
+     * still sending after our FIN with a reset. */
+    w->ctx.http1.req_timeout.timeout = 0;
+    w->ctx.http2.idle_timeout.timeout = 0;
+    h2o_timeout_run(w->loop, &w->ctx.http1.req_timeout, uv_now(w->loop));
+    h2o_timeout_run(w->loop, &w->ctx.http2.idle_timeout, uv_now(w->loop));
 }
 
 void sld_http_worker_force_close(sld_http_worker_t *w) {
     if (w == NULL)
         return;
+    sld_linger_close_all(&w->linger);
     for (http_conn_t *c = w->conns; c; c = c->next) {
         uv_os_fd_t fd;
         if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
@@ -358,7 +443,9 @@ void sld_http_worker_force_close(sld_http_worker_t *w) {
     }
 }
 
-bool sld_http_worker_idle(const sld_http_worker_t *w) { return w == NULL || w->conns == NULL; }
+bool sld_http_worker_idle(const sld_http_worker_t *w) {
+    return w == NULL || (w->conns == NULL && sld_linger_empty(&w->linger));
+}
 
 void sld_http_worker_dispose(sld_http_worker_t *w) {
     if (w == NULL || w->disposed)
@@ -367,6 +454,7 @@ void sld_http_worker_dispose(sld_http_worker_t *w) {
     if (w->listening && !uv_is_closing((uv_handle_t *)&w->listener))
         uv_close((uv_handle_t *)&w->listener, NULL);
     h2o_context_dispose(&w->ctx);
+    sld_linger_close_all(&w->linger);
     sld_http_reply_free(&w->reply);
 }
 

@@ -30,10 +30,16 @@ int sld_http_worker_start(sld_http_t *h, uv_loop_t *loop, int fd, uint32_t index
  * connections are closed (they would otherwise hold the stop). */
 void sld_http_worker_begin_stop(sld_http_worker_t *w);
 
+/* Called every second or so (more often while stopping): resets every
+ * connection whose client has not taken a byte of its replies for `timeout`
+ * (µs; 0 = never) as of loop time `now` (ms) -- a client that does not
+ * read -- and moves lingering closes on. Returns how many it reset. */
+uint64_t sld_http_worker_tick(sld_http_worker_t *w, uint64_t now, sl_usec_t timeout);
+
 /* Closes every connection left at once (the grace period is over). */
 void sld_http_worker_force_close(sld_http_worker_t *w);
 
-/* Whether no HTTP connection is left. */
+/* Whether no HTTP connection is left (lingering closes included). */
 bool sld_http_worker_idle(const sld_http_worker_t *w);
 
 /* Frees the worker's h2o context; after its loop has stopped running (h2o

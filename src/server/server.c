@@ -5,14 +5,17 @@
  * Reads run every complete command at once; replies go out in one write.
  * Bounds: a command may not exceed max_request_bytes (it is refused and the
  * connection closed), a client that does not read its replies is not read
- * from either once 1 MiB waits (backpressure), an idle connection is closed
- * after idle_timeout, and connections over max_connections get an error.
+ * from either once 64 KiB of them wait (backpressure), and is closed (reset,
+ * so the kernel frees its buffers at once) when it has not taken a byte of
+ * its replies for write_timeout (tcp_stall.h); an idle connection is closed after idle_timeout, and
+ * connections over max_connections get an error.
  *
  * Not here: what commands do (commands.c), configuration, signals (sluiced.c).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -25,11 +28,13 @@
 
 #include "commands.h"
 #include "http.h"
+#include "linger.h"
 #include "log.h"
 #include "remote.h"
 #include "server.h"
+#include "tcp_stall.h"
 
-#define OUT_HIGH (1u << 20)     /* stop reading a client with this much unsent */
+#define OUT_HIGH (64u * 1024)   /* stop reading a client with this much unsent: a read's worth */
 #define READ_CHUNK (64u * 1024)
 #define MAX_ARGS 64
 #define TICK_MS 1000
@@ -60,6 +65,7 @@ struct conn {
     uv_write_t wreq;
     uint64_t id;
     uint64_t last_active;  /* loop time, ms */
+    sld_tcp_stall_t stall; /* whether the client still takes its replies */
     char name[64];
     bool writing;
     bool paused;           /* reading stopped by backpressure */
@@ -82,6 +88,7 @@ struct worker {
     uv_prepare_t prepare;
     _Atomic uint64_t seen_generation;
     conn_t *conns;
+    sld_linger_t linger;      /* connections closed while stopping, until their clients close */
     sld_http_worker_t *http;  /* NULL when the HTTP front is off */
     sld_counters_t *counters;
     bool stopping;
@@ -132,12 +139,44 @@ static void conn_close(conn_t *c) {
 
 static void on_write(uv_write_t *req, int status);
 
+/* Closes a connection that has written everything it owes. While stopping,
+ * a client may still be sending: closing on its unread bytes would reset
+ * the connection (and lose replies still in flight), so the socket lingers
+ * (linger.h) through a dup while the loop closes its own descriptor. */
+static void conn_finish(conn_t *c) {
+    uv_os_fd_t fd;
+    if (c->w->stopping && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+        sld_linger_add(&c->w->linger, fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    conn_close(c);
+}
+
+/* Closes with a reset: what the kernel still holds for a client that does
+ * not read is dropped now, not kept while the close waits on it. */
+static void conn_abort(conn_t *c) {
+    uv_os_fd_t fd;
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    if (!c->closed && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    conn_close(c);
+}
+
+/* Whether replies have waited `timeout` (µs, 0 = never) without the client
+ * taking a byte of them (tcp_stall.h): a slow reader is not taken for one
+ * that stopped. */
+static bool write_stalled(conn_t *c, uint64_t now, sl_usec_t timeout) {
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
+        return false;
+    return sld_tcp_stalled(&c->stall, fd, uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp), now,
+                           timeout);
+}
+
 static void flush(conn_t *c) {
     if (c->writing || c->closed)
         return;
     if (c->out.len == 0) {
         if (c->closing && c->deferred == NULL)
-            conn_close(c);
+            conn_finish(c);
         return;
     }
     if (c->out.failed) { /* replies were lost to an allocation failure */
@@ -230,6 +269,8 @@ static void process(conn_t *c) {
     sld_batch_end();
     memcpy(c->name, client.name, sizeof c->name);
     sld_buf_consume(&c->in, off);
+    if (c->w->stopping && !c->paused)
+        c->closing = true; /* what was read is answered (also after a pause); nothing more is */
     flush(c);
 }
 
@@ -374,6 +415,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     atomic_fetch_add(&d->stats.connections_received, 1);
     c->id = atomic_fetch_add(&w->s->next_id, 1) + 1;
     c->last_active = uv_now(&w->loop);
+    c->stall.since = c->last_active;
     c->next = w->conns;
     if (w->conns)
         w->conns->prev = c;
@@ -402,15 +444,20 @@ static void on_remote_detached(void *arg) {
     w->remote_detached = true;
 }
 
-/* Every second: close idle connections; when stopping, force the stragglers. */
+/* Every second: close idle connections and those whose client does not
+ * read; when stopping, force the stragglers. */
 static void on_tick(uv_timer_t *t) {
     worker_t *w = t->data;
     uint64_t now = uv_now(&w->loop);
-    sl_usec_t idle = sld_runtime(w->s->d)->cfg->idle_timeout;
+    const sld_config_t *cfg = sld_runtime(w->s->d)->cfg;
+    sl_usec_t idle = cfg->idle_timeout;
     bool force = w->stopping && now >= w->stop_deadline;
     for (conn_t *c = w->conns, *next; c; c = next) {
         next = c->next;
-        if (force || (idle > 0 && !c->writing && !w->stopping && c->ndeferred == 0 && (now - c->last_active) * 1000 >= (uint64_t)idle)) {
+        if (!force && write_stalled(c, now, cfg->write_timeout)) {
+            atomic_fetch_add(&w->s->d->stats.idle_closed, 1);
+            conn_abort(c);
+        } else if (force || (idle > 0 && !c->writing && !w->stopping && c->ndeferred == 0 && (now - c->last_active) * 1000 >= (uint64_t)idle)) {
             if (!force)
                 atomic_fetch_add(&w->s->d->stats.idle_closed, 1);
             conn_close(c);
@@ -424,11 +471,17 @@ static void on_tick(uv_timer_t *t) {
             sld_buf_free(&c->sending);
         }
     }
-    if (force)
+    if (force) {
         sld_http_worker_force_close(w->http);
+        sld_linger_close_all(&w->linger);
+    } else {
+        sld_linger_poll(&w->linger);
+        atomic_fetch_add(&w->s->d->stats.idle_closed,
+                         sld_http_worker_tick(w->http, now, cfg->write_timeout));
+    }
     sld_daemon_t *d = w->s->d;
     uint32_t index = (uint32_t)(w - w->s->workers);
-    if (w->stopping && w->conns == NULL && sld_http_worker_idle(w->http)) {
+    if (w->stopping && w->conns == NULL && sld_linger_empty(&w->linger) && sld_http_worker_idle(w->http)) {
         /* Decisions still waiting on Redis held their connections open
          * until now; what is left of the client can go. */
         if (d->remote && !w->remote_detaching) {
@@ -449,9 +502,11 @@ static void begin_stop(worker_t *w) {
     sld_http_worker_begin_stop(w->http);
     for (conn_t *c = w->conns, *next; c; c = next) {
         next = c->next;
-        c->closing = true;
         stop_reading(c);
-        flush(c); /* closes it now if nothing is owed */
+        if (c->closing)
+            flush(c); /* closes it now if nothing is owed */
+        else
+            process(c); /* commands already read are answered, then it closes */
     }
     uv_timer_start(&w->tick, on_tick, 0, 50);
 }
@@ -471,6 +526,7 @@ static void on_prepare(uv_prepare_t *p) {
 static void worker_run(void *arg) {
     worker_t *w = arg;
     uv_run(&w->loop, UV_RUN_DEFAULT);
+    sld_linger_close_all(&w->linger);
     sld_http_worker_dispose(w->http);
     close_handle((uv_handle_t *)&w->tick);
     close_handle((uv_handle_t *)&w->prepare);

@@ -957,10 +957,29 @@ class ConnectionLimits(unittest.TestCase):
             s.close()
             for h in held:
                 h.close()
-            deadline = time.time() + 5
-            while d.get("/healthz").status != 200 and time.time() < deadline:  # the slots come back
-                time.sleep(0.05)
-            self.assertEqual(d.get("/healthz").status, 200)
+            # The slots come back when the daemon reads each client's close,
+            # on whichever worker holds it: later than the close, and for
+            # each connection at its own time. One answered request does not
+            # say the next will be (a connection just closed may still be
+            # counted: that made this test fail under load). So hold one
+            # connection and ask, on it, until it is the only one counted;
+            # then exactly one more fits.
+            conn, alone, deadline = None, False, time.time() + 10
+            while not alone and time.time() < deadline:
+                conn = conn or http.client.HTTPConnection("127.0.0.1", d.http_port, timeout=10)
+                conn.request("GET", "/metrics")
+                r = conn.getresponse()
+                body = r.read()
+                if r.status != 200:  # refused: a new connection next time
+                    conn.close()
+                    conn = None
+                else:
+                    alone = re.search(rb"^sluice_connections 1$", body, re.M) is not None
+                if not alone:
+                    time.sleep(0.05)
+            self.assertTrue(alone, "the slots did not come back")
+            self.assertEqual(d.get("/healthz").status, 200)  # the second slot
+            conn.close()
 
 
 class Connections(unittest.TestCase):

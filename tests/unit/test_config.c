@@ -140,6 +140,7 @@ static void test_defaults(void **state) {
     assert_int_equal(cfg->max_request_bytes, 1 << 20);
     assert_int_equal(cfg->max_key_bytes, 1024);
     assert_int_equal(cfg->idle_timeout, SEC(300));
+    assert_int_equal(cfg->write_timeout, SEC(300)); /* as idle_timeout */
     assert_int_equal(cfg->max_memory, 0);
     assert_int_equal(cfg->shards, 0);
     assert_null(cfg->snapshot_path);
@@ -330,6 +331,14 @@ static void test_scalar_spellings(void **state) {
     /* durations: a bare number is seconds */
     cfg = parse_ok("limits: {idle_timeout: 45}\n" ONE_POLICY);
     assert_int_equal(cfg->idle_timeout, SEC(45));
+    assert_int_equal(cfg->write_timeout, SEC(45)); /* not given: as idle_timeout */
+    sld_config_free(cfg);
+    cfg = parse_ok("limits: {idle_timeout: 45, write_timeout: 5s}\n" ONE_POLICY);
+    assert_int_equal(cfg->write_timeout, SEC(5));
+    sld_config_free(cfg);
+    cfg = parse_ok("limits: {write_timeout: 0}\n" ONE_POLICY);
+    assert_int_equal(cfg->write_timeout, 0);
+    assert_int_equal(cfg->idle_timeout, SEC(300));
     sld_config_free(cfg);
     cfg = parse_ok("limits: {idle_timeout: 0}\nstore: {max_memory: 1MiB}\n" ONE_POLICY);
     assert_int_equal(cfg->idle_timeout, 0);

@@ -435,6 +435,25 @@ static void client_hop_bound(void **state) {
     check_client("10.0.0.1", longer, NULL, 64, "10.0.1.0"); /* the 65th is not */
 }
 
+/* Several X-Forwarded-For lines reach forward.c joined, the client's own
+ * line first and however long (the HTTP front once passed only the first
+ * line of a list over 8 KiB: the client's chosen address became the key).
+ * The length of what the client wrote changes nothing. */
+static void client_long_list(void **state) {
+    (void)state;
+    size_t cap = 64 * 1024;
+    char *xff = malloc(cap);
+    assert_non_null(xff);
+    size_t n = 0;
+    for (unsigned i = 0; n + 64 < cap - 64; i++)
+        n += (size_t)snprintf(xff + n, cap - n, "198.51.100.%u, ", i % 250);
+    snprintf(xff + n, cap - n, "192.0.2.77, 203.0.113.7, 10.0.0.9");
+    check_client("10.0.0.1", xff, NULL, 64, "203.0.113.7");
+    snprintf(xff + n, cap - n, "192.0.2.77,203.0.113.7");
+    check_client("10.0.0.1", xff, NULL, 64, "203.0.113.7");
+    free(xff);
+}
+
 static void client_real_ip(void **state) {
     (void)state;
     check_client("10.0.0.1", NULL, "203.0.113.7", 64, "203.0.113.7");
@@ -883,6 +902,7 @@ int main(void) {
         cmocka_unit_test(client_behind_proxies),
         cmocka_unit_test(client_every_prefix),
         cmocka_unit_test(client_hop_bound),
+        cmocka_unit_test(client_long_list),
         cmocka_unit_test(client_real_ip),
         cmocka_unit_test(client_ipv6_grouping),
         cmocka_unit_test(client_output_bounds),
