@@ -741,7 +741,13 @@ class WriteBack(Base):
         """Many clients over many keys on one worker thread: when the
         journal is drained, Redis holds every charge exactly once."""
         p = one_policy("p", "{algorithm: fixed_window, limit: 100000, period: 1h}")
-        d = self.daemon(config(p, self.store()).replace("threads: 2", "threads: 1"))
+        # A sync whose answer is lost (a timeout under a loaded machine) may
+        # be counted again by the next one (docs/distributed.md: more denied,
+        # never fewer): a generous timeout keeps answers from being lost, so
+        # the count is exact; if some were lost all the same, Redis must
+        # still hold every charge at least once.
+        store = self.store().replace("timeout: 100ms", "timeout: 2s")
+        d = self.daemon(config(p, store).replace("threads: 2", "threads: 1"))
         stop = time.monotonic() + 2.0
         sent = [0]
         lock = threading.Lock()
@@ -766,7 +772,10 @@ class WriteBack(Base):
             t.join(30)
         self.wait_synced(d.client(), timeout=5.0)
         total = sum(self.shared_count("p", "k%d" % i) for i in range(3000))
-        self.assertEqual(total, sent[0])
+        if d.client().info("store")["write_back_failures"] == 0:
+            self.assertEqual(total, sent[0])
+        else:
+            self.assertGreaterEqual(total, sent[0])
         self.assertIsNone(d.proc.poll())
 
     def shared_count(self, policy, key):
