@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "rig.h"
-#include "server/config.h"
+#include "server/config/config.h"
 
 #define ONE_POLICY                                                                        \
     "policies:\n"                                                                         \

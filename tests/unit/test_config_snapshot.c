@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include "rig.h"
-#include "server/config.h"
-#include "server/config_snapshot.h"
-#include "server/state_location.h"
+#include "server/config/config.h"
+#include "server/config/config_snapshot.h"
+#include "server/config/state_location.h"
 
 #define ONE_POLICY "policies:\n  - name: a\n    limits: [{algorithm: gcra, limit: 10, period: 1s}]\n"
 

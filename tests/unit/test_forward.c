@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "rig.h"
-#include "server/forward.h"
+#include "server/keys/forward.h"
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -19,8 +19,8 @@
 #include <netinet/in.h>
 
 #include "rig.h"
-#include "server/http_api.h"
-#include "server/runtime.h"
+#include "server/http/http_api.h"
+#include "server/daemon/runtime.h"
 
 #define WORKERS 2
 #define MAX_OWNED 32

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "rig.h"
-#include "server/http_check.h"
+#include "server/http/http_check.h"
 
 typedef int (*parse_fn)(const char *, size_t, char *, sld_check_request_t *, const char **,
                         const char **);

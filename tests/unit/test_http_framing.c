@@ -4,7 +4,7 @@
  * after the head counts. Inputs are exact-length heap copies run at every
  * truncated length, so ASan catches a read past the end. */
 #include "rig.h"
-#include "server/http_framing.h"
+#include "server/http/http_framing.h"
 
 /* The verdict on an exact-length copy of s; every prefix is run too (it
  * must not crash or read past its end). */

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "rig.h"
-#include "server/linger.h"
+#include "server/net/linger.h"
 
 /* A connected pair on 127.0.0.1: *client and *server. */
 static void tcp_pair(int *client, int *server) {

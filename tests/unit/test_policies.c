@@ -4,9 +4,9 @@
  * cannot (on_store_failure and one node's share), and the walk over every
  * compiled policy. */
 #include "rig.h"
-#include "server/config.h"
-#include "server/metrics.h"
-#include "server/policies.h"
+#include "server/config/config.h"
+#include "server/observe/metrics.h"
+#include "server/engine/policies.h"
 
 static const char CONFIG[] =
     "store:\n"

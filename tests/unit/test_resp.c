@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "rig.h"
-#include "server/resp.h"
+#include "server/resp/resp.h"
 
 static const sld_resp_limits_t limits = {.max_args = 8, .max_bulk = 64, .max_inline = 128};
 

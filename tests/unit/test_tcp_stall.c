@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "rig.h"
-#include "server/tcp_stall.h"
+#include "server/net/tcp_stall.h"
 
 #define SEC_US 1000000
 

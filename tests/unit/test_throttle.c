@@ -6,7 +6,7 @@
 #include <pthread.h>
 
 #include "rig.h"
-#include "server/throttle.h"
+#include "server/engine/throttle.h"
 
 #define ARGS(...) argv_of((const char *[]){__VA_ARGS__, NULL})
 
