@@ -1,4 +1,4 @@
-/* test_config_snapshot.c -- store.snapshot (src/server/config_snapshot.c):
+/* test_config_snapshot.c -- store.snapshot (src/server/config/config_snapshot.c):
  * its shapes in the file, and where the state goes once the command line
  * and the environment are taken into account. */
 #include <unistd.h>

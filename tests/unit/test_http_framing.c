@@ -1,4 +1,4 @@
-/* test_http_framing.c -- ambiguous HTTP/1 framing (src/server/http_framing.c):
+/* test_http_framing.c -- ambiguous HTTP/1 framing (src/server/http/http_framing.c):
  * each door RFC 9112 closes (two Content-Length, Transfer-Encoding with
  * Content-Length, obs-fold, ...) is found; plain requests pass; nothing
  * after the head counts. Inputs are exact-length heap copies run at every

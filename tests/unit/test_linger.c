@@ -1,4 +1,4 @@
-/* test_linger.c -- lingering close (src/server/linger.c) on real loopback
+/* test_linger.c -- lingering close (src/server/net/linger.c) on real loopback
  * TCP sockets: the client gets every byte sent before the close and a clean
  * end of stream, never a reset, even when it keeps sending after our FIN;
  * the socket is kept until the client closes, and closed at once after. */

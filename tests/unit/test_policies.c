@@ -1,5 +1,5 @@
 /* test_policies.c -- the table of compiled policies and tiers
- * (src/server/policies.c): lookups by name and by tier key, the index and
+ * (src/server/engine/policies.c): lookups by name and by tier key, the index and
  * the metrics slot of each policy, what decides while the shared store
  * cannot (on_store_failure and one node's share), and the walk over every
  * compiled policy. */
