@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/write_back.h"
+#include "store/journal.h"
 
 static sl_policy_t *policy;
 static sl_store_t *store;

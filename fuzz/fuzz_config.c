@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/config.h"
+#include "server/config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[SLD_MAX_ERROR];

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/http_check.h"
+#include "server/http/http_check.h"
 #include "sluice.h"
 
 static int inside(sld_span_t s, const char *base, size_t len) {

@@ -1,5 +1,5 @@
 /* fuzz_http_framing.c -- libFuzzer target for the HTTP/1 framing check
- * (src/server/http_framing.c). Any bytes, as HTTP/1.1 and as HTTP/1.0: the
+ * (src/server/http/http_framing.c). Any bytes, as HTTP/1.1 and as HTTP/1.0: the
  * check must stay inside them and answer NULL or one of its sentences; a
  * verdict is deterministic, and a head judged ambiguous in HTTP/1.1 is
  * ambiguous in HTTP/1.0 too. Build and run: make fuzz.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/http_framing.h"
+#include "server/http/http_framing.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *p = (const char *)data;

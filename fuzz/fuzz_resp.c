@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "server/resp.h"
+#include "server/resp/resp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const sld_resp_limits_t lim = {.max_args = 64, .max_bulk = 4096, .max_inline = 1024};

@@ -20,9 +20,9 @@ MAX_LINES = 800
 
 # path -> the most lines it may have until it is split
 KNOWN_LONG = {
-    "src/server/config.c": 1975,
+    "src/server/config/config.c": 1975,
     "src/store/redis/client.c": 1146,
-    "src/server/write_back.c": 888,
+    "src/server/engine/write_back.c": 888,
     "src/store/store_memory.c": 853,
 }
 
@@ -30,22 +30,49 @@ KNOWN_LONG = {
 # the daemon and includes five module headers): a loop may only shrink, and
 # one through any other module fails
 KNOWN_IN_LOOPS = {
-    "src/server/commands", "src/server/daemon", "src/server/decide", "src/server/http",
-    "src/server/http_api", "src/server/metrics", "src/server/policies", "src/server/runtime",
-    "src/server/server", "src/server/write_back",
+    "src/server/daemon/daemon", "src/server/daemon/runtime", "src/server/engine/decide",
+    "src/server/engine/policies", "src/server/engine/write_back", "src/server/http/http",
+    "src/server/http/http_api", "src/server/net/server", "src/server/observe/metrics",
+    "src/server/resp/commands",
 }
 
 # files outside the Redis store that include hiredis today (the Redis store
 # is not yet behind the engine)
 KNOWN_HIREDIS = {
-    "src/server/decide.c", "src/server/http_admin.c", "src/server/remote.c", "src/server/rules.c",
-    "src/server/write_back.c",
+    "src/server/engine/decide.c", "src/server/engine/remote.c", "src/server/engine/rules.c",
+    "src/server/engine/write_back.c", "src/server/http/http_admin.c",
 }
 
 # Folders from the bottom up: a file may include headers of its own folder
-# and of folders before it, never after (src/server/ holds what DESIGN.md
-# splits into engine/ and the fronts; cli/ is a user of the library).
-LAYERS = ["core", "store", "store/redis", "server", "cli"]
+# and of folders before it, never after. The daemon (src/server/) is built
+# as rooms: shared basics, configuration, keys, statistics, the decision
+# engine, the network, the fronts, and the daemon that wires them (and
+# sluiced.c, its main, at the top); cli/ is a user of the library.
+LAYERS = ["core", "store", "store/redis", "server/base", "server/config", "server/keys",
+          "server/observe", "server/engine", "server/net", "server/resp", "server/http",
+          "server/daemon", "server", "cli"]
+
+# includes that point up today (file, header): daemon.h, the state every part
+# shares, is still included from below; each may only go away
+KNOWN_UPWARD = {
+    ("src/server/net/server.c", "src/server/resp/commands.h"),
+    ("src/server/net/server.c", "src/server/http/http.h"),
+    ("src/server/net/server.h", "src/server/daemon/daemon.h"),
+    ("src/server/engine/throttle.h", "src/server/resp/resp.h"),
+    ("src/server/engine/rules.c", "src/server/daemon/runtime.h"),
+    ("src/server/engine/write_back.c", "src/server/daemon/runtime.h"),
+    ("src/server/engine/rules.h", "src/server/daemon/daemon.h"),
+    ("src/server/engine/write_back.h", "src/server/daemon/daemon.h"),
+    ("src/server/engine/decide.h", "src/server/daemon/daemon.h"),
+    ("src/server/http/http_admin.c", "src/server/daemon/runtime.h"),
+    ("src/server/http/http.h", "src/server/daemon/daemon.h"),
+    ("src/server/http/http_api.h", "src/server/daemon/daemon.h"),
+    ("src/server/observe/metrics.c", "src/server/daemon/daemon.h"),
+    ("src/server/observe/metrics.c", "src/server/engine/remote.h"),
+    ("src/server/observe/metrics.c", "src/server/engine/write_back.h"),
+    ("src/server/keys/forward.h", "src/server/http/http_check.h"),
+    ("src/server/resp/commands.h", "src/server/daemon/daemon.h"),
+}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 
@@ -87,6 +114,7 @@ def main():
 
     deps = {}
     hiredis = set()
+    upward = set()
     for rel, text in files.items():
         module = rel[:-2]
         for inc in INCLUDE.findall(text):
@@ -97,10 +125,14 @@ def main():
                 continue
             lo, hi = layer_of(target), layer_of(rel)
             if lo is not None and hi is not None and lo > hi:
-                problems.append("%s includes %s: a lower folder may not include a higher one" % (rel, target))
+                upward.add((rel, target))
+                if (rel, target) not in KNOWN_UPWARD:
+                    problems.append("%s includes %s: a lower folder may not include a higher one" % (rel, target))
             if target[:-2] != module:
                 deps.setdefault(module, set()).add(target[:-2])
 
+    for rel, target in sorted(KNOWN_UPWARD - upward):
+        paid.append("%s no longer includes %s: remove it from KNOWN_UPWARD" % (rel, target))
     for rel in sorted(hiredis):
         if not rel.startswith("src/store/redis/") and rel not in KNOWN_HIREDIS:
             problems.append("%s includes hiredis: only src/store/redis/ may" % rel)
@@ -150,7 +182,7 @@ def main():
     for p in paid:
         print("layout: paid: " + p)
     print("layout: %d files, %d modules, %d problem(s), %d known debt(s) left" %
-          (len(files), len(deps), len(problems), len(KNOWN_LONG) + len(KNOWN_IN_LOOPS) + len(KNOWN_HIREDIS)))
+          (len(files), len(deps), len(problems), len(KNOWN_LONG) + len(KNOWN_IN_LOOPS) + len(KNOWN_HIREDIS) + len(KNOWN_UPWARD)))
     return 1 if problems else 0
 
 

@@ -23,15 +23,15 @@
 
 #include <uv.h>
 
-#include "state_location.h"
-#include "daemon.h"
-#include "log.h"
-#include "persist.h"
-#include "remote.h"
-#include "write_back.h"
-#include "rules.h"
-#include "runtime.h"
-#include "server.h"
+#include "server/config/state_location.h"
+#include "server/daemon/daemon.h"
+#include "server/base/log.h"
+#include "server/daemon/persist.h"
+#include "server/engine/remote.h"
+#include "server/engine/write_back.h"
+#include "server/engine/rules.h"
+#include "server/daemon/runtime.h"
+#include "server/net/server.h"
 
 #define MAINTENANCE_MS 1000
 #define SWEEP_BUDGET 65536  /* slots examined per maintenance tick */

@@ -1,5 +1,5 @@
 /* cells.c -- a key's state as bytes, for sharing it through Redis in
- * write-back mode (see write_back.h).
+ * write-back mode (see journal.h).
  *
  * Format: a version byte (1), then per live limit: u64 id, i64 expire_at,
  * u64 word, u32 block kind (0: none) and for a block u32 n and n entries:
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "write_back.h"
+#include "journal.h"
 
 #define CELLS_VERSION 1u
 #define RECORD_HEAD 28u /* id, expire_at, word, kind */

@@ -44,7 +44,7 @@
 #include "mem_cost.h"
 #include "snapshot.h"
 #include "store.h"
-#include "write_back.h"
+#include "journal.h"
 
 #define SLOT_USED UINT64_C(1)
 #define SLOT_REF UINT64_C(2)

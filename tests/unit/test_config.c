@@ -1,4 +1,4 @@
-/* test_config.c -- the configuration loader (src/server/config.c): the
+/* test_config.c -- the configuration loader (src/server/config/config.c): the
  * shipped example loads; every key is read and every default filled; each
  * kind of error is refused with the right line and nothing returned;
  * durations and sizes parse exactly; truncated files never crash or leak. */
@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "rig.h"
-#include "server/config.h"
+#include "server/config/config.h"
 
 #define ONE_POLICY                                                                        \
     "policies:\n"                                                                         \

@@ -1,7 +1,7 @@
 /* test_config_edit.c -- editing a configuration for the admin API
- * (sld_config_parse_policy, sld_config_edit in src/server/config.c). */
+ * (sld_config_parse_policy, sld_config_edit in src/server/config/config.c). */
 #include "rig.h"
-#include "server/config.h"
+#include "server/config/config.h"
 
 static const char base[] =
     "policies:\n"

@@ -1,12 +1,12 @@
-/* test_config_snapshot.c -- store.snapshot (src/server/config_snapshot.c):
+/* test_config_snapshot.c -- store.snapshot (src/server/config/config_snapshot.c):
  * its shapes in the file, and where the state goes once the command line
  * and the environment are taken into account. */
 #include <unistd.h>
 
 #include "rig.h"
-#include "server/config.h"
-#include "server/config_snapshot.h"
-#include "server/state_location.h"
+#include "server/config/config.h"
+#include "server/config/config_snapshot.h"
+#include "server/config/state_location.h"
 
 #define ONE_POLICY "policies:\n  - name: a\n    limits: [{algorithm: gcra, limit: 10, period: 1s}]\n"
 

@@ -1,4 +1,4 @@
-/* test_forward.c -- forward-auth keys (src/server/forward.c): trusted-proxy
+/* test_forward.c -- forward-auth keys (src/server/keys/forward.c): trusted-proxy
  * CIDRs, the client's address behind them, IPv6 grouping, and the key.
  * Header values are handed over as exact-length heap copies without a NUL,
  * so ASan catches any read past a span; X-Forwarded-For inputs are also run
@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "rig.h"
-#include "server/forward.h"
+#include "server/keys/forward.h"
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 

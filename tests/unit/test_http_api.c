@@ -1,5 +1,5 @@
 /* test_http_api.c -- the HTTP endpoints, apart from the wire
- * (src/server/http_api.c, src/server/http_admin.c; docs/protocol.md "HTTP").
+ * (src/server/http/http_api.c, src/server/http/http_admin.c; docs/protocol.md "HTTP").
  *
  * Each test builds a daemon as sluiced's main() does (configuration parsed
  * from YAML, metrics, runtime, memory store, limiter, per-worker counters)
@@ -19,8 +19,8 @@
 #include <netinet/in.h>
 
 #include "rig.h"
-#include "server/http_api.h"
-#include "server/runtime.h"
+#include "server/http/http_api.h"
+#include "server/daemon/runtime.h"
 
 #define WORKERS 2
 #define MAX_OWNED 32

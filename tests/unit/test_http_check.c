@@ -1,5 +1,5 @@
 /* test_http_check.c -- check requests from query strings and JSON bodies, and
- * JSON string literals (src/server/http_check.c).
+ * JSON string literals (src/server/http/http_check.c).
  *
  * Every input is parsed from a copy that ends on a guard page, into a scratch
  * buffer of exactly the input's length that ends on one too. Every truncated
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "rig.h"
-#include "server/http_check.h"
+#include "server/http/http_check.h"
 
 typedef int (*parse_fn)(const char *, size_t, char *, sld_check_request_t *, const char **,
                         const char **);

@@ -1,10 +1,10 @@
-/* test_http_framing.c -- ambiguous HTTP/1 framing (src/server/http_framing.c):
+/* test_http_framing.c -- ambiguous HTTP/1 framing (src/server/http/http_framing.c):
  * each door RFC 9112 closes (two Content-Length, Transfer-Encoding with
  * Content-Length, obs-fold, ...) is found; plain requests pass; nothing
  * after the head counts. Inputs are exact-length heap copies run at every
  * truncated length, so ASan catches a read past the end. */
 #include "rig.h"
-#include "server/http_framing.h"
+#include "server/http/http_framing.h"
 
 /* The verdict on an exact-length copy of s; every prefix is run too (it
  * must not crash or read past its end). */

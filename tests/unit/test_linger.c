@@ -1,4 +1,4 @@
-/* test_linger.c -- lingering close (src/server/linger.c) on real loopback
+/* test_linger.c -- lingering close (src/server/net/linger.c) on real loopback
  * TCP sockets: the client gets every byte sent before the close and a clean
  * end of stream, never a reset, even when it keeps sending after our FIN;
  * the socket is kept until the client closes, and closed at once after. */
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "rig.h"
-#include "server/linger.h"
+#include "server/net/linger.h"
 
 /* A connected pair on 127.0.0.1: *client and *server. */
 static void tcp_pair(int *client, int *server) {

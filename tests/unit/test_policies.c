@@ -1,12 +1,12 @@
 /* test_policies.c -- the table of compiled policies and tiers
- * (src/server/policies.c): lookups by name and by tier key, the index and
+ * (src/server/engine/policies.c): lookups by name and by tier key, the index and
  * the metrics slot of each policy, what decides while the shared store
  * cannot (on_store_failure and one node's share), and the walk over every
  * compiled policy. */
 #include "rig.h"
-#include "server/config.h"
-#include "server/metrics.h"
-#include "server/policies.h"
+#include "server/config/config.h"
+#include "server/observe/metrics.h"
+#include "server/engine/policies.h"
 
 static const char CONFIG[] =
     "store:\n"

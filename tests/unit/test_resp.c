@@ -1,4 +1,4 @@
-/* test_resp.c -- the RESP parser and reply encoders (src/server/resp.c).
+/* test_resp.c -- the RESP parser and reply encoders (src/server/resp/resp.c).
  * Every input is parsed from a copy that ends on a guard page, and every
  * truncated prefix of every valid input must say "need more". */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "rig.h"
-#include "server/resp.h"
+#include "server/resp/resp.h"
 
 static const sld_resp_limits_t limits = {.max_args = 8, .max_bulk = 64, .max_inline = 128};
 

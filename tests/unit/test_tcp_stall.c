@@ -1,4 +1,4 @@
-/* test_tcp_stall.c -- output that stopped moving (src/server/tcp_stall.c),
+/* test_tcp_stall.c -- output that stopped moving (src/server/net/tcp_stall.c),
  * on a real loopback TCP pair whose client has a small receive buffer.
  * Time is an argument: the test passes loop times of its own, so nothing
  * waits for the timeout; it only lets the kernel settle its acknowledgements. */
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "rig.h"
-#include "server/tcp_stall.h"
+#include "server/net/tcp_stall.h"
 
 #define SEC_US 1000000
 

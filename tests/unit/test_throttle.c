@@ -1,12 +1,12 @@
 /* test_throttle.c -- CL.THROTTLE / GCRA arguments and the table of their
- * policies (src/server/throttle.c): every argument error redis-cell users can
+ * policies (src/server/engine/throttle.c): every argument error redis-cell users can
  * hit, the interval arithmetic in nanoseconds, redis-cell's rounding of
  * seconds, one policy per distinct parameter set (shared by threads that race
  * to create it), the bound on distinct sets, and one node's share. */
 #include <pthread.h>
 
 #include "rig.h"
-#include "server/throttle.h"
+#include "server/engine/throttle.h"
 
 #define ARGS(...) argv_of((const char *[]){__VA_ARGS__, NULL})
 

@@ -4,7 +4,7 @@
  * daemons that decide locally and merge every sync interval admit no more
  * than the documented bound over an exact limiter. */
 #include "rig.h"
-#include "store/write_back.h"
+#include "store/journal.h"
 
 #define KEY "k"
 

@@ -1,0 +1,107 @@
+/* daemon.h -- the state every part of sluiced shares.
+ *
+ * One store and one limiter serve every worker thread. The configuration in
+ * force is a runtime (config + compiled policies) behind an atomic pointer:
+ * a reload builds a new one and swaps it in; the old one is freed once every
+ * worker has been through a loop iteration since (server.c). Counters are
+ * atomics read by INFO.
+ */
+#ifndef SL_SERVER_DAEMON_H
+#define SL_SERVER_DAEMON_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/config/config.h"
+#include "server/keys/forward.h"
+#include "server/observe/metrics.h"
+#include "server/engine/policies.h"
+#include "sluice.h"
+#include "server/engine/throttle.h"
+
+typedef struct sld_runtime {
+    sld_config_t *cfg;
+    sld_policies_t *policies;
+    sld_cidrs_t *trusted;  /* cfg->trusted_proxies, parsed */
+    uint64_t generation;  /* 1 for the configuration loaded at start, +1 per reload */
+    _Atomic uint32_t pins; /* decisions waiting on the shared store that use it */
+} sld_runtime_t;
+
+/* Counters of one worker thread: written by it alone, without locked
+ * instructions (sld_count), read by INFO from any thread. */
+typedef struct sld_counters {
+    _Alignas(64) _Atomic uint64_t commands;
+    _Atomic uint64_t allowed;               /* decisions that let the request through */
+    _Atomic uint64_t denied;
+} sld_counters_t;
+
+static inline void sld_count(_Atomic uint64_t *c) {
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
+typedef struct sld_stats {
+    _Atomic uint64_t connections_received;
+    _Atomic uint64_t connections_rejected;  /* over max_connections */
+    _Atomic int64_t connected;
+    _Atomic uint64_t protocol_errors;       /* connections closed for bad input */
+    _Atomic uint64_t decision_errors;       /* the store could not decide (full, failing) */
+    _Atomic uint64_t idle_closed;
+    _Atomic uint64_t reloads;
+    _Atomic uint64_t reload_failures;
+    _Atomic uint64_t snapshot_saves;
+    _Atomic uint64_t snapshot_failures;
+    _Atomic int64_t snapshot_last_at;       /* us, 0 = never */
+} sld_stats_t;
+
+/* Loads (and completes with command-line overrides) a configuration file. */
+typedef int (*sld_load_fn)(const char *path, sld_config_t **out, char *err, size_t err_len);
+
+struct sld_server;
+struct sld_retired;
+struct sld_remote;
+struct sld_rules;
+struct sld_write_back;
+
+typedef struct sld_daemon {
+    sl_store_t *store;
+    sl_limiter_t *limiter;
+    struct sld_remote *remote;              /* the Redis store; NULL = memory only */
+    struct sld_rules *rules;                /* policies kept in Redis (with remote) */
+    struct sld_write_back *write_back;      /* store.sync: write_back (with remote) */
+    _Atomic(sld_runtime_t *) runtime;
+    sld_throttles_t *throttles;             /* CL.THROTTLE / GCRA parameter sets */
+    sld_stats_t stats;
+    sld_counters_t *counters;               /* one per worker thread (server.c) */
+    uint32_t ncounters;
+    sld_metrics_t *metrics;                 /* what /metrics reports */
+    uint32_t throttle_slot;                 /* its slot for CL.THROTTLE and GCRA */
+    struct sld_server *server;              /* the workers, once started */
+    struct sld_retired *retired;            /* runtimes replaced, not yet freed (runtime.c) */
+    sld_load_fn load_config;                /* for reloads */
+    bool test_clock;                        /* SL.TESTCLOCK exists, the clock is manual */
+    _Atomic int64_t test_now;               /* us, the manual clock */
+    sl_usec_t started_at;                   /* us, wall clock */
+    int resp_port;                          /* the port actually listened on */
+    int http_port;                          /* 0 = no HTTP front */
+    uint32_t threads;
+    const char *config_path;                /* NULL = the embedded default */
+    atomic_bool stopping;
+} sld_daemon_t;
+
+/* The daemon's notion of now: the wall clock, or the manual test clock;
+ * inside sld_batch_begin/end, the instant the batch began. */
+sl_usec_t sld_now(sld_daemon_t *d);
+
+/* Commands that arrived together are decided at one instant: one clock read
+ * per batch instead of one per decision. */
+void sld_batch_begin(sld_daemon_t *d);
+void sld_batch_end(void);
+
+/* The runtime in force. Valid until the calling worker's next loop
+ * iteration; never hold it across callbacks. */
+static inline const sld_runtime_t *sld_runtime(sld_daemon_t *d) {
+    return atomic_load_explicit(&d->runtime, memory_order_acquire);
+}
+
+#endif

@@ -1,0 +1,214 @@
+/* throttle.c -- CL.THROTTLE / GCRA arguments and their policies (throttle.h).
+ *
+ * The table is fixed-size open addressing of atomic entry pointers: readers
+ * load-acquire and compare, never lock; a miss takes the mutex, looks again
+ * and publishes a new entry with a store-release. Entries live until the
+ * daemon exits, so a pointer read is never freed under a reader.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/engine/throttle.h"
+
+#define SLOTS (2 * SLD_THROTTLE_MAX_SETS)  /* power of two, at most half full */
+
+typedef struct entry {
+    int64_t max_burst;
+    int64_t interval_ns;
+    sl_policy_t *policy;
+    sl_policy_t *local;  /* one node's share, or NULL: the policy itself */
+} entry_t;
+
+struct sld_throttles {
+    _Atomic(entry_t *) slots[SLOTS];
+    pthread_mutex_t insert;
+    size_t count;
+    uint32_t nodes;
+};
+
+int sld_throttles_new(uint32_t nodes, sld_throttles_t **out) {
+    sld_throttles_t *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return SL_ENOMEM;
+    t->nodes = nodes ? nodes : 1;
+    pthread_mutex_init(&t->insert, NULL);
+    *out = t;
+    return SL_OK;
+}
+
+void sld_throttles_free(sld_throttles_t *t) {
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i < SLOTS; i++) {
+        entry_t *e = atomic_load(&t->slots[i]);
+        if (e) {
+            sl_policy_free(e->policy);
+            sl_policy_free(e->local);
+            free(e);
+        }
+    }
+    pthread_mutex_destroy(&t->insert);
+    free(t);
+}
+
+static size_t home(int64_t max_burst, int64_t interval_ns) {
+    uint64_t h = (uint64_t)max_burst * UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t)interval_ns;
+    h ^= h >> 29;
+    h *= UINT64_C(0xbf58476d1ce4e5b9);
+    return (size_t)(h >> 32) & (SLOTS - 1);
+}
+
+/* The entry for the set, or the index of the first empty slot in *free_at. */
+static entry_t *lookup(sld_throttles_t *t, int64_t max_burst, int64_t interval_ns, size_t *free_at) {
+    for (size_t i = home(max_burst, interval_ns);; i = (i + 1) & (SLOTS - 1)) {
+        entry_t *e = atomic_load_explicit(&t->slots[i], memory_order_acquire);
+        if (e == NULL) {
+            *free_at = i;
+            return NULL;
+        }
+        if (e->max_burst == max_burst && e->interval_ns == interval_ns)
+            return e;
+    }
+}
+
+static int compile(int64_t max_burst, int64_t interval_ns, sl_policy_t **out) {
+    /* limit 1000 per interval_ns us: an emission interval of exactly
+     * interval_ns nanoseconds. */
+    sl_limit_t l = {.algorithm = SL_GCRA, .limit = 1000, .period = interval_ns,
+                    .burst = (uint64_t)max_burst};
+    sl_policy_config_t cfg = {.name = "CL.THROTTLE", .limits = &l, .nlimits = 1};
+    return sl_policy_new(&cfg, out, NULL, 0);
+}
+
+int sld_throttles_get(sld_throttles_t *t, int64_t max_burst, int64_t interval_ns,
+                      const sl_policy_t **out, const sl_policy_t **local) {
+    size_t at;
+    entry_t *e = lookup(t, max_burst, interval_ns, &at);
+    if (e) {
+        *out = e->policy;
+        if (local)
+            *local = e->local ? e->local : e->policy;
+        return SL_OK;
+    }
+    pthread_mutex_lock(&t->insert);
+    int rc = SL_OK;
+    e = lookup(t, max_burst, interval_ns, &at);
+    if (e == NULL) {
+        if (t->count >= SLD_THROTTLE_MAX_SETS) {
+            rc = SL_EFULL;
+        } else {
+            e = calloc(1, sizeof *e);
+            rc = e ? compile(max_burst, interval_ns, &e->policy) : SL_ENOMEM;
+            /* one node's share of the rate and the burst, for the local
+             * fallback of the shared store: n times the interval, and
+             * (max_burst + 1) / n - 1 (at least 0) */
+            if (rc == SL_OK && t->nodes > 1) {
+                int64_t burst = (max_burst + 1) / t->nodes - 1;
+                if (interval_ns > INT64_MAX / t->nodes ||
+                    compile(burst > 0 ? burst : 0, interval_ns * t->nodes, &e->local) != SL_OK)
+                    e->local = NULL; /* an interval beyond range: the whole limit */
+            }
+            if (rc == SL_OK) {
+                e->max_burst = max_burst;
+                e->interval_ns = interval_ns;
+                atomic_store_explicit(&t->slots[at], e, memory_order_release);
+                t->count++;
+            } else {
+                free(e);
+                e = NULL;
+            }
+        }
+    }
+    pthread_mutex_unlock(&t->insert);
+    if (e) {
+        *out = e->policy;
+        if (local)
+            *local = e->local ? e->local : e->policy;
+    }
+    return rc;
+}
+
+int64_t sld_throttle_seconds(sl_usec_t us) {
+    return us / SL_USEC_PER_SEC + (us % SL_USEC_PER_SEC >= 1000);
+}
+
+/* Seconds, integral or with up to 9 decimals, as nanoseconds (> 0). */
+static bool parse_seconds_ns(const sld_arg_t *a, int64_t *out) {
+    int64_t whole = 0, frac = 0;
+    size_t i = 0, digits = 0, decimals = 0;
+    for (; i < a->len && a->ptr[i] >= '0' && a->ptr[i] <= '9'; i++, digits++) {
+        if (whole > (INT64_MAX / 1000000000 - 9) / 10)
+            return false;
+        whole = whole * 10 + (a->ptr[i] - '0');
+    }
+    if (i < a->len && a->ptr[i] == '.') {
+        for (i++; i < a->len && a->ptr[i] >= '0' && a->ptr[i] <= '9'; i++, decimals++) {
+            if (decimals == 9)
+                return false;
+            frac = frac * 10 + (a->ptr[i] - '0');
+        }
+        if (decimals == 0)
+            return false;
+    }
+    if (i != a->len || digits == 0)
+        return false;
+    for (; decimals < 9; decimals++)
+        frac *= 10;
+    *out = whole * 1000000000 + frac;
+    return *out > 0;
+}
+
+static const char *interval(int64_t period_ns, int64_t count, int64_t *out) {
+    *out = period_ns / count;
+    return *out > 0 ? NULL : "ERR rate too high: more than one request per nanosecond";
+}
+
+/* key, max_burst and the count per period, common to both commands. */
+static const char *parse_head(const sld_arg_t *argv, sld_throttle_args_t *out, int64_t *count,
+                              const char *count_error) {
+    out->key = argv[1];
+    out->quantity = 1;
+    if (sld_arg_int(&argv[2], &out->max_burst) != SL_OK || out->max_burst < 0)
+        return "ERR max_burst must be an integer >= 0";
+    if (sld_arg_int(&argv[3], count) != SL_OK || *count < 1)
+        return count_error;
+    return NULL;
+}
+
+const char *sld_throttle_parse(const sld_arg_t *argv, size_t argc, sld_throttle_args_t *out) {
+    if (argc != 5 && argc != 6)
+        return "ERR wrong number of arguments for 'cl.throttle' command: "
+               "CL.THROTTLE <key> <max_burst> <count per period> <period> [<quantity>]";
+    int64_t period, count;
+    const char *err = parse_head(argv, out, &count, "ERR count per period must be an integer >= 1");
+    if (err)
+        return err;
+    if (sld_arg_int(&argv[4], &period) != SL_OK || period < 1)
+        return "ERR period must be a number of seconds >= 1";
+    if (period > INT64_MAX / 1000000000)
+        return "ERR period is too long";
+    if (argc == 6 && (sld_arg_int(&argv[5], &out->quantity) != SL_OK || out->quantity < 0))
+        return "ERR quantity must be an integer >= 0";
+    return interval(period * 1000000000, count, &out->interval_ns);
+}
+
+const char *sld_gcra_parse(const sld_arg_t *argv, size_t argc, sld_throttle_args_t *out) {
+    if (argc != 5 && argc != 7)
+        return "ERR wrong number of arguments for 'gcra' command: "
+               "GCRA <key> <max_burst> <tokens_per_period> <period> [TOKENS <n>]";
+    int64_t period_ns, tokens;
+    const char *err = parse_head(argv, out, &tokens, "ERR tokens_per_period must be an integer >= 1");
+    if (err)
+        return err;
+    if (!parse_seconds_ns(&argv[4], &period_ns))
+        return "ERR period must be a positive number of seconds (up to 9 decimals)";
+    if (argc == 7) {
+        if (!sld_arg_is(&argv[5], "TOKENS"))
+            return "ERR syntax error: expected TOKENS <n>";
+        if (sld_arg_int(&argv[6], &out->quantity) != SL_OK || out->quantity < 0)
+            return "ERR TOKENS must be an integer >= 0";
+    }
+    return interval(period_ns, tokens, &out->interval_ns);
+}

@@ -1,0 +1,41 @@
+/* metrics.h -- what /metrics reports, counted where it happens.
+ *
+ * Counters live per worker thread (one writer each, no locked instruction
+ * on the hot path) and are summed when scraped. Decisions are counted per
+ * policy: a policy name gets a slot the first time a runtime compiles it and
+ * keeps it for the life of the process, so counters survive reloads as
+ * Prometheus expects of counters. Decision latency is sampled (one in 64).
+ */
+#ifndef SL_SERVER_METRICS_H
+#define SL_SERVER_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/base/buf.h"
+
+#define SLD_METRIC_SLOTS 4096      /* policy names counted (then "other") */
+#define SLD_LATENCY_BUCKETS 12
+
+typedef struct sld_metrics sld_metrics_t;
+struct sld_daemon;
+
+int sld_metrics_new(uint32_t workers, sld_metrics_t **out);
+void sld_metrics_free(sld_metrics_t *m);
+
+/* The slot of a policy name, created on first use (thread-safe). The last
+ * slot, "other", collects names beyond SLD_METRIC_SLOTS - 1. */
+uint32_t sld_metrics_slot(sld_metrics_t *m, const char *name);
+
+/* Worker w decided under `slot`. */
+void sld_metrics_decision(sld_metrics_t *m, uint32_t w, uint32_t slot, bool allowed);
+/* Worker w: one in 64 decisions is timed; true when this one is. */
+bool sld_metrics_sample(sld_metrics_t *m, uint32_t w);
+void sld_metrics_latency(sld_metrics_t *m, uint32_t w, uint64_t ns);
+/* Worker w answered an HTTP request with `status`. */
+void sld_metrics_http(sld_metrics_t *m, uint32_t w, int status);
+
+/* Appends the Prometheus text format of everything, process figures included. */
+void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out);
+
+#endif

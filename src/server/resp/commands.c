@@ -1,0 +1,559 @@
+/* commands.c -- RESP command handlers and their table (see commands.h).
+ *
+ * Replies of the native commands (docs/protocol.md): times in milliseconds,
+ * rounded up so that a client waiting that long is admitted; redis-cell's
+ * CL.THROTTLE keeps its own seconds.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/resp/commands.h"
+#include "server/engine/write_back.h"
+#include "server/engine/decide.h"
+#include "server/base/log.h"
+#include "server/engine/remote.h"
+
+typedef void (*handler_t)(sld_client_t *c, const sld_arg_t *argv, size_t argc);
+
+typedef struct command {
+    const char *name;  /* upper case */
+    int arity;         /* argc exactly, or at least -arity when negative */
+    handler_t run;
+    int key;           /* position of the key argument (COMMAND INFO), 0 = none */
+    bool test_only;    /* exists only with the manual test clock */
+} command_t;
+
+static bool key_ok(sld_client_t *c, const sld_arg_t *key) {
+    if (key->len <= c->rt->cfg->max_key_bytes)
+        return true;
+    sld_reply_errorf(c->out, "ERR key is %zu bytes, longer than max_key_bytes (%u)", key->len,
+                     c->rt->cfg->max_key_bytes);
+    return false;
+}
+
+static void reply_library_error(sld_client_t *c, int rc) {
+    sld_reply_errorf(c->out, "ERR %s", sl_strerror(rc));
+}
+
+/* ---- redis-cell and Redis GCRA ----------------------------------------------------------- */
+
+/* ---- decisions, now or later ------------------------------------------------------------ */
+
+typedef enum reply_kind { REPLY_THROTTLE, REPLY_NATIVE, REPLY_RESET } reply_kind_t;
+
+static int64_t ms_up(sl_usec_t us) { return us / 1000 + (us % 1000 != 0); }
+
+static void write_reply(sld_buf_t *out, reply_kind_t kind, int rc, const sl_decision_t *d) {
+    if (rc != SL_OK) {
+        sld_reply_errorf(out, "ERR %s", rc == SL_EIO ? "the store did not answer" : sl_strerror(rc));
+        return;
+    }
+    if (kind == REPLY_RESET) {
+        sld_reply_ok(out);
+    } else if (kind == REPLY_THROTTLE) {
+        int64_t reply[5] = {!d->allowed, (int64_t)d->limit, (int64_t)d->remaining,
+                            d->allowed || d->retry_after == SL_NEVER ? -1
+                                                                     : sld_throttle_seconds(d->retry_after),
+                            sld_throttle_seconds(d->reset_after)};
+        sld_reply_ints(out, reply, 5);
+    } else {
+        int64_t reply[8] = {d->allowed,
+                            (int64_t)d->limit,
+                            (int64_t)d->remaining,
+                            d->retry_after == SL_NEVER ? -1 : ms_up(d->retry_after),
+                            ms_up(d->reset_after),
+                            ms_up(d->delay),
+                            d->limited,
+                            d->limit_index};
+        sld_reply_ints(out, reply, 8);
+    }
+}
+
+typedef struct later {
+    sld_deferred_t *slot;
+    reply_kind_t kind;
+} later_t;
+
+static void on_decided(void *arg, int rc, const sl_decision_t *d, const sl_limit_report_t *limits) {
+    (void)limits;
+    later_t *l = arg;
+    write_reply(sld_deferred_out(l->slot), l->kind, rc, d);
+    sld_deferred_done(l->slot);
+    free(l);
+}
+
+/* Decides (or resets) and replies: at once with the memory store, or when
+ * Redis answers, in the command's place in the pipeline. */
+static void decide_and_reply(sld_client_t *c, reply_kind_t kind, const sld_origin_t *origin,
+                             const sl_policy_t *p, const sld_arg_t *key, uint64_t cost,
+                             unsigned flags) {
+    later_t *l = NULL;
+    if (c->d->remote) {
+        if ((l = malloc(sizeof *l)) == NULL || (l->slot = sld_client_defer(c)) == NULL) {
+            free(l);
+            sld_reply_error(c->out, "ERR out of memory");
+            return;
+        }
+        l->kind = kind;
+    }
+    sl_decision_t d = {0};
+    int rc = kind == REPLY_RESET
+                 ? sld_reset_start(c->d, c->worker, origin, p, key->ptr, key->len, on_decided, l)
+                 : sld_decide_start(c->d, c->worker, origin, p, key->ptr, key->len, cost, flags,
+                                    &d, NULL, on_decided, l);
+    if (rc == SLD_PENDING)
+        return;
+    if (l) {
+        sld_client_undefer(c, l->slot);
+        free(l);
+    }
+    write_reply(c->out, kind, rc, &d);
+}
+
+/* ---- redis-cell and Redis GCRA ----------------------------------------------------------- */
+
+static void throttle(sld_client_t *c, const sld_throttle_args_t *a) {
+    if (!key_ok(c, &a->key))
+        return;
+    const sl_policy_t *p, *local;
+    int rc = sld_throttles_get(c->d->throttles, a->max_burst, a->interval_ns, &p, &local);
+    if (rc == SL_ERANGE) {
+        sld_reply_error(c->out, "ERR max_burst x interval is too large");
+        return;
+    }
+    if (rc == SL_EFULL) {
+        sld_reply_errorf(c->out, "ERR too many distinct CL.THROTTLE/GCRA parameter sets (at most %d)",
+                         SLD_THROTTLE_MAX_SETS);
+        return;
+    }
+    if (rc != SL_OK) {
+        reply_library_error(c, rc);
+        return;
+    }
+    const char *why = NULL;
+    if (c->d->remote && !sld_remote_supports(p, &why)) {
+        sld_reply_errorf(c->out, "ERR these parameters cannot be decided exactly in Redis: %s", why);
+        return;
+    }
+    sld_origin_t origin = {.rt = c->rt, .index = SIZE_MAX, .slot = c->d->throttle_slot, .local = local};
+    decide_and_reply(c, REPLY_THROTTLE, &origin, p, &a->key, (uint64_t)a->quantity, 0);
+}
+
+static void cmd_cl_throttle(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    sld_throttle_args_t a;
+    const char *err = sld_throttle_parse(argv, argc, &a);
+    if (err)
+        sld_reply_error(c->out, err);
+    else
+        throttle(c, &a);
+}
+
+static void cmd_gcra(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    sld_throttle_args_t a;
+    const char *err = sld_gcra_parse(argv, argc, &a);
+    if (err)
+        sld_reply_error(c->out, err);
+    else
+        throttle(c, &a);
+}
+
+/* ---- native commands ------------------------------------------------------------------------ */
+
+/* SL.CHECK / SL.PEEK policy key [cost] */
+static void decide(sld_client_t *c, const sld_arg_t *argv, size_t argc, bool peek) {
+    int64_t cost = 1;
+    if (argc == 4 && (sld_arg_int(&argv[3], &cost) != SL_OK || cost < 0)) {
+        sld_reply_error(c->out, "ERR cost must be an integer >= 0");
+        return;
+    }
+    if (!key_ok(c, &argv[2]))
+        return;
+    size_t index = 0;
+    const sl_policy_t *p = sld_policies_find(c->rt->policies, argv[1].ptr, argv[1].len,
+                                             argv[2].ptr, argv[2].len, NULL, &index);
+    if (p == NULL) {
+        sld_reply_errorf(c->out, "ERR no policy named '%.*s' (SL.POLICIES lists them)",
+                         (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].ptr);
+        return;
+    }
+    sld_origin_t origin = {.rt = c->rt, .index = index,
+                           .slot = sld_policies_slot(c->rt->policies, index)};
+    decide_and_reply(c, REPLY_NATIVE, &origin, p, &argv[2], (uint64_t)cost,
+                     peek ? SL_DECIDE_PEEK : 0);
+}
+
+static void cmd_sl_check(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    decide(c, argv, argc, false);
+}
+
+static void cmd_sl_peek(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    decide(c, argv, argc, true);
+}
+
+static void cmd_sl_reset(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    (void)argc;
+    size_t index = 0;
+    const sl_policy_t *p = sld_policies_find(c->rt->policies, argv[1].ptr, argv[1].len,
+                                             argv[2].ptr, argv[2].len, NULL, &index);
+    if (p == NULL) {
+        sld_reply_error(c->out, "ERR no such policy");
+        return;
+    }
+    sld_origin_t origin = {.rt = c->rt, .index = index,
+                           .slot = sld_policies_slot(c->rt->policies, index)};
+    decide_and_reply(c, REPLY_RESET, &origin, p, &argv[2], 0, 0);
+}
+
+static void reply_limit(sld_buf_t *out, const sl_limit_t *l) {
+    sld_reply_array(out, 7);
+    sld_reply_bulk_str(out, sl_algorithm_name(l->algorithm));
+    sld_reply_int(out, (int64_t)l->limit);
+    sld_reply_int(out, ms_up(l->period));
+    sld_reply_int(out, (int64_t)l->burst);
+    sld_reply_int(out, l->precision);
+    sld_reply_int(out, l->shaper);
+    sld_reply_int(out, l->count_denied);
+}
+
+/* SL.POLICIES: [[name, mode, [limit...], [tier name...]] ...], each limit
+ * [algorithm, limit, period_ms, burst, precision, shaper, count_denied]. */
+static void cmd_sl_policies(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    (void)argv, (void)argc;
+    size_t n = sld_policies_count(c->rt->policies);
+    sld_reply_array(c->out, n);
+    for (size_t i = 0; i < n; i++) {
+        const sld_policy_t *p = sld_policies_config(c->rt->policies, i);
+        sld_reply_array(c->out, 4);
+        sld_reply_bulk_str(c->out, p->name);
+        sld_reply_bulk_str(c->out, sl_mode_name(p->mode));
+        sld_reply_array(c->out, p->nlimits);
+        for (size_t k = 0; k < p->nlimits; k++)
+            reply_limit(c->out, &p->limits[k]);
+        sld_reply_array(c->out, p->ntiers);
+        for (size_t k = 0; k < p->ntiers; k++)
+            sld_reply_bulk_str(c->out, p->tiers[k].name);
+    }
+}
+
+/* SL.TESTCLOCK GET | SET <us> | ADVANCE <us>: the manual clock of tests. */
+static void cmd_sl_testclock(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    int64_t v = 0;
+    if (argc == 2 && sld_arg_is(&argv[1], "GET")) {
+        sld_reply_int(c->out, atomic_load(&c->d->test_now));
+    } else if (argc == 3 && sld_arg_int(&argv[2], &v) == SL_OK && sld_arg_is(&argv[1], "SET")) {
+        atomic_store(&c->d->test_now, v);
+        sld_reply_int(c->out, v);
+    } else if (argc == 3 && sld_arg_int(&argv[2], &v) == SL_OK && sld_arg_is(&argv[1], "ADVANCE")) {
+        sld_reply_int(c->out, atomic_fetch_add(&c->d->test_now, v) + v);
+    } else {
+        sld_reply_error(c->out, "ERR usage: SL.TESTCLOCK GET | SET <us> | ADVANCE <us>");
+    }
+}
+
+/* ---- what Redis clients expect ----------------------------------------------------------- */
+
+static void cmd_ping(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    if (argc == 2)
+        sld_reply_bulk(c->out, argv[1].ptr, argv[1].len);
+    else if (argc == 1)
+        sld_reply_simple(c->out, "PONG");
+    else
+        sld_reply_error(c->out, "ERR wrong number of arguments for 'ping' command");
+}
+
+static void cmd_echo(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    (void)argc;
+    sld_reply_bulk(c->out, argv[1].ptr, argv[1].len);
+}
+
+static void cmd_quit(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    (void)argv, (void)argc;
+    sld_reply_ok(c->out);
+    c->quit = true;
+}
+
+static void cmd_select(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    (void)argc;
+    int64_t db;
+    if (sld_arg_int(&argv[1], &db) == SL_OK && db == 0)
+        sld_reply_ok(c->out);
+    else
+        sld_reply_error(c->out, "ERR DB index is out of range (sluice has database 0 only)");
+}
+
+static void cmd_auth(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    (void)argv, (void)argc;
+    sld_reply_error(c->out, "ERR AUTH <password> called without any password configured for the "
+                            "default user. Are you sure your configuration is correct?");
+}
+
+/* HELLO [protover ...]: RESP2 only. */
+static void cmd_hello(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    int64_t proto = 2;
+    if (argc >= 2 && (sld_arg_int(&argv[1], &proto) != SL_OK || proto != 2)) {
+        sld_reply_error(c->out, "NOPROTO sorry, this protocol version is not supported");
+        return;
+    }
+    sld_reply_array(c->out, 14);
+    sld_reply_bulk_str(c->out, "server");
+    sld_reply_bulk_str(c->out, "sluice");
+    sld_reply_bulk_str(c->out, "version");
+    sld_reply_bulk_str(c->out, SL_VERSION_STRING);
+    sld_reply_bulk_str(c->out, "proto");
+    sld_reply_int(c->out, 2);
+    sld_reply_bulk_str(c->out, "id");
+    sld_reply_int(c->out, (int64_t)c->id);
+    sld_reply_bulk_str(c->out, "mode");
+    sld_reply_bulk_str(c->out, "standalone");
+    sld_reply_bulk_str(c->out, "role");
+    sld_reply_bulk_str(c->out, "master");
+    sld_reply_bulk_str(c->out, "modules");
+    sld_reply_array(c->out, 0);
+}
+
+static void cmd_client(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    if (sld_arg_is(&argv[1], "SETNAME") && argc == 3) {
+        size_t n = argv[2].len < sizeof c->name - 1 ? argv[2].len : sizeof c->name - 1;
+        memcpy(c->name, argv[2].ptr, n);
+        c->name[n] = '\0';
+        sld_reply_ok(c->out);
+    } else if (sld_arg_is(&argv[1], "GETNAME")) {
+        if (c->name[0])
+            sld_reply_bulk_str(c->out, c->name);
+        else
+            sld_reply_null(c->out);
+    } else if (sld_arg_is(&argv[1], "ID")) {
+        sld_reply_int(c->out, (int64_t)c->id);
+    } else if (sld_arg_is(&argv[1], "SETINFO") || sld_arg_is(&argv[1], "NO-EVICT") ||
+               sld_arg_is(&argv[1], "NO-TOUCH") || sld_arg_is(&argv[1], "REPLY")) {
+        sld_reply_ok(c->out);
+    } else {
+        sld_reply_errorf(c->out, "ERR unknown subcommand '%.*s' for 'client' (sluice has SETNAME, "
+                         "GETNAME, ID, SETINFO)", (int)(argv[1].len > 32 ? 32 : argv[1].len), argv[1].ptr);
+    }
+}
+
+/* CONFIG GET answers nothing: redis-benchmark asks, and copes. */
+static void cmd_config(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    (void)argc;
+    if (sld_arg_is(&argv[1], "GET"))
+        sld_reply_array(c->out, 0);
+    else
+        sld_reply_error(c->out, "ERR sluice is configured by its YAML file (see SL.POLICIES)");
+}
+
+static void cmd_dbsize(sld_client_t *c, const sld_arg_t *argv, size_t argc);
+static void cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc);
+static void cmd_command(sld_client_t *c, const sld_arg_t *argv, size_t argc);
+
+static const command_t table[] = {
+    {"AUTH", -2, cmd_auth, 0, false},
+    {"CL.THROTTLE", -5, cmd_cl_throttle, 1, false},
+    {"CLIENT", -2, cmd_client, 0, false},
+    {"COMMAND", -1, cmd_command, 0, false},
+    {"CONFIG", -2, cmd_config, 0, false},
+    {"DBSIZE", 1, cmd_dbsize, 0, false},
+    {"ECHO", 2, cmd_echo, 0, false},
+    {"GCRA", -5, cmd_gcra, 1, false},
+    {"HELLO", -1, cmd_hello, 0, false},
+    {"INFO", -1, cmd_info, 0, false},
+    {"PING", -1, cmd_ping, 0, false},
+    {"QUIT", -1, cmd_quit, 0, false},
+    {"SELECT", 2, cmd_select, 0, false},
+    {"SL.CHECK", -3, cmd_sl_check, 2, false},
+    {"SL.PEEK", -3, cmd_sl_peek, 2, false},
+    {"SL.POLICIES", 1, cmd_sl_policies, 0, false},
+    {"SL.RESET", 3, cmd_sl_reset, 2, false},
+    {"SL.TESTCLOCK", -2, cmd_sl_testclock, 0, true},
+};
+#define NCOMMANDS (sizeof table / sizeof table[0])
+
+static size_t visible_commands(const sld_client_t *c) {
+    size_t n = 0;
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        n += !table[i].test_only || c->d->test_clock;
+    return n;
+}
+
+static void cmd_command(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    if (argc >= 2 && sld_arg_is(&argv[1], "COUNT")) {
+        sld_reply_int(c->out, (int64_t)visible_commands(c));
+        return;
+    }
+    if (argc >= 2 && !sld_arg_is(&argv[1], "INFO")) { /* DOCS, LIST ...: nothing to say */
+        sld_reply_array(c->out, 0);
+        return;
+    }
+    /* COMMAND, COMMAND INFO: name, arity, flags, first key, last key, step. */
+    sld_reply_array(c->out, visible_commands(c));
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (table[i].test_only && !c->d->test_clock)
+            continue;
+        char lower[32];
+        size_t n = strlen(table[i].name);
+        for (size_t k = 0; k <= n; k++)
+            lower[k] = (char)(table[i].name[k] >= 'A' && table[i].name[k] <= 'Z' ? table[i].name[k] + 32 : table[i].name[k]);
+        sld_reply_array(c->out, 6);
+        sld_reply_bulk_str(c->out, lower);
+        sld_reply_int(c->out, table[i].arity);
+        sld_reply_array(c->out, 0);
+        sld_reply_int(c->out, table[i].key);
+        sld_reply_int(c->out, table[i].key);
+        sld_reply_int(c->out, table[i].key ? 1 : 0);
+    }
+}
+
+static void cmd_dbsize(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    (void)argv, (void)argc;
+    sl_store_stats_t st;
+    sld_reply_int(c->out, sl_store_stats(c->d->store, &st) == SL_OK ? (int64_t)st.states : 0);
+}
+
+static bool wants(const sld_arg_t *argv, size_t argc, const char *section) {
+    if (argc < 2)
+        return true;
+    for (size_t i = 1; i < argc; i++)
+        if (sld_arg_is(&argv[i], section) || sld_arg_is(&argv[i], "all") ||
+            sld_arg_is(&argv[i], "everything") || sld_arg_is(&argv[i], "default"))
+            return true;
+    return false;
+}
+
+static void cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    sld_daemon_t *d = c->d;
+    sld_stats_t *s = &d->stats;
+    uint64_t commands = 0, allowed = 0, denied = 0;
+    for (uint32_t i = 0; i < d->ncounters; i++) {
+        commands += atomic_load_explicit(&d->counters[i].commands, memory_order_relaxed);
+        allowed += atomic_load_explicit(&d->counters[i].allowed, memory_order_relaxed);
+        denied += atomic_load_explicit(&d->counters[i].denied, memory_order_relaxed);
+    }
+    sl_store_stats_t st = {0};
+    sl_store_stats(d->store, &st);
+    sl_usec_t now = sl_clock_realtime(NULL);
+    sld_buf_t b = {0};
+    if (wants(argv, argc, "server"))
+        sld_buf_printf(&b,
+                       "# Server\r\nredis_version:7.0.0\r\nsluice_version:%s\r\nredis_mode:standalone\r\n"
+                       "process_id:%ld\r\ntcp_port:%d\r\nuptime_in_seconds:%lld\r\nuptime_in_days:%lld\r\n"
+                       "io_threads_active:%u\r\nconfig_file:%s\r\ntest_clock:%d\r\n\r\n",
+                       SL_VERSION_STRING, (long)getpid(), d->resp_port,
+                       (long long)((now - d->started_at) / SL_USEC_PER_SEC),
+                       (long long)((now - d->started_at) / SL_USEC_PER_SEC / 86400), d->threads,
+                       d->config_path ? d->config_path : "", d->test_clock);
+    if (wants(argv, argc, "clients"))
+        sld_buf_printf(&b, "# Clients\r\nconnected_clients:%lld\r\nmaxclients:%u\r\n\r\n",
+                       (long long)atomic_load(&s->connected), c->rt->cfg->max_connections);
+    if (wants(argv, argc, "memory"))
+        sld_buf_printf(&b,
+                       "# Memory\r\nused_memory:%llu\r\nmaxmemory:%llu\r\nstates:%llu\r\n"
+                       "evicted_states:%llu\r\nreclaimed_states:%llu\r\n\r\n",
+                       (unsigned long long)st.bytes, (unsigned long long)st.max_memory,
+                       (unsigned long long)st.states, (unsigned long long)st.evictions,
+                       (unsigned long long)st.reclaimed);
+    if (wants(argv, argc, "persistence"))
+        sld_buf_printf(&b,
+                       "# Persistence\r\nloading:0\r\nsnapshot_path:%s\r\nsnapshot_saves:%llu\r\n"
+                       "snapshot_failures:%llu\r\nlast_snapshot_time:%lld\r\n\r\n",
+                       c->rt->cfg->snapshot_path ? c->rt->cfg->snapshot_path : "",
+                       (unsigned long long)atomic_load(&s->snapshot_saves),
+                       (unsigned long long)atomic_load(&s->snapshot_failures),
+                       (long long)(atomic_load(&s->snapshot_last_at) / SL_USEC_PER_SEC));
+    if (wants(argv, argc, "stats"))
+        sld_buf_printf(&b,
+                       "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
+                       "rejected_connections:%llu\r\ndecisions_allowed:%llu\r\ndecisions_denied:%llu\r\n"
+                       "protocol_errors:%llu\r\nidle_timeouts:%llu\r\nconfig_reloads:%llu\r\n"
+                       "config_reload_failures:%llu\r\nconfig_generation:%llu\r\npolicies:%zu\r\n\r\n",
+                       (unsigned long long)atomic_load(&s->connections_received),
+                       (unsigned long long)commands,
+                       (unsigned long long)atomic_load(&s->connections_rejected),
+                       (unsigned long long)allowed, (unsigned long long)denied,
+                       (unsigned long long)atomic_load(&s->protocol_errors),
+                       (unsigned long long)atomic_load(&s->idle_closed),
+                       (unsigned long long)atomic_load(&s->reloads),
+                       (unsigned long long)atomic_load(&s->reload_failures),
+                       (unsigned long long)c->rt->generation, sld_policies_count(c->rt->policies));
+    if (wants(argv, argc, "store")) {
+        if (c->d->remote == NULL) {
+            sld_buf_printf(&b, "# Store\r\nstore_type:memory\r\n\r\n");
+        } else {
+            sld_remote_stats_t rs;
+            sld_remote_stats(c->d->remote, &rs);
+            /* one INFO line each, and no ',' next to a '=' (clients such as
+             * redis-py read "a=1,b=2" values as fields) */
+            char url[256];
+            snprintf(url, sizeof url, "%s", sld_remote_describe(c->d->remote));
+            for (char *e = url; *e; e++)
+                if (*e == ',')
+                    *e = ';';
+            for (char *e = rs.last_error; *e; e++)
+                if (*e == ',' || *e == '\r' || *e == '\n')
+                    *e = *e == ',' ? ';' : ' ';
+            sld_buf_printf(&b,
+                           "# Store\r\nstore_type:redis\r\nstore_url:%s\r\nstore_up:%d\r\n"
+                           "store_breaker_open:%d\r\nstore_calls:%llu\r\nstore_failures:%llu\r\n"
+                           "store_timeouts:%llu\r\nstore_reconnects:%llu\r\nstore_fallback_open:%llu\r\n"
+                           "store_fallback_closed:%llu\r\nstore_fallback_local:%llu\r\n"
+                           "store_last_error:%s\r\n\r\n",
+                           url, rs.up, rs.breaker_open,
+                           (unsigned long long)rs.calls, (unsigned long long)rs.failures,
+                           (unsigned long long)rs.timeouts, (unsigned long long)rs.reconnects,
+                           (unsigned long long)rs.fallback_open, (unsigned long long)rs.fallback_closed,
+                           (unsigned long long)rs.fallback_local, rs.last_error);
+        }
+        if (c->d->write_back) {
+            sld_write_back_stats_t ws;
+            sld_write_back_stats(c->d->write_back, &ws);
+            sl_usec_t wall = sl_clock_realtime(NULL);
+            sld_buf_printf(&b,
+                           "# Write-back\r\nwrite_back_keys:%llu\r\nwrite_back_unsynced_keys:%llu\r\n"
+                           "write_back_syncs:%llu\r\n"
+                           "write_back_conflicts:%llu\r\nwrite_back_failures:%llu\r\n"
+                           "write_back_dropped:%llu\r\nwrite_back_last_sync_ms_ago:%lld\r\n\r\n",
+                           (unsigned long long)ws.keys, (unsigned long long)ws.unsynced,
+                           (unsigned long long)ws.syncs,
+                           (unsigned long long)ws.conflicts, (unsigned long long)ws.failures,
+                           (unsigned long long)ws.dropped,
+                           ws.last_sync ? (long long)((wall - ws.last_sync) / 1000) : -1LL);
+        }
+    }
+    if (wants(argv, argc, "keyspace"))
+        sld_buf_printf(&b, "# Keyspace\r\ndb0:keys=%llu,expires=%llu,avg_ttl=0\r\n",
+                       (unsigned long long)st.states, (unsigned long long)st.states);
+    if (b.failed)
+        sld_reply_error(c->out, "ERR out of memory");
+    else
+        sld_reply_bulk(c->out, b.data ? b.data : "", b.len);
+    sld_buf_free(&b);
+}
+
+/* Names differ in length more often than not: compare lengths first, so a
+ * lookup costs one case-insensitive compare. */
+static const command_t *lookup(const sld_arg_t *name) {
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strlen(table[i].name) == name->len && strncasecmp(name->ptr, table[i].name, name->len) == 0)
+            return &table[i];
+    return NULL;
+}
+
+void sld_command(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    sld_count(&c->counters->commands);
+    const command_t *cmd = lookup(&argv[0]);
+    if (cmd == NULL || (cmd->test_only && !c->d->test_clock)) {
+        sld_reply_errorf(c->out, "ERR unknown command '%.*s', with args beginning with: %s",
+                         (int)(argv[0].len > 64 ? 64 : argv[0].len), argv[0].ptr,
+                         argc > 1 ? "..." : "");
+        return;
+    }
+    if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
+        (cmd->arity < 0 && argc < (size_t)-cmd->arity)) {
+        sld_reply_errorf(c->out, "ERR wrong number of arguments for '%s' command", cmd->name);
+        return;
+    }
+    cmd->run(c, argv, argc);
+}
