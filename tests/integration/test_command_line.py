@@ -92,6 +92,25 @@ class Options(unittest.TestCase):
         self.assertEqual(1, run.returncode)
         self.assertRegex(run.stderr, r"sluice.yaml:\d+: listen: turns off both fronts")
 
+    def test_listen_options_take_addresses_not_names(self):
+        # a name may stand for several addresses; listening on the first alone
+        # (::1 for localhost on Debian) would leave 127.0.0.1 refused
+        path = os.path.join(tempfile.mkdtemp(prefix="sluice-cli-"), "one.yaml")
+        with open(path, "w") as f:
+            f.write(CONFIG)
+        for option, value, message in [
+                ("--resp", "localhost:6390", '--resp: "localhost" is not an IP address'),
+                ("--http", "localhost:8090", '--http: "localhost" is not an IP address'),
+                ("--resp", "::1:6390", "--resp: expected an address like 127.0.0.1:6390"),
+                ("--http", "127.0.0.1:65536", "--http: port must be a number from 0 to 65535")]:
+            run = subprocess.run([harness.SLUICED, "--config", path, option, value, "--check-config"],
+                                 capture_output=True, text=True, timeout=30)
+            self.assertEqual(1, run.returncode, value)
+            self.assertIn(message, run.stderr)
+        run = subprocess.run([harness.SLUICED, "--config", path, "--resp", "[::1]:0", "--http", "127.0.0.1:0",
+                              "--check-config"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(0, run.returncode, run.stderr)
+
     def test_check_config_counts_in_words(self):
         path = os.path.join(tempfile.mkdtemp(prefix="sluice-cli-"), "one.yaml")
         with open(path, "w") as f:
