@@ -70,7 +70,6 @@ KNOWN_UPWARD = {
     ("src/server/observe/metrics.c", "src/server/daemon/daemon.h"),
     ("src/server/observe/metrics.c", "src/server/engine/remote.h"),
     ("src/server/observe/metrics.c", "src/server/engine/write_back.h"),
-    ("src/server/keys/forward.h", "src/server/http/http_check.h"),
     ("src/server/resp/commands.h", "src/server/daemon/daemon.h"),
 }
 

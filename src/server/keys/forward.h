@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "server/http/http_check.h"
+#include "server/base/span.h"
 
 typedef struct sld_cidrs sld_cidrs_t;
 
