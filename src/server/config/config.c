@@ -36,6 +36,7 @@
 #include <yaml.h>
 
 #include "server/base/buf.h"
+#include "server/base/cidr.h"
 #include "server/config/config.h"
 #include "server/config/config_snapshot.h"
 #include "core/arith.h"
@@ -985,45 +986,31 @@ bad_form:
                show(text, b));
 }
 
-/* "addr/prefix" with no host bits set beyond the prefix. */
+/* "addr/prefix" with no host bits set beyond the prefix (base/cidr.c
+ * parses it; the messages are the file's). */
 static int check_cidr(ctx_t *c, const char *path, const char *text) {
     char b[SHOW_MAX + 8], host[64];
-    const char *slash = strchr(text, '/');
-    if (slash == NULL || (size_t)(slash - text) >= sizeof host)
+    sld_cidr_t cidr;
+    sld_cidr_error_t why;
+    if (sld_cidr_parse(text, &cidr, &why) == SL_OK)
+        return SL_OK;
+    /* a "host" of 64 bytes or more was never read as an address */
+    if (why.fault == SLD_CIDR_NO_PREFIX || why.host_len >= sizeof host)
         return bad(c, path, "expected a CIDR like 10.0.0.0/8 or ::1/128 (one address is "
                             "a.b.c.d/32), got \"%s\"", show(text, b));
-    memcpy(host, text, (size_t)(slash - text));
-    host[slash - text] = '\0';
-    unsigned char addr[16];
-    int family = strchr(host, ':') ? AF_INET6 : AF_INET;
-    unsigned bits = family == AF_INET6 ? 128 : 32;
-    if (inet_pton(family, host, addr) != 1)
+    switch (why.fault) {
+    case SLD_CIDR_BAD_ADDRESS:
+        memcpy(host, text, why.host_len);
+        host[why.host_len] = '\0';
         return bad(c, path, "\"%s\" is not an IP%s address", show(host, b),
-                   family == AF_INET6 ? "v6" : "v4");
-    const char *p = slash + 1;
-    size_t pn = strlen(p);
-    unsigned long prefix = 0;
-    bool ok = pn >= 1 && pn <= 3;
-    for (size_t i = 0; ok && i < pn; i++) {
-        ok = isdigit((unsigned char)p[i]);
-        prefix = prefix * 10 + (unsigned long)(p[i] - '0');
+                   why.v6 ? "v6" : "v4");
+    case SLD_CIDR_BAD_PREFIX:
+        return bad(c, path, "prefix length must be a number from 0 to %u, got \"%s\"",
+                   why.max_bits, show(why.prefix, b));
+    default:
+        return bad(c, path, "%s has bits set after the first %u: did you mean %s/%u?",
+                   show(text, b), why.bits, why.network, why.bits);
     }
-    if (!ok || prefix > bits)
-        return bad(c, path, "prefix length must be a number from 0 to %u, got \"%s\"", bits,
-                   show(p, b));
-    unsigned char net[16];
-    memcpy(net, addr, bits / 8);
-    for (unsigned i = 0; i < bits / 8; i++) {
-        unsigned keep = prefix >= (i + 1) * 8 ? 8 : prefix > i * 8 ? (unsigned)prefix - i * 8 : 0;
-        net[i] = (unsigned char)(addr[i] & (unsigned char)(0xff00u >> keep));
-    }
-    if (memcmp(net, addr, bits / 8) != 0) {
-        char canon[64];
-        inet_ntop(family, net, canon, sizeof canon);
-        return bad(c, path, "%s has bits set after the first %lu: did you mean %s/%lu?",
-                   show(text, b), prefix, canon, prefix);
-    }
-    return SL_OK;
 }
 
 /* ---- policies ------------------------------------------------------------ */
