@@ -1,4 +1,5 @@
-/* test_config.c -- the configuration loader (src/server/config/config.c): the
+/* test_config.c -- the configuration loader (src/server/config/: config.c and
+ * the schema, YAML, message, unit and policy files it reads with): the
  * shipped example loads; every key is read and every default filled; each
  * kind of error is refused with the right line and nothing returned;
  * durations and sizes parse exactly; truncated files never crash or leak. */

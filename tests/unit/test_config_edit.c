@@ -1,5 +1,6 @@
 /* test_config_edit.c -- editing a configuration for the admin API
- * (sld_config_parse_policy, sld_config_edit in src/server/config/config.c). */
+ * (sld_config_parse_policy in src/server/config/policy_json.c, sld_config_edit
+ * in src/server/config/config_edit.c). */
 #include "rig.h"
 #include "server/config/config.h"
 

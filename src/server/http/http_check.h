@@ -17,13 +17,9 @@
 #include <stdint.h>
 
 #include "server/base/buf.h"
+#include "server/base/span.h"
 
 #define SLD_CHECK_MAX_ATTRS 8
-
-typedef struct sld_span {
-    const char *ptr;
-    size_t len;
-} sld_span_t;
 
 typedef struct sld_attr {
     sld_span_t name;   /* "user", "ip", "endpoint", "method", or a header name */

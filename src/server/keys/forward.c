@@ -1,17 +1,7 @@
 /* forward.c -- the key of a forwarded request, for forward-auth (see forward.h).
  *
- * Trusted proxies (sld_cidrs_parse, sld_cidrs_contains)
- *   - Each entry is "ADDR/PREFIX": IPv4 with a prefix of 0..32, IPv6 with
- *     0..128. The prefix is required, and the address must be the network:
- *     "10.1.2.3/8" is refused (bits set after the prefix are usually a typo
- *     for a narrower range). Errors name the entry.
- *   - An IPv4-mapped IPv6 address (::ffff:a.b.c.d, what a dual-stack socket
- *     reports for an IPv4 client) is that IPv4 address: it matches IPv4
- *     entries, and an IPv6 entry inside ::ffff:0:0/96 is the IPv4 entry it
- *     maps. Other IPv6 entries match IPv6 addresses only: "::/0" is every
- *     IPv6 peer, not every peer.
- *   - Sockaddrs of family AF_INET and AF_INET6 are understood; a NULL set
- *     contains nothing.
+ * Trusted proxies are a list of CIDRs (server/base/cidr.h, one parser for
+ * the configuration and for this module).
  *
  * The client's address (sld_client_ip)
  *   - A peer that is not a trusted proxy is the client, and the forwarding
@@ -56,7 +46,6 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,209 +54,7 @@
 #include "sluice.h"
 
 #define MAX_HOPS 64    /* X-Forwarded-For entries looked at, from the right */
-#define IP_TEXT 64     /* an address as text: INET6_ADDRSTRLEN (46) + "/128" fits */
-#define SHOW_MAX 64    /* bytes of a bad entry quoted in an error */
-
-/* An address; IPv4 (also when it came IPv4-mapped) in b[0..4), zeros after. */
-typedef struct ip {
-    unsigned char b[16];
-    bool v4;
-} ip_t;
-
-typedef struct entry {
-    unsigned char net[16];  /* as ip_t.b, bits after the prefix zero */
-    unsigned bits;          /* prefix length: 0..32 (v4) or 0..128 */
-    bool v4;
-} entry_t;
-
-struct sld_cidrs {
-    size_t n;
-    entry_t e[];
-};
-
-static const unsigned char v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-static void ip_from4(ip_t *ip, const unsigned char b[4]) {
-    memset(ip->b, 0, sizeof ip->b);
-    memcpy(ip->b, b, 4);
-    ip->v4 = true;
-}
-
-static void ip_from6(ip_t *ip, const unsigned char b[16]) {
-    if (memcmp(b, v4_mapped, sizeof v4_mapped) == 0) {
-        ip_from4(ip, b + 12);
-    } else {
-        memcpy(ip->b, b, 16);
-        ip->v4 = false;
-    }
-}
-
-static bool ip_from_sockaddr(const struct sockaddr *sa, ip_t *ip) {
-    if (sa == NULL)
-        return false;
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)sa;
-        ip_from4(ip, (const unsigned char *)&sin->sin_addr);
-        return true;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)(const void *)sa;
-        ip_from6(ip, (const unsigned char *)&sin6->sin6_addr);
-        return true;
-    }
-    return false;
-}
-
-/* Zeroes the bits of b[0..len) after the first `bits`. */
-static void mask(unsigned char *b, size_t len, unsigned bits) {
-    for (size_t i = 0; i < len; i++) {
-        unsigned keep = bits >= (i + 1) * 8 ? 8 : bits > i * 8 ? bits - (unsigned)i * 8 : 0;
-        b[i] = (unsigned char)(b[i] & (0xff00u >> keep));
-    }
-}
-
-static bool entry_has(const entry_t *e, const ip_t *ip) {
-    if (e->v4 != ip->v4)
-        return false;
-    size_t full = e->bits / 8;
-    unsigned rest = e->bits % 8;
-    if (memcmp(e->net, ip->b, full) != 0)
-        return false;
-    return rest == 0 || (ip->b[full] & (0xff00u >> rest) & 0xffu) == e->net[full];
-}
-
-static bool set_has(const sld_cidrs_t *c, const ip_t *ip) {
-    for (size_t i = 0; c != NULL && i < c->n; i++)
-        if (entry_has(&c->e[i], ip))
-            return true;
-    return false;
-}
-
-/* ---- parsing CIDRs ------------------------------------------------------- */
-
-static void say(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void say(char *err, size_t err_len, const char *fmt, ...) {
-    if (err == NULL || err_len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
-
-/* s, cut to SHOW_MAX bytes, with unprintable bytes as '?', for a message. */
-static const char *show(char out[SHOW_MAX + 4], const char *s) {
-    size_t i = 0;
-    for (; s[i] != '\0' && i < SHOW_MAX; i++)
-        out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
-    if (s[i] != '\0')
-        memcpy(out + i, "...", 3), i += 3;
-    out[i] = '\0';
-    return out;
-}
-
-static int parse_cidr(const char *text, entry_t *e, char *err, size_t err_len) {
-    char b[SHOW_MAX + 4], host[INET6_ADDRSTRLEN];
-    const char *slash = strchr(text, '/');
-    if (slash == NULL) {
-        say(err, err_len, "\"%s\": expected a CIDR like 10.0.0.0/8 or ::1/128 (one address "
-                          "is a.b.c.d/32)", show(b, text));
-        return SL_EINVAL;
-    }
-    size_t hn = (size_t)(slash - text);
-    bool six = memchr(text, ':', hn) != NULL;
-    unsigned char addr[16];
-    if (hn < sizeof host) {
-        memcpy(host, text, hn);
-        host[hn] = '\0';
-    }
-    if (hn >= sizeof host || inet_pton(six ? AF_INET6 : AF_INET, host, addr) != 1) {
-        say(err, err_len, "\"%s\": not an IP%s address before the '/'", show(b, text),
-            six ? "v6" : "v4");
-        return SL_EINVAL;
-    }
-    unsigned max = six ? 128 : 32, bits = 0;
-    const char *p = slash + 1;
-    size_t pn = strlen(p);
-    bool ok = pn >= 1 && pn <= 3;
-    for (size_t i = 0; ok && i < pn; i++) {
-        ok = p[i] >= '0' && p[i] <= '9';
-        bits = bits * 10 + (unsigned)(p[i] - '0');
-    }
-    if (!ok || bits > max) {
-        say(err, err_len, "\"%s\": the prefix length must be a number from 0 to %u",
-            show(b, text), max);
-        return SL_EINVAL;
-    }
-    size_t len = six ? 16 : 4;
-    unsigned char net[16];
-    memcpy(net, addr, len);
-    mask(net, len, bits);
-    if (memcmp(net, addr, len) != 0) {
-        char canon[INET6_ADDRSTRLEN];
-        if (inet_ntop(six ? AF_INET6 : AF_INET, net, canon, sizeof canon) == NULL)
-            canon[0] = '\0';
-        say(err, err_len, "\"%s\": bits are set after the first %u: did you mean %s/%u?",
-            show(b, text), bits, canon, bits);
-        return SL_EINVAL;
-    }
-    memset(e->net, 0, sizeof e->net);
-    if (!six) {
-        memcpy(e->net, net, 4);
-        e->bits = bits;
-        e->v4 = true;
-    } else if (bits >= 96 && memcmp(net, v4_mapped, sizeof v4_mapped) == 0) {
-        memcpy(e->net, net + 12, 4); /* ::ffff:a.b.c.d/N is a.b.c.d/(N-96) */
-        e->bits = bits - 96;
-        e->v4 = true;
-    } else {
-        memcpy(e->net, net, 16);
-        e->bits = bits;
-        e->v4 = false;
-    }
-    return SL_OK;
-}
-
-/* On error *out is NULL and err names the entry. n == 0 makes an empty set. */
-int sld_cidrs_parse(char *const *cidrs, size_t n, sld_cidrs_t **out, char *err, size_t err_len) {
-    if (out == NULL || (cidrs == NULL && n > 0)) {
-        say(err, err_len, "no CIDR list");
-        return SL_EINVAL;
-    }
-    *out = NULL;
-    if (n > (SIZE_MAX - sizeof(sld_cidrs_t)) / sizeof(entry_t)) {
-        say(err, err_len, "too many CIDRs");
-        return SL_ENOMEM;
-    }
-    sld_cidrs_t *c = malloc(sizeof *c + n * sizeof c->e[0]);
-    if (c == NULL) {
-        say(err, err_len, "out of memory");
-        return SL_ENOMEM;
-    }
-    for (size_t i = 0; i < n; i++) {
-        int rc = SL_EINVAL;
-        if (cidrs[i] == NULL)
-            say(err, err_len, "CIDR %zu is missing (NULL)", i);
-        else
-            rc = parse_cidr(cidrs[i], &c->e[i], err, err_len);
-        if (rc != SL_OK) {
-            free(c);
-            return rc;
-        }
-    }
-    c->n = n;
-    *out = c;
-    return SL_OK;
-}
-
-void sld_cidrs_free(sld_cidrs_t *c) { free(c); }
-
-bool sld_cidrs_contains(const sld_cidrs_t *c, const struct sockaddr *addr) {
-    ip_t ip;
-    return c != NULL && ip_from_sockaddr(addr, &ip) && set_has(c, &ip);
-}
+#define IP_TEXT 64     /* an address as text: SLD_IP_TEXT (46) + "/128" fits */
 
 /* ---- the client's address ------------------------------------------------ */
 
@@ -295,7 +82,7 @@ static bool is_port(const char *p, size_t n) {
 
 /* One address as a forwarding header writes it: "a.b.c.d", "a.b.c.d:port",
  * an IPv6 address, "[IPv6]" or "[IPv6]:port". */
-static bool parse_ip(const char *p, size_t n, ip_t *out) {
+static bool parse_ip(const char *p, size_t n, sld_ip_t *out) {
     const char *host = p;
     size_t hn = n;
     int family = AF_INET;
@@ -330,15 +117,15 @@ static bool parse_ip(const char *p, size_t n, ip_t *out) {
     if (inet_pton(family, text, b) != 1)
         return false;
     if (family == AF_INET)
-        ip_from4(out, b);
+        sld_ip_from4(out, b);
     else
-        ip_from6(out, b);
+        sld_ip_from6(out, b);
     return true;
 }
 
 /* Walks X-Forwarded-For from the right, moving *client to each address it
  * believes. False if the header has no entries (absent, empty, or commas). */
-static bool walk_xff(sld_span_t xff, const sld_cidrs_t *trusted, ip_t *client) {
+static bool walk_xff(sld_span_t xff, const sld_cidrs_t *trusted, sld_ip_t *client) {
     if (xff.ptr == NULL)
         return false;
     bool seen = false;
@@ -350,12 +137,12 @@ static bool walk_xff(sld_span_t xff, const sld_cidrs_t *trusted, ip_t *client) {
             start--;
         sld_span_t e = trim(xff.ptr + start, end - start);
         if (e.len > 0) {
-            ip_t ip;
+            sld_ip_t ip;
             seen = true;
             if (++hops > MAX_HOPS || !parse_ip(e.ptr, e.len, &ip))
                 break;
             *client = ip;
-            if (!set_has(trusted, &ip))
+            if (!sld_cidrs_has(trusted, &ip))
                 break;
         }
         if (start == 0)
@@ -365,14 +152,14 @@ static bool walk_xff(sld_span_t xff, const sld_cidrs_t *trusted, ip_t *client) {
     return seen;
 }
 
-static bool client_addr(const sld_forwarded_t *in, const sld_cidrs_t *trusted, ip_t *client) {
-    if (!ip_from_sockaddr(in->peer, client))
+static bool client_addr(const sld_forwarded_t *in, const sld_cidrs_t *trusted, sld_ip_t *client) {
+    if (!sld_ip_from_sockaddr(in->peer, client))
         return false;
-    if (!set_has(trusted, client) || walk_xff(in->x_forwarded_for, trusted, client))
+    if (!sld_cidrs_has(trusted, client) || walk_xff(in->x_forwarded_for, trusted, client))
         return true;
     if (in->x_real_ip.ptr != NULL) {
         sld_span_t r = trim(in->x_real_ip.ptr, in->x_real_ip.len);
-        ip_t ip;
+        sld_ip_t ip;
         if (parse_ip(r.ptr, r.len, &ip))
             *client = ip;
     }
@@ -380,7 +167,7 @@ static bool client_addr(const sld_forwarded_t *in, const sld_cidrs_t *trusted, i
 }
 
 /* The address as text into out[0..cap): its length, 0 if it does not fit. */
-static size_t format_ip(const ip_t *ip, unsigned prefix, char *out, size_t cap) {
+static size_t format_ip(const sld_ip_t *ip, unsigned prefix, char *out, size_t cap) {
     char text[IP_TEXT];
     if (ip->v4) {
         if (inet_ntop(AF_INET, ip->b, text, sizeof text) == NULL)
@@ -388,7 +175,7 @@ static size_t format_ip(const ip_t *ip, unsigned prefix, char *out, size_t cap) 
     } else {
         unsigned char b[16];
         memcpy(b, ip->b, sizeof b);
-        mask(b, sizeof b, prefix);
+        sld_ip_mask(b, sizeof b, prefix);
         if (inet_ntop(AF_INET6, b, text, INET6_ADDRSTRLEN) == NULL)
             return 0;
         if (prefix < 128) {
@@ -412,7 +199,7 @@ static size_t format_ip(const ip_t *ip, unsigned prefix, char *out, size_t cap) 
  * address (no usable peer). */
 size_t sld_client_ip(const sld_forwarded_t *in, const sld_cidrs_t *trusted, uint32_t ipv6_prefix,
                      char *out, size_t cap) {
-    ip_t client;
+    sld_ip_t client;
     if (in == NULL || out == NULL || ipv6_prefix < 1 || ipv6_prefix > 128 ||
         !client_addr(in, trusted, &client))
         return 0;

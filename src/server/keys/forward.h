@@ -20,14 +20,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "server/http/http_check.h"
-
-typedef struct sld_cidrs sld_cidrs_t;
-
-/* Parses CIDRs ("10.0.0.0/8", "::1/128"); err gets a message on failure. */
-int sld_cidrs_parse(char *const *cidrs, size_t n, sld_cidrs_t **out, char *err, size_t err_len);
-void sld_cidrs_free(sld_cidrs_t *c);
-bool sld_cidrs_contains(const sld_cidrs_t *c, const struct sockaddr *addr);
+#include "server/base/cidr.h"   /* trusted proxies: sld_cidrs_t */
+#include "server/base/span.h"
 
 /* The request as the gateway forwarded it. Missing headers have ptr NULL. */
 typedef struct sld_forwarded {
