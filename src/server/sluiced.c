@@ -12,7 +12,6 @@
  * logged and the running configuration stays.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <sys/resource.h>
@@ -74,50 +73,15 @@ const char *__lsan_default_suppressions(void) { return "leak:h2o_mem_alloc_recyc
 
 /* ---- configuration ---------------------------------------------------------------------- */
 
-/* --resp / --http take what listen.resp / listen.http take: an IP address
- * and a port, never a host name (one name may stand for several addresses,
- * and a listener on the first alone would be a surprise). */
-static int check_listen_option(const char *option, const char *text, char *err, size_t err_len) {
-    char host[64];
-    const char *port;
-    if (strcmp(text, "off") == 0 || text[0] == '\0')
-        return SL_OK;
-    if (text[0] == '[') {
-        const char *close = strchr(text, ']');
-        if (close == NULL || close[1] != ':' || (size_t)(close - text - 1) >= sizeof host)
-            goto bad;
-        snprintf(host, sizeof host, "%.*s", (int)(close - text - 1), text + 1);
-        port = close + 2;
-    } else {
-        const char *colon = strrchr(text, ':');
-        if (colon == NULL || (size_t)(colon - text) >= sizeof host || memchr(text, ':', (size_t)(colon - text)))
-            goto bad;
-        snprintf(host, sizeof host, "%.*s", (int)(colon - text), text);
-        port = colon + 1;
-    }
-    unsigned char addr[sizeof(struct in6_addr)];
-    char *end;
-    long n = strtol(port, &end, 10);
-    if (inet_pton(text[0] == '[' ? AF_INET6 : AF_INET, host, addr) != 1) {
-        snprintf(err, err_len, "%s: \"%s\" is not an IP address (host names are not resolved: use e.g. "
-                 "127.0.0.1:6390 or [::1]:6390)", option, host);
-        return SL_EINVAL;
-    }
-    if (port[0] == '\0' || *end != '\0' || n < 0 || n > 65535) {
-        snprintf(err, err_len, "%s: port must be a number from 0 to 65535, got \"%s\"", option, port);
-        return SL_EINVAL;
-    }
-    return SL_OK;
-bad:
-    snprintf(err, err_len, "%s: expected an address like 127.0.0.1:6390 or [::1]:6390, or off, got \"%s\"",
-             option, text);
-    return SL_EINVAL;
-}
-
 static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
+    /* --resp / --http take what listen.resp / listen.http take: an IP
+     * address and a port, never a host name, or off */
+    char addr[SLD_MAX_ADDR];
     int rc;
-    if ((overrides.resp && (rc = check_listen_option("--resp", overrides.resp, err, err_len)) != SL_OK) ||
-        (overrides.http && (rc = check_listen_option("--http", overrides.http, err, err_len)) != SL_OK))
+    if ((overrides.resp && strcmp(overrides.resp, "off") != 0 && overrides.resp[0] &&
+         (rc = sld_config_listen_option("--resp", overrides.resp, addr, err, err_len)) != SL_OK) ||
+        (overrides.http && strcmp(overrides.http, "off") != 0 && overrides.http[0] &&
+         (rc = sld_config_listen_option("--http", overrides.http, addr, err, err_len)) != SL_OK))
         return rc;
     if (overrides.store) {
         char *url = NULL;

@@ -99,9 +99,9 @@ class Options(unittest.TestCase):
         with open(path, "w") as f:
             f.write(CONFIG)
         for option, value, message in [
-                ("--resp", "localhost:6390", '--resp: "localhost" is not an IP address'),
-                ("--http", "localhost:8090", '--http: "localhost" is not an IP address'),
-                ("--resp", "::1:6390", "--resp: expected an address like 127.0.0.1:6390"),
+                ("--resp", "localhost:6390", '--resp: "localhost" is not an IPv4 address (host names are not'),
+                ("--http", "localhost:8090", '--http: "localhost" is not an IPv4 address'),
+                ("--resp", "::1:6390", "--resp: an IPv6 address needs brackets, like [::1]:6390"),
                 ("--http", "127.0.0.1:65536", "--http: port must be a number from 0 to 65535")]:
             run = subprocess.run([harness.SLUICED, "--config", path, option, value, "--check-config"],
                                  capture_output=True, text=True, timeout=30)

@@ -113,6 +113,12 @@ int sld_config_parse(const char *name, const char *yaml, size_t len, sld_config_
 
 void sld_config_free(sld_config_t *config);
 
+/* A listen address given outside the file (--resp, --http), checked with the
+ * file's rules: an IP address and a port, never a host name. SL_OK with a
+ * copy in out, or SL_EINVAL and "command line: OPTION: message" in err. */
+int sld_config_listen_option(const char *option, const char *text, char out[SLD_MAX_ADDR], char *err,
+                             size_t err_len);
+
 /* A deep copy of cfg in which the policy named put->name is replaced by a
  * copy of put (or put is appended), and the policy named `remove` (if not
  * NULL) is left out. NULL when out of memory. For the admin API. */
