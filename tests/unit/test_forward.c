@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "rig.h"
+#include "addr_rig.h"
 #include "server/keys/forward.h"
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -33,22 +34,6 @@ static int group_teardown(void **state) {
 
 /* ---- helpers ------------------------------------------------------------- */
 
-/* An AF_INET or AF_INET6 sockaddr for text, in *st. */
-static const struct sockaddr *sa(struct sockaddr_storage *st, const char *text) {
-    memset(st, 0, sizeof *st);
-    if (strchr(text, ':') != NULL) {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)st;
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons(4321);
-        assert_int_equal(inet_pton(AF_INET6, text, &s6->sin6_addr), 1);
-    } else {
-        struct sockaddr_in *s4 = (struct sockaddr_in *)st;
-        s4->sin_family = AF_INET;
-        s4->sin_port = htons(4321);
-        assert_int_equal(inet_pton(AF_INET, text, &s4->sin_addr), 1);
-    }
-    return (const struct sockaddr *)st;
-}
 
 /* A request whose header values are exact-length heap copies. */
 typedef struct req {
