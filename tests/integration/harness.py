@@ -155,6 +155,29 @@ class Daemon:
             self.stop(expect=None)
 
 
+def free_port():
+    """A loopback port free now (for programs that cannot be told port 0)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_listening(proc, port, what, log=lambda: "", timeout=10.0):
+    """Waits until something accepts on 127.0.0.1:port; raises with `what`
+    and the program's log if proc exits first or the time runs out."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                raise AssertionError("%s did not start:\n%s" % (what, log()))
+            time.sleep(0.02)
+
+
 def read_reply(sock, timeout=10.0):
     """Everything the server sends until it stops talking for a moment or closes."""
     sock.settimeout(0.5)

@@ -18,6 +18,8 @@ import os
 import re
 import socket
 
+import harness
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GUIDES = os.path.join(REPO, "docs", "migrate")
 TAG = re.compile(r"^<!-- test: ([A-Za-z0-9_.-]+) -->$")
@@ -72,9 +74,4 @@ def assert_all_run(testcase, guide, tags_run):
     testcase.assertEqual(sorted(tagged), sorted(tags_run), "docs/migrate/%s: tagged blocks vs the ones run" % guide)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+free_port = harness.free_port

@@ -40,12 +40,7 @@ ALGORITHMS = {
 }
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+free_port = harness.free_port
 
 
 class RedisServer:

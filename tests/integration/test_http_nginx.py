@@ -62,12 +62,7 @@ RL_HEADERS = ("RateLimit", "RateLimit-Policy", "Retry-After", "X-RateLimit-Limit
               "X-RateLimit-Reset")
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+free_port = harness.free_port
 
 
 def replace_once(text, old, new):
@@ -156,17 +151,11 @@ http {{
             raise AssertionError("nginx -t refused the configuration:\n" + t.stderr + "\n" + site)
         self.out = open(os.path.join(d, "nginx.out"), "wb")
         self.proc = subprocess.Popen(argv, stdout=self.out, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
-                    log = self.log()
-                    self.stop()
-                    raise AssertionError("nginx did not start:\n" + log)
-                time.sleep(0.02)
+        try:
+            harness.wait_listening(self.proc, self.port, "nginx", self.log)
+        except AssertionError:
+            self.stop()
+            raise
 
     def log(self):
         text = ""

@@ -100,17 +100,11 @@ class HAProxy:
         self.out = open(os.path.join(self.dir, "haproxy.out"), "wb")
         self.proc = subprocess.Popen([HAPROXY, "-db", "-f", self.cfg], cwd=self.dir, stdout=self.out,
                                      stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
-                    log = self.log()
-                    self.stop()
-                    raise AssertionError("HAProxy did not start:\n" + log)
-                time.sleep(0.02)
+        try:
+            harness.wait_listening(self.proc, self.port, "HAProxy", self.log)
+        except AssertionError:
+            self.stop()
+            raise
 
     def log(self):
         with open(os.path.join(self.dir, "haproxy.out"), errors="replace") as f:

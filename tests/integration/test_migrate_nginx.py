@@ -129,16 +129,11 @@ http {{
             raise AssertionError("nginx -t refused the guide's lines:\n" + t.stderr + "\n" + open(self.conf).read())
         self.out = open(os.path.join(d, "nginx.out"), "wb")
         self.proc = subprocess.Popen(argv, stdout=self.out, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
-                    self.stop()
-                    raise AssertionError("nginx did not start")
-                time.sleep(0.02)
+        try:
+            harness.wait_listening(self.proc, self.port, "nginx")
+        except AssertionError:
+            self.stop()
+            raise
 
     def stop(self):
         if self.proc.poll() is None:
