@@ -146,7 +146,7 @@ int sld_runtime_edit(sld_daemon_t *d, const sld_policy_t *put, const char *remov
         pthread_mutex_unlock(&apply_lock);
         snprintf(err, err_len, found ? "'%s' is the only policy: a configuration needs one"
                                      : "no policy named '%s'", remove);
-        return found ? SL_EINVAL : SL_ENOTSUP;
+        return found ? SL_EINVAL : SL_ENOENT;
     }
     sld_config_t *cfg = sld_config_edit(now, put, remove);
     if (cfg == NULL) {
