@@ -14,8 +14,9 @@
  * store.nodes times a limit's capacity), per window for the window
  * algorithms.
  *
- * Runs on the main loop with a Redis client of its own; the journal it
- * fills is called from the workers (under the memory store's key lock).
+ * Runs on the main loop with a Redis client of its own; the journal of
+ * charges (charge_journal.h), filled by the workers under the memory
+ * store's key lock, is its own module.
  * While Redis cannot be reached, decisions go on locally and the charges
  * wait (up to a bound) for the next sync that succeeds.
  */

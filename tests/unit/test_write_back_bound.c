@@ -1,8 +1,10 @@
-/* test_write_back.c -- what write-back mode is built on (src/store/cells.c,
- * the journal and import of store_memory.c, sl__policy_force): a state
- * survives the trip through bytes exactly, charges are journaled, and
- * daemons that decide locally and merge every sync interval admit no more
- * than the documented bound over an exact limiter. */
+/* test_write_back_bound.c -- the bound of write-back mode, on what it is
+ * built on (src/store/cells.c, the journal hooks and import of
+ * store_memory.c, sl__policy_force), with simulated daemons and no Redis:
+ * a state survives the trip through bytes exactly, charges are journaled,
+ * and daemons that decide locally and merge every sync interval admit no
+ * more than the documented bound over an exact limiter. The journal
+ * module is test_charge_journal.c, the sync with Redis test_write_back.c. */
 #include "rig.h"
 #include "store/journal.h"
 
