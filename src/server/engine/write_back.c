@@ -13,7 +13,7 @@
  * twice when a later conflict shows it landed.
  *
  * Not here: the journal of charges and its lock (charge_journal.c), the
- * merge itself (store/cells.c), the Redis client (store/redis/).
+ * merge itself (store/cells.c), the call and its reply (store/redis/sync_cas.c).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,15 +21,13 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include <hiredis/hiredis.h>
-
 #include "server/base/log.h"
 #include "server/engine/remote.h"
 #include "server/daemon/runtime.h"
 #include "store/redis/client.h"
 #include "store/redis/cluster.h"
 #include "store/redis/url.h"
-#include "store/redis/script.h"
+#include "store/redis/sync_cas.h"
 #include "store/journal.h"
 #include "server/engine/charge_journal.h"
 #include "server/engine/write_back.h"
@@ -39,6 +37,8 @@
 #define SWEEP_EVERY 64           /* rounds between sweeps of idle entries */
 #define KEY_PREFIX "sl:w:{"
 #define VERSION_BYTES SLD_JOURNAL_VERSION_BYTES
+
+_Static_assert(SLD_JOURNAL_VERSION_BYTES == SL__REDIS_CAS_VERSION_BYTES, "one version size");
 
 typedef sld_journal_entry_t entry_t;
 
@@ -125,7 +125,7 @@ typedef struct job {
 } job_t;
 
 /* Compare-and-sets sent in one call (one Cluster slot). */
-#define BATCH_KEYS 64
+#define BATCH_KEYS SL__REDIS_CAS_MAX
 
 typedef struct batch {
     sld_write_back_t *w;
@@ -186,41 +186,40 @@ static bool reset_meanwhile(job_t *j) {
     return true;
 }
 
-/* One key's answer: r is its part of the batch's reply ({1} or {0,
- * value}), or the whole reply when that is an error. */
-static void on_reply(job_t *j, sl__redis_status_t status, const redisReply *r) {
+/* One key's answer to its compare-and-set. */
+static void on_answer(job_t *j, sl__redis_cas_answer_t answer, const void *data, size_t len) {
     sld_write_back_t *w = j->w;
     entry_t *e = j->e;
-    if (status == SL__REDIS_OK)
+    if (answer != SL__REDIS_CAS_LOST)
         sld_charge_journal_set_offline(w->journal, false);
     if (reset_meanwhile(j)) {
         end_job(j);
         return;
     }
-    bool ok = status == SL__REDIS_OK && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
-              r->element[0]->type == REDIS_REPLY_INTEGER;
-    if (ok && r->element[0]->integer == 1) {
+    switch (answer) {
+    case SL__REDIS_CAS_WRITTEN:
         written(j);
         end_job(j);
         return;
-    }
-    if (ok && r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING) {
+    case SL__REDIS_CAS_CONFLICT:
         /* another daemon wrote first (or our own lost write): merge onto it */
         atomic_fetch_add_explicit(&w->conflicts, 1, memory_order_relaxed);
-        sld_charge_journal_settle(w->journal, e, r->element[1]->str, r->element[1]->len);
-        set_shared(e, (const unsigned char *)r->element[1]->str, r->element[1]->len);
+        sld_charge_journal_settle(w->journal, e, data, len);
+        set_shared(e, data, len);
         e->known = true;
         if (++j->attempts < MAX_ATTEMPTS && !w->stopping) {
             send_job(j);
             return;
         }
-    } else if (status == SL__REDIS_OK) { /* an error reply: the script did not write */
+        break;
+    case SL__REDIS_CAS_REFUSED: /* an error reply: the script did not write */
         atomic_fetch_add_explicit(&w->failures, 1, memory_order_relaxed);
-        if (r && r->type == REDIS_REPLY_ERROR)
-            sld_warn("store: write-back sync refused by Redis: %.*s", (int)(r->len > 200 ? 200 : r->len),
-                     r->str);
+        if (data)
+            sld_warn("store: write-back sync refused by Redis: %.*s", (int)(len > 200 ? 200 : len),
+                     (const char *)data);
         e->known = false; /* read it again next time */
-    } else { /* no answer: it may have been written; the next sync finds out */
+        break;
+    case SL__REDIS_CAS_LOST: /* no answer: it may have been written; the next sync finds out */
         atomic_fetch_add_explicit(&w->failures, 1, memory_order_relaxed);
         sld_charge_journal_set_offline(w->journal, true);
         sld_charge_journal_lost(w->journal, e, j->version); /* and gives it back */
@@ -237,7 +236,7 @@ static void next_version(sld_write_back_t *w, unsigned char *out) {
         out[i] = (unsigned char)(v >> (8 * i));
 }
 
-static void on_deleted(void *arg, sl__redis_status_t status, const redisReply *r) {
+static void on_deleted(void *arg, sl__redis_status_t status, const struct redisReply *r) {
     (void)arg;
     (void)status;
     (void)r;
@@ -312,51 +311,33 @@ static bool prepare_job(job_t *j) {
     return true;
 }
 
-static void on_batch_reply(void *arg, sl__redis_status_t status, const redisReply *r) {
+static void on_batch_answer(void *arg, size_t i, sl__redis_cas_answer_t answer,
+                            sl__redis_status_t status, const void *data, size_t len) {
     batch_t *b = arg;
-    bool parts = status == SL__REDIS_OK && r && r->type == REDIS_REPLY_ARRAY && r->elements == b->n;
-    for (size_t i = 0; i < b->n; i++)
-        on_reply(b->jobs[i], status, parts ? r->element[i] : r);
-    free(b);
+    (void)status;
+    on_answer(b->jobs[i], answer, data, len);
+    if (i + 1 == b->n)
+        free(b);
 }
 
 /* Sends jobs[0..n) (prepared, one slot) as one call of sync.lua. */
 static void send_batch(sld_write_back_t *w, job_t **jobs, size_t n) {
     batch_t *b = malloc(sizeof *b);
-    const char **argv = malloc((3 + 5 * n) * sizeof *argv);
-    size_t *argvlen = malloc((3 + 5 * n) * sizeof *argvlen);
     int st = -1;
-    if (b && argv && argvlen) {
-        char count[8];
-        snprintf(count, sizeof count, "%zu", n);
-        argv[0] = "EVALSHA";
-        argvlen[0] = 7;
-        argv[1] = sl__redis_sync_lua_sha1;
-        argvlen[1] = 40;
-        argv[2] = count;
-        argvlen[2] = strlen(count);
+    if (b) {
+        sl__redis_cas_t cas[BATCH_KEYS];
         for (size_t i = 0; i < n; i++) {
             job_t *j = jobs[i];
-            size_t k = 3 + i, a = 3 + n + 4 * i;
-            argv[k] = j->key;
-            argvlen[k] = j->key_len;
-            argv[a] = j->expect ? (const char *)j->expected : "";
-            argvlen[a] = j->expect ? VERSION_BYTES : 0;
-            argv[a + 1] = (const char *)j->version;
-            argvlen[a + 1] = VERSION_BYTES;
-            argv[a + 2] = j->merged ? (const char *)j->merged : "";
-            argvlen[a + 2] = j->merged_len;
-            argv[a + 3] = j->ttl;
-            argvlen[a + 3] = strlen(j->ttl);
+            cas[i] = (sl__redis_cas_t){.key = j->key, .key_len = j->key_len,
+                                       .expected = j->expect ? j->expected : NULL,
+                                       .version = j->version, .value = j->merged,
+                                       .value_len = j->merged_len, .ttl_ms = j->ttl};
             b->jobs[i] = j;
         }
         b->w = w;
         b->n = n;
-        st = sl__redis_client_send(w->client, jobs[0]->key, jobs[0]->key_len, (int)(3 + 5 * n), argv,
-                                   argvlen, sl__redis_sync_lua, sl__redis_sync_lua_len, on_batch_reply, b);
+        st = sl__redis_cas_send(w->client, cas, n, on_batch_answer, b);
     }
-    free(argv);
-    free(argvlen);
     if (st == 0)
         return;
     free(b);

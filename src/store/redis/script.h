@@ -111,7 +111,7 @@ extern const char sl__redis_evaluate_lua[];
 extern const unsigned long sl__redis_evaluate_lua_len;
 extern const char sl__redis_evaluate_lua_sha1[];
 
-/* sync.lua: write-back mode's compare-and-set (src/server/write_back.c). */
+/* sync.lua: write-back mode's compare-and-set (sync_cas.c). */
 extern const char sl__redis_sync_lua[];
 extern const unsigned long sl__redis_sync_lua_len;
 extern const char sl__redis_sync_lua_sha1[];
