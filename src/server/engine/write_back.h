@@ -28,7 +28,11 @@
 
 #include <uv.h>
 
-#include "server/daemon/daemon.h"
+#include "sluice.h"
+
+/* The daemon it syncs for (server/daemon/daemon.h, which this header does
+ * not include: the daemon is a room above the engine). */
+typedef struct sld_daemon sld_daemon_t;
 
 typedef struct sld_write_back sld_write_back_t;
 
