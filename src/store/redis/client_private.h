@@ -1,7 +1,8 @@
 /* client_private.h -- the Redis client's insides, shared by its modules:
  * client.c (a command's life, deadlines, the breaker, the contract),
- * connection.c (a node's connection and the replies on it), routing.c
- * (which node a command goes to, redirects), discovery.c (the Cluster slot
+ * connection.c (a node's connection and the replies on it), uv_adapter.c
+ * (hiredis's hooks on the loop), routing.c (which node a command goes to,
+ * redirects), discovery.c (the Cluster slot
  * map, the node table, Sentinel by quorum). Nothing outside
  * src/store/redis/ includes this; the contract is client.h.
  */
@@ -184,6 +185,11 @@ bool sl__rc_node_busy(const node_t *n);
 /* n's part of closing the client (the client is closing). */
 void sl__rc_node_close(node_t *n);
 void sl__rc_fail_queue(queue_t *q, sl__redis_status_t st);
+
+/* uv_adapter.c */
+/* Watches ac's socket on c's loop (hiredis's ev hooks); counted in
+ * c->handles until hiredis cleans it up. 0, or -1 when out of memory. */
+int sl__rc_uv_attach(sl__redis_client_t *c, redisAsyncContext *ac);
 
 /* routing.c */
 /* Sends p to the node its slot (or the client's kind) names, or queues it

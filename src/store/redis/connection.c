@@ -6,8 +6,7 @@
  *
  * A context is torn down with redisAsyncFree(), which runs the pending
  * callbacks with a NULL reply (at once, or when the current callback
- * returns). A small libuv adapter of our own (the same as hiredis's
- * adapters/libuv.h) counts its poll handles so close() can wait for them.
+ * returns); a context is watched on the loop by uv_adapter.c.
  * hiredis only ever gets addresses (resolve.c looks names up), so it never
  * resolves anything on the loop. A server that refuses our credentials (or
  * wants some we do not have: NOAUTH) is a node that is down, not one that
@@ -60,90 +59,6 @@ static void node_timer_closed(uv_handle_t *h) {
     node_t *n = h->data;
     sl__redis_client_t *c = n->c;
     sl__rc_handle_closed(c);
-}
-
-/* The libuv adapter: hiredis's adapters/libuv.h, plus a handle count and
- * a read on poll errors (so hiredis sees the socket error and gives up). */
-typedef struct ev {
-    redisAsyncContext *ac;
-    sl__redis_client_t *c;
-    uv_poll_t poll;
-    int events;
-} ev_t;
-
-static void ev_poll_cb(uv_poll_t *h, int status, int events) {
-    ev_t *e = h->data;
-    if (status < 0)
-        events = UV_READABLE | UV_WRITABLE;
-    if (e->ac && (events & UV_READABLE))
-        redisAsyncHandleRead(e->ac);
-    if (e->ac && (events & UV_WRITABLE))
-        redisAsyncHandleWrite(e->ac);
-}
-
-static void ev_update(ev_t *e) {
-    if (e->events)
-        uv_poll_start(&e->poll, e->events, ev_poll_cb);
-    else
-        uv_poll_stop(&e->poll);
-}
-
-static void ev_add_read(void *d) {
-    ev_t *e = d;
-    e->events |= UV_READABLE;
-    ev_update(e);
-}
-
-static void ev_del_read(void *d) {
-    ev_t *e = d;
-    e->events &= ~UV_READABLE;
-    ev_update(e);
-}
-
-static void ev_add_write(void *d) {
-    ev_t *e = d;
-    e->events |= UV_WRITABLE;
-    ev_update(e);
-}
-
-static void ev_del_write(void *d) {
-    ev_t *e = d;
-    e->events &= ~UV_WRITABLE;
-    ev_update(e);
-}
-
-static void ev_closed(uv_handle_t *h) {
-    ev_t *e = h->data;
-    sl__redis_client_t *c = e->c;
-    free(e);
-    sl__rc_handle_closed(c);
-}
-
-static void ev_cleanup(void *d) {
-    ev_t *e = d;
-    e->ac = NULL; /* hiredis frees the context right after */
-    uv_close((uv_handle_t *)&e->poll, ev_closed);
-}
-
-static int ev_attach(sl__redis_client_t *c, redisAsyncContext *ac) {
-    ev_t *e = calloc(1, sizeof *e);
-    if (e == NULL)
-        return -1;
-    if (uv_poll_init(c->loop, &e->poll, ac->c.fd) != 0) {
-        free(e);
-        return -1;
-    }
-    c->handles++;
-    e->ac = ac;
-    e->c = c;
-    e->poll.data = e;
-    ac->ev.data = e;
-    ac->ev.addRead = ev_add_read;
-    ac->ev.delRead = ev_del_read;
-    ac->ev.addWrite = ev_add_write;
-    ac->ev.delWrite = ev_del_write;
-    ac->ev.cleanup = ev_cleanup;
-    return 0;
 }
 
 /* ---- nodes ------------------------------------------------------------------- */
@@ -372,7 +287,7 @@ static void connect_addr(node_t *n) {
     sl__redis_client_t *c = n->c;
     uv_timer_stop(&n->timer);
     redisAsyncContext *ac = redisAsyncConnect(n->addrs.addr[n->addr_at], n->addr.port);
-    if (ac == NULL || ac->err || ev_attach(c, ac) != 0) {
+    if (ac == NULL || ac->err || sl__rc_uv_attach(c, ac) != 0) {
         char why[128];
         snprintf(why, sizeof why, "%s", ac && ac->err ? ac->errstr : "out of memory");
         if (ac)
