@@ -2,7 +2,8 @@
  * evaluation becomes one EVALSHA of evaluate.lua and how its reply becomes a
  * decision. Pure: builds argument vectors and reads replies, does no I/O.
  *
- * Not here: connections, routing, timeouts (client.c).
+ * Not here: connections (connection.c), routing (routing.c), timeouts
+ * (client.c).
  */
 #ifndef SL_STORE_REDIS_SCRIPT_H
 #define SL_STORE_REDIS_SCRIPT_H
