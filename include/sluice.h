@@ -59,7 +59,8 @@ typedef int64_t sl_usec_t;
     X(EFULL, -8, "store is full: max_memory cannot hold this state")            \
     X(ENOTSUP, -9, "operation not supported by this store")                     \
     X(ENOENT, -10, "no such policy")                                            \
-    X(ETOOMANY, -11, "too many distinct parameter sets")
+    X(ETOOMANY, -11, "too many distinct parameter sets")                        \
+    X(ENOCONFIG, -12, "no configuration file to reload")
 
 typedef enum sl_error {
     SL_OK = 0,

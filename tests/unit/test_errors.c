@@ -54,6 +54,7 @@ static void values_never_move(void **state) {
         assert_int_equal(table[i].value, -(int)(i + 1));
     assert_int_equal(SL_ENOENT, -10);
     assert_int_equal(SL_ETOOMANY, -11);
+    assert_int_equal(SL_ENOCONFIG, -12);
     assert_string_equal(sl_strerror(SL_ENOENT), "no such policy");
     assert_string_equal(sl_strerror(SL_ETOOMANY), "too many distinct parameter sets");
 }

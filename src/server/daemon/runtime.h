@@ -37,7 +37,7 @@ int sld_runtime_edit(sld_daemon_t *d, const sld_policy_t *put, const char *remov
                      char *err, size_t err_len, uint64_t *generation);
 
 /* Rereads the configuration file and applies it (SIGHUP, admin reload).
- * SL_ENOTSUP when running on the built-in default. Failures are counted and
+ * SL_ENOCONFIG when running on the built-in default. Failures are counted and
  * logged; the running configuration stays. */
 int sld_runtime_reload(sld_daemon_t *d, char *err, size_t err_len, uint64_t *generation);
 

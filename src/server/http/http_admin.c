@@ -371,7 +371,7 @@ static void reload(sld_daemon_t *d, sld_http_reply_t *r) {
     char err[SLD_MAX_ERROR] = "";
     uint64_t generation = 0;
     int rc = sld_runtime_reload(d, err, sizeof err, &generation);
-    if (rc == SL_ENOTSUP) {
+    if (rc == SL_ENOCONFIG) {
         sld_http_error(r, 409, "no_config_file", NULL, "%s", err);
         return;
     }
