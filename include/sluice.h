@@ -57,7 +57,10 @@ typedef int64_t sl_usec_t;
     X(ECORRUPT, -6, "snapshot is truncated or corrupted")                       \
     X(ESEED, -7, "snapshot was written with another hash seed than this non-empty store") \
     X(EFULL, -8, "store is full: max_memory cannot hold this state")            \
-    X(ENOTSUP, -9, "operation not supported by this store")
+    X(ENOTSUP, -9, "operation not supported by this store")                     \
+    X(ENOENT, -10, "no such policy")                                            \
+    X(ETOOMANY, -11, "too many distinct parameter sets")                        \
+    X(ENOCONFIG, -12, "no configuration file to reload")
 
 typedef enum sl_error {
     SL_OK = 0,

@@ -1,4 +1,6 @@
-/* errors.c -- the one error table, as messages and names. */
+/* errors.c -- the one error table (SL_ERROR_TABLE in sluice.h), as messages
+ * and names: one meaning per code. Not here: which call returns which code
+ * (each function's contract says). */
 #include "sluice.h"
 
 const char *sl_strerror(int err) {

@@ -1,17 +1,18 @@
 /* journal.h -- what write-back mode needs from the library's stores: the journal of charges.
  *
  * In write-back mode a daemon decides in its memory store and shares the
- * state through Redis every sync interval (src/server/write_back.c): the
- * memory store tells it what each decision charged (the journal), and
- * takes the merged state back (import). States travel between daemons in
- * the form sl__cells_encode() writes: per limit its id, when it recovers,
- * its word and its block, so the merging is done by the same code that
- * decides, in C, and Redis only keeps bytes.
+ * state through Redis every sync interval: the memory store tells the
+ * daemon what each decision charged (the journal's hooks, which
+ * src/server/engine/charge_journal.c implements), and takes the merged
+ * state back (import; src/server/engine/write_back.c syncs). States
+ * travel between daemons in the form sl__cells_encode() writes: per limit
+ * its id, when it recovers, its word and its block, so the merging is done
+ * by the same code that decides, in C, and Redis only keeps bytes.
  *
  * Not here: the syncing (the daemon), Redis.
  */
-#ifndef SL_STORE_WRITE_BACK_H
-#define SL_STORE_WRITE_BACK_H
+#ifndef SL_STORE_JOURNAL_H
+#define SL_STORE_JOURNAL_H
 
 #include "../core/policy.h"
 

@@ -139,7 +139,7 @@ static void test_distinct_sets_are_bounded(void **state) {
     assert_int_equal(sld_throttles_new(1, &t), SL_OK);
     for (int64_t i = 0; i < SLD_THROTTLE_MAX_SETS; i++)
         assert_int_equal(sld_throttles_get(t, i, 1000000, &p, NULL), SL_OK);
-    assert_int_equal(sld_throttles_get(t, SLD_THROTTLE_MAX_SETS, 1000000, &p, NULL), SL_EFULL);
+    assert_int_equal(sld_throttles_get(t, SLD_THROTTLE_MAX_SETS, 1000000, &p, NULL), SL_ETOOMANY);
     /* a set already known still answers when the table is full */
     assert_int_equal(sld_throttles_get(t, 7, 1000000, &p, NULL), SL_OK);
     assert_int_equal(sl_policy_limit(p, 0)->burst, 7);

@@ -146,7 +146,7 @@ int sld_runtime_edit(sld_daemon_t *d, const sld_policy_t *put, const char *remov
         pthread_mutex_unlock(&apply_lock);
         snprintf(err, err_len, found ? "'%s' is the only policy: a configuration needs one"
                                      : "no policy named '%s'", remove);
-        return found ? SL_EINVAL : SL_ENOTSUP;
+        return found ? SL_EINVAL : SL_ENOENT;
     }
     sld_config_t *cfg = sld_config_edit(now, put, remove);
     if (cfg == NULL) {
@@ -161,7 +161,7 @@ int sld_runtime_reload(sld_daemon_t *d, char *err, size_t err_len, uint64_t *gen
     if (d->config_path == NULL || d->load_config == NULL) {
         snprintf(err, err_len, "running on the built-in default configuration: no file to reload");
         sld_warn("reload: %s", err);
-        return SL_ENOTSUP;
+        return SL_ENOCONFIG;
     }
     sld_config_t *cfg = NULL;
     char why[512];

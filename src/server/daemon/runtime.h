@@ -31,13 +31,13 @@ int sld_runtime_apply(sld_daemon_t *d, sld_config_t *cfg, const char *why, char 
 /* The running configuration with the policy put->name added or replaced
  * (put may be NULL) and the policy `remove` taken out (may be NULL), applied
  * as sld_runtime_apply() does; the edit and the swap happen under one lock,
- * so concurrent edits never undo each other. SL_ENOTSUP when `remove` does
+ * so concurrent edits never undo each other. SL_ENOENT when `remove` does
  * not exist, SL_EINVAL when it is the only policy. */
 int sld_runtime_edit(sld_daemon_t *d, const sld_policy_t *put, const char *remove, const char *why,
                      char *err, size_t err_len, uint64_t *generation);
 
 /* Rereads the configuration file and applies it (SIGHUP, admin reload).
- * SL_ENOTSUP when running on the built-in default. Failures are counted and
+ * SL_ENOCONFIG when running on the built-in default. Failures are counted and
  * logged; the running configuration stays. */
 int sld_runtime_reload(sld_daemon_t *d, char *err, size_t err_len, uint64_t *generation);
 

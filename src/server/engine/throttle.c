@@ -97,7 +97,7 @@ int sld_throttles_get(sld_throttles_t *t, int64_t max_burst, int64_t interval_ns
     e = lookup(t, max_burst, interval_ns, &at);
     if (e == NULL) {
         if (t->count >= SLD_THROTTLE_MAX_SETS) {
-            rc = SL_EFULL;
+            rc = SL_ETOOMANY;
         } else {
             e = calloc(1, sizeof *e);
             rc = e ? compile(max_burst, interval_ns, &e->policy) : SL_ENOMEM;

@@ -26,7 +26,7 @@ void sld_throttles_free(sld_throttles_t *t);
 
 /* The policy for (max_burst, interval_ns), compiled the first time, and
  * (local, may be NULL) one node's share of it. SL_ERANGE: the parameters
- * overflow; SL_EFULL: too many distinct sets. */
+ * overflow; SL_ETOOMANY: too many distinct sets. */
 int sld_throttles_get(sld_throttles_t *t, int64_t max_burst, int64_t interval_ns,
                       const sl_policy_t **out, const sl_policy_t **local);
 

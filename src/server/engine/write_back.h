@@ -14,8 +14,9 @@
  * store.nodes times a limit's capacity), per window for the window
  * algorithms.
  *
- * Runs on the main loop with a Redis client of its own; the journal it
- * fills is called from the workers (under the memory store's key lock).
+ * Runs on the main loop with a Redis client of its own; the journal of
+ * charges (charge_journal.h), filled by the workers under the memory
+ * store's key lock, is its own module.
  * While Redis cannot be reached, decisions go on locally and the charges
  * wait (up to a bound) for the next sync that succeeds.
  */
@@ -27,7 +28,11 @@
 
 #include <uv.h>
 
-#include "server/daemon/daemon.h"
+#include "sluice.h"
+
+/* The daemon it syncs for (server/daemon/daemon.h, which this header does
+ * not include: the daemon is a room above the engine). */
+typedef struct sld_daemon sld_daemon_t;
 
 typedef struct sld_write_back sld_write_back_t;
 

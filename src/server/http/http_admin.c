@@ -254,7 +254,7 @@ static void delete_policy(sld_daemon_t *d, uint32_t worker, const char *name, sl
     uint64_t generation = 0;
     snprintf(why, sizeof why, "admin: removed policy %s", name);
     int rc = sld_runtime_edit(d, NULL, name, why, err, sizeof err, &generation);
-    if (rc == SL_ENOTSUP) {
+    if (rc == SL_ENOENT) {
         sld_http_error(r, 404, "unknown_policy", "policy", "%s", err);
         return;
     }
@@ -371,7 +371,7 @@ static void reload(sld_daemon_t *d, sld_http_reply_t *r) {
     char err[SLD_MAX_ERROR] = "";
     uint64_t generation = 0;
     int rc = sld_runtime_reload(d, err, sizeof err, &generation);
-    if (rc == SL_ENOTSUP) {
+    if (rc == SL_ENOCONFIG) {
         sld_http_error(r, 409, "no_config_file", NULL, "%s", err);
         return;
     }

@@ -125,7 +125,7 @@ static void throttle(sld_client_t *c, const sld_throttle_args_t *a) {
         sld_reply_error(c->out, "ERR max_burst x interval is too large");
         return;
     }
-    if (rc == SL_EFULL) {
+    if (rc == SL_ETOOMANY) {
         sld_reply_errorf(c->out, "ERR too many distinct CL.THROTTLE/GCRA parameter sets (at most %d)",
                          SLD_THROTTLE_MAX_SETS);
         return;

@@ -6,7 +6,11 @@
  * everything queued in one loop turn with one write, so concurrent commands
  * to one node share a round trip (pipelining) without waiting on purpose.
  *
- * Not here: what the commands mean (script.c), the daemon.
+ * Its code is in client.c (a command's life, deadlines, the breaker, these
+ * calls), connection.c, uv_adapter.c, routing.c and discovery.c, which
+ * share client_private.h.
+ *
+ * Not here: what the commands mean (script.c, sync_cas.c), the daemon.
  */
 #ifndef SL_STORE_REDIS_CLIENT_H
 #define SL_STORE_REDIS_CLIENT_H

@@ -1,5 +1,8 @@
 /* client_private.h -- the Redis client's insides, shared by its modules:
- * client.c (commands, connections, routing), discovery.c (the Cluster slot
+ * client.c (a command's life, deadlines, the breaker, the contract),
+ * connection.c (a node's connection and the replies on it), uv_adapter.c
+ * (hiredis's hooks on the loop), routing.c (which node a command goes to,
+ * redirects), discovery.c (the Cluster slot
  * map, the node table, Sentinel by quorum). Nothing outside
  * src/store/redis/ includes this; the contract is client.h.
  */
@@ -12,7 +15,7 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
-/* client.h is the module's own header, included first by both .c files;
+/* client.h is the module's own header, included first by each .c file;
  * not included here, so the private part does not depend back on it. */
 #ifndef SL_STORE_REDIS_CLIENT_H
 #error "include store/redis/client.h before client_private.h"
@@ -119,21 +122,84 @@ struct sl__redis_client {
 };
 
 
+/* ---- queues of waiting commands ---------------------------------------------------- */
+
+static inline void sl__rc_q_push(queue_t *q, pend_t *p) {
+    p->q = q;
+    p->qnext = NULL;
+    p->qprev = q->tail;
+    if (q->tail)
+        q->tail->qnext = p;
+    else
+        q->head = p;
+    q->tail = p;
+}
+
+static inline void sl__rc_q_remove(pend_t *p) {
+    queue_t *q = p->q;
+    if (q == NULL)
+        return;
+    if (p->qprev)
+        p->qprev->qnext = p->qnext;
+    else
+        q->head = p->qnext;
+    if (p->qnext)
+        p->qnext->qprev = p->qprev;
+    else
+        q->tail = p->qprev;
+    p->q = NULL;
+    p->qprev = p->qnext = NULL;
+}
+
+static inline pend_t *sl__rc_q_pop(queue_t *q) {
+    pend_t *p = q->head;
+    if (p)
+        sl__rc_q_remove(p);
+    return p;
+}
+
 /* client.c */
+/* Completes p once (later calls do nothing): off the deadline list and its
+ * queue, counted, the breaker told, its callback called. */
+void sl__rc_complete(pend_t *p, sl__redis_status_t st, const redisReply *r);
+/* Frees p if it is done and nothing refers to it any more. */
+void sl__rc_pend_release(pend_t *p);
+/* A handle of c's was closed: the last one, while closing, frees c. */
+void sl__rc_handle_closed(sl__redis_client_t *c);
+/* Sends an internal command to `to` (NULL: routed as usual); fn(arg, ...). */
+void sl__rc_internal_send(sl__redis_client_t *c, node_t *to, sl__redis_reply_fn fn, void *arg,
+                          int argc, const char **argv, bool probe);
+
+/* connection.c */
 void sl__rc_set_error(sl__redis_client_t *c, const char *what, node_t *n, const char *why);
 node_t *sl__rc_node_get(sl__redis_client_t *c, const sl__redis_addr_t *a, bool sentinel);
 void sl__rc_node_connect(node_t *n);
 void sl__rc_node_drop(node_t *n, const char *why);
+/* Writes p on n, or queues it until n is connected (connecting it). */
+void sl__rc_node_send(node_t *n, pend_t *p);
 /* Closes n's connection and frees it: only for a node nothing refers to
  * (no command in flight or waiting on it, not the primary or a slot's). */
 void sl__rc_node_forget(node_t *n);
 /* Whether a command in flight or waiting refers to n. */
 bool sl__rc_node_busy(const node_t *n);
+/* n's part of closing the client (the client is closing). */
+void sl__rc_node_close(node_t *n);
 void sl__rc_fail_queue(queue_t *q, sl__redis_status_t st);
+
+/* uv_adapter.c */
+/* Watches ac's socket on c's loop (hiredis's ev hooks); counted in
+ * c->handles until hiredis cleans it up. 0, or -1 when out of memory. */
+int sl__rc_uv_attach(sl__redis_client_t *c, redisAsyncContext *ac);
+
+/* routing.c */
+/* Sends p to the node its slot (or the client's kind) names, or queues it
+ * on the client until discovery names one. */
+void sl__rc_route(pend_t *p);
+/* Routes again everything waiting on the client (discovery found a node). */
 void sl__rc_route_waiting(sl__redis_client_t *c);
-/* Sends an internal command to `to` (NULL: routed as usual); fn(arg, ...). */
-void sl__rc_internal_send(sl__redis_client_t *c, node_t *to, sl__redis_reply_fn fn, void *arg,
-                          int argc, const char **argv, bool probe);
+/* MOVED, ASK or READONLY in r (an error reply from n on ac): p sent on,
+ * true; false when r is no redirect (or p ran out of them). */
+bool sl__rc_redirect(pend_t *p, node_t *n, const redisAsyncContext *ac, const redisReply *r);
 
 /* discovery.c */
 void sl__rc_discover(sl__redis_client_t *c);

@@ -2,7 +2,7 @@
  * XMODEM of the key or of its {hash tag}), the slot map read from a
  * CLUSTER SLOTS reply, and MOVED / ASK error replies.
  *
- * Not here: connections and resending (client.c).
+ * Not here: connections (connection.c), resending (routing.c).
  */
 #ifndef SL_STORE_REDIS_CLUSTER_H
 #define SL_STORE_REDIS_CLUSTER_H

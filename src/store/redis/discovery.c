@@ -13,7 +13,8 @@
  * Sentinel: every configured sentinel is asked at once; the master named
  * by a strict majority of them is followed (quorum.h).
  *
- * Not here: connections and commands (client.c).
+ * Not here: connections (connection.c), commands (client.c), routing
+ * (routing.c).
  */
 #include <stdio.h>
 #include <string.h>

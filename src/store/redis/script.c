@@ -14,7 +14,7 @@
  * gcra.c is a multiple of g, so dividing by it changes no decision and keeps
  * the numbers small enough for Lua's doubles).
  *
- * Not here: sending, connections, NOSCRIPT (client.c).
+ * Not here: sending (client.c), connections and NOSCRIPT (connection.c).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,8 @@
  * evaluation becomes one EVALSHA of evaluate.lua and how its reply becomes a
  * decision. Pure: builds argument vectors and reads replies, does no I/O.
  *
- * Not here: connections, routing, timeouts (client.c).
+ * Not here: connections (connection.c), routing (routing.c), timeouts
+ * (client.c).
  */
 #ifndef SL_STORE_REDIS_SCRIPT_H
 #define SL_STORE_REDIS_SCRIPT_H
@@ -111,7 +112,7 @@ extern const char sl__redis_evaluate_lua[];
 extern const unsigned long sl__redis_evaluate_lua_len;
 extern const char sl__redis_evaluate_lua_sha1[];
 
-/* sync.lua: write-back mode's compare-and-set (src/server/write_back.c). */
+/* sync.lua: write-back mode's compare-and-set (sync_cas.c). */
 extern const char sl__redis_sync_lua[];
 extern const unsigned long sl__redis_sync_lua_len;
 extern const char sl__redis_sync_lua_sha1[];

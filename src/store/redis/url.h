@@ -16,7 +16,7 @@
  * no TLS.
  *
  * Pure: parses bytes into a caller-owned struct, allocates nothing.
- * Not here: connecting (client.c).
+ * Not here: connecting (connection.c).
  */
 #ifndef SL_STORE_REDIS_URL_H
 #define SL_STORE_REDIS_URL_H
