@@ -25,6 +25,9 @@ steps=${*:-run test install package}
 root=${ROOT:-$(mktemp -d /var/tmp/sluice-fresh.XXXXXX)}
 logs=$root.logs
 mkdir -p "$root" "$logs"
+# mktemp -d makes it 0700; a root directory is 0755, or daemons that drop to
+# another user (nginx's workers run as nobody) cannot reach any path in it
+chmod 755 "$root"
 
 # The mirror apt already uses for bookworm: a one-line "deb URI bookworm ..."
 # or a deb822 stanza whose Suites has bookworm itself.
