@@ -174,8 +174,11 @@ step_package() {
            { dpkg -i "$deb" || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -f -y -qq; }; } &&
            dpkg -s sluice | grep -q "install ok installed" &&
            ldconfig -p | grep libsluice.so.0 &&
-           cmd=$(sed -n "s/^ExecStart=//p" /lib/systemd/system/sluiced.service) &&
-           echo "the unit runs: $cmd" && $cmd --check-config'
+           unit=/lib/systemd/system/sluiced.service &&
+           cmd=$(sed -n "s/^ExecStart=//p" $unit) &&
+           state=/var/lib/$(sed -n "s/^StateDirectory=//p" $unit) &&
+           echo "the unit runs: $cmd (STATE_DIRECTORY=$state, as systemd sets it)" &&
+           STATE_DIRECTORY=$state $cmd --check-config | tee /dev/stderr | grep -qx "state: $state/sluice.snap (\$STATE_DIRECTORY)"'
 }
 
 step debootstrap make_root || { finish; exit 1; }
