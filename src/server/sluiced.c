@@ -27,6 +27,7 @@
 #include "server/daemon/daemon.h"
 #include "server/base/log.h"
 #include "server/daemon/persist.h"
+#include "server/engine/decide.h"
 #include "server/engine/remote.h"
 #include "server/engine/write_back.h"
 #include "server/engine/rules.h"
@@ -350,6 +351,10 @@ int main(int argc, char **argv) {
         if (!sld_rules_read_once(D.rules))
             sld_warn("the policies kept in Redis are not read yet: starting on the file's");
     }
+    if ((rc = sld_decide_engine_new(&D, &D.engine)) != SL_OK) {
+        fprintf(stderr, "sluiced: cannot start the decision engine: %s\n", sl_strerror(rc));
+        return 1;
+    }
     rc = sld_server_start(&D, cfg->resp_listen, cfg->http_listen, cfg->threads, &server, err, sizeof err);
     if (rc != SL_OK) {
         fprintf(stderr, "sluiced: %s\n", err);
@@ -381,6 +386,8 @@ int main(int argc, char **argv) {
     sld_write_back_free(D.write_back);
     D.write_back = NULL;
     sld_runtime_shutdown(&D);
+    sld_engine_free(D.engine);
+    D.engine = NULL;
     sld_remote_free(D.remote);
     sld_throttles_free(D.throttles);
     sld_metrics_free(D.metrics);

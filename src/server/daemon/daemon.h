@@ -57,6 +57,7 @@ typedef struct sld_stats {
 /* Loads (and completes with command-line overrides) a configuration file. */
 typedef int (*sld_load_fn)(const char *path, sld_config_t **out, char *err, size_t err_len);
 
+struct sld_engine;
 struct sld_server;
 struct sld_retired;
 struct sld_remote;
@@ -69,6 +70,7 @@ typedef struct sld_daemon {
     struct sld_remote *remote;              /* the Redis store; NULL = memory only */
     struct sld_rules *rules;                /* policies kept in Redis (with remote) */
     struct sld_write_back *write_back;      /* store.sync: write_back (with remote) */
+    struct sld_engine *engine;              /* decides for every front, whatever the store (engine.h) */
     _Atomic(sld_runtime_t *) runtime;
     sld_throttles_t *throttles;             /* CL.THROTTLE / GCRA parameter sets */
     sld_stats_t stats;

@@ -30,6 +30,7 @@
 #include "server/http/http.h"
 #include "server/net/linger.h"
 #include "server/base/log.h"
+#include "server/engine/engine.h"
 #include "server/engine/remote.h"
 #include "server/net/server.h"
 #include "server/net/tcp_stall.h"
@@ -232,7 +233,7 @@ static void process(conn_t *c) {
     memcpy(client.name, c->name, sizeof c->name);
     sld_arg_t argv[MAX_ARGS];
     size_t off = 0;
-    sld_batch_begin(d);
+    sld_engine_batch_begin(d->engine, client.worker);
     while (!c->closing && !c->paused && c->in.len - off >= c->need) {
         size_t argc, need;
         const char *why;
@@ -266,7 +267,7 @@ static void process(conn_t *c) {
             stop_reading(c);
         }
     }
-    sld_batch_end();
+    sld_engine_batch_flush(d->engine, client.worker);
     memcpy(c->name, client.name, sizeof c->name);
     sld_buf_consume(&c->in, off);
     if (c->w->stopping && !c->paused)
