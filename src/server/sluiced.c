@@ -57,6 +57,19 @@ static uv_timer_t maintenance;
 
 static sl_usec_t limiter_clock(void *ctx) { return sld_now(ctx); }
 
+/* The runtime's hooks to the workers: ctx is &server, NULL until they run
+ * and once they stopped. */
+static void wake_workers(void *ctx) {
+    sld_server_t *s = *(sld_server_t **)ctx;
+    if (s)
+        sld_server_wake(s);
+}
+
+static bool workers_quiescent(void *ctx, uint64_t generation) {
+    sld_server_t *s = *(sld_server_t **)ctx;
+    return s && sld_server_quiescent(s, generation);
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 #define SLD_ASAN 1
 #elif defined(__has_feature)
@@ -351,6 +364,7 @@ int main(int argc, char **argv) {
         if (!sld_rules_read_once(D.rules))
             sld_warn("the policies kept in Redis are not read yet: starting on the file's");
     }
+    D.workers = (sld_workers_hooks_t){.ctx = &server, .wake = wake_workers, .quiescent = workers_quiescent};
     if ((rc = sld_decide_engine_new(&D, &D.engine)) != SL_OK) {
         fprintf(stderr, "sluiced: cannot start the decision engine: %s\n", sl_strerror(rc));
         return 1;
@@ -360,7 +374,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sluiced: %s\n", err);
         return 1;
     }
-    D.server = server;
     sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d threads=%u policies=%zu config=%s "
              "store=%s%s",
              SL_VERSION_STRING, cfg->resp_listen[0] ? cfg->resp_listen : "off", D.resp_port,
@@ -372,8 +385,8 @@ int main(int argc, char **argv) {
 
     sld_rules_stop(D.rules);
     sld_server_stop(server, STOP_GRACE_MS);
+    server = NULL;
     sld_write_back_stop(D.write_back);
-    D.server = NULL;
     sld_persist_finish(&D);
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);

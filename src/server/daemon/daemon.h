@@ -58,7 +58,19 @@ typedef struct sld_stats {
 typedef int (*sld_load_fn)(const char *path, sld_config_t **out, char *err, size_t err_len);
 
 struct sld_engine;
-struct sld_server;
+
+/* The worker loops as the runtime reaches them (a reload must wake them,
+ * and a retired runtime waits until they have all moved on): hooks given
+ * once the loops exist, so this lower part never names the server. */
+typedef struct sld_workers_hooks {
+    void *ctx;
+    /* Makes every worker go through a loop iteration soon. */
+    void (*wake)(void *ctx);
+    /* Whether every worker has been through an iteration since generation
+     * was published (false while there are no workers). */
+    bool (*quiescent)(void *ctx, uint64_t generation);
+} sld_workers_hooks_t;
+
 struct sld_retired;
 struct sld_remote;
 struct sld_rules;
@@ -78,7 +90,7 @@ typedef struct sld_daemon {
     uint32_t ncounters;
     sld_metrics_t *metrics;                 /* what /metrics reports */
     uint32_t throttle_slot;                 /* its slot for CL.THROTTLE and GCRA */
-    struct sld_server *server;              /* the workers, once started */
+    sld_workers_hooks_t workers;            /* wake / quiescent (NULL hooks: no workers yet) */
     struct sld_retired *retired;            /* runtimes replaced, not yet freed (runtime.c) */
     sld_load_fn load_config;                /* for reloads */
     bool test_clock;                        /* SL.TESTCLOCK exists, the clock is manual */

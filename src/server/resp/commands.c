@@ -72,15 +72,15 @@ static void write_reply(sld_buf_t *out, reply_kind_t kind, int rc, const sl_deci
 }
 
 typedef struct later {
-    sld_deferred_t *slot;
+    sld_reply_t *slot;
     reply_kind_t kind;
 } later_t;
 
 static void on_decided(void *arg, int rc, const sl_decision_t *d, const sl_limit_report_t *limits) {
     (void)limits;
     later_t *l = arg;
-    write_reply(sld_deferred_out(l->slot), l->kind, rc, d);
-    sld_deferred_done(l->slot);
+    write_reply(sld_reply_buf(l->slot), l->kind, rc, d);
+    sld_reply_done(l->slot);
     free(l);
 }
 
@@ -92,12 +92,13 @@ static void decide_and_reply(sld_client_t *c, reply_kind_t kind, const sld_origi
     later_t *l = NULL;
     sld_engine_t *e = c->d->engine;
     if (sld_engine_defers(e, p)) {
-        if ((l = malloc(sizeof *l)) == NULL || (l->slot = sld_client_defer(c)) == NULL) {
+        if ((l = malloc(sizeof *l)) == NULL || (l->slot = sld_reply_defer(c->replies)) == NULL) {
             free(l);
             sld_reply_error(c->out, "ERR out of memory");
             return;
         }
         l->kind = kind;
+        c->out = sld_reply_queue_tail(c->replies); /* later replies wait behind it */
     }
     sl_decision_t d = {0};
     sld_request_t req = {.origin = *origin, .p = p, .key = key->ptr, .key_len = key->len,
@@ -108,7 +109,8 @@ static void decide_and_reply(sld_client_t *c, reply_kind_t kind, const sld_origi
     if (rc == SLD_PENDING)
         return;
     if (l) {
-        sld_client_undefer(c, l->slot);
+        sld_reply_undefer(c->replies, l->slot);
+        c->out = sld_reply_queue_tail(c->replies);
         free(l);
     }
     write_reply(c->out, kind, rc, &d);
