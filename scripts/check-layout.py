@@ -60,7 +60,6 @@ KNOWN_UPWARD = {
     ("src/server/engine/rules.h", "src/server/daemon/daemon.h"),
     ("src/server/engine/write_back.h", "src/server/daemon/daemon.h"),
     ("src/server/engine/decide.h", "src/server/daemon/daemon.h"),
-    ("src/server/http/http_admin.c", "src/server/daemon/runtime.h"),
     ("src/server/http/http.h", "src/server/daemon/daemon.h"),
     ("src/server/http/http_api.h", "src/server/daemon/daemon.h"),
     ("src/server/observe/metrics.c", "src/server/daemon/daemon.h"),

@@ -364,6 +364,7 @@ int main(int argc, char **argv) {
         if (!sld_rules_read_once(D.rules))
             sld_warn("the policies kept in Redis are not read yet: starting on the file's");
     }
+    D.config = (sld_config_hooks_t){.edit = sld_runtime_edit, .reload = sld_runtime_reload};
     D.workers = (sld_workers_hooks_t){.ctx = &server, .wake = wake_workers, .quiescent = workers_quiescent};
     if ((rc = sld_decide_engine_new(&D, &D.engine)) != SL_OK) {
         fprintf(stderr, "sluiced: cannot start the decision engine: %s\n", sl_strerror(rc));

@@ -311,6 +311,8 @@ static void reset_now_and_later(void **state) {
     fixture_free(x);
 }
 
+static void on_detached(void *arg) { ++*(int *)arg; }
+
 static void defaults_of_a_bare_kind(void **state) {
     (void)state;
     fixture_t *x = fixture(&bare_kind);
@@ -325,6 +327,10 @@ static void defaults_of_a_bare_kind(void **state) {
     assert_false(st.shared);
     assert_string_equal(st.describe, "memory");
     assert_int_equal(sld_engine_share_rules(x->e, 0, "p", "{}", 2, NULL, NULL), SL_ENOTSUP);
+    int detached = 0;
+    assert_int_equal(sld_engine_attach(x->e, 0, NULL), SL_OK);
+    sld_engine_detach(x->e, 0, on_detached, &detached); /* nothing held: done at once */
+    assert_int_equal(detached, 1);
     sld_engine_t *e;
     assert_int_equal(sld_engine_new(&(sld_store_kind_t){.name = "none"}, NULL, NULL, &e), SL_EINVAL);
     fixture_free(x);

@@ -187,6 +187,7 @@ static fx_t *fx_new(const char *yaml) {
     memset(f->d.counters, 0, sizeof(sld_counters_t) * WORKERS);
     f->d.ncounters = WORKERS;
     assert_int_equal(sld_decide_engine_new(&f->d, &f->d.engine), SL_OK);
+    f->d.config = (sld_config_hooks_t){.edit = sld_runtime_edit, .reload = sld_runtime_reload};
     fake_now = SEC(1000);
     set_peer(f, "127.0.0.1");
     return f;

@@ -71,6 +71,17 @@ typedef struct sld_workers_hooks {
     bool (*quiescent)(void *ctx, uint64_t generation);
 } sld_workers_hooks_t;
 
+struct sld_daemon;
+
+/* Changes to the configuration in force, as the admin API asks for them:
+ * runtime.c's sld_runtime_edit() and sld_runtime_reload(), given by whoever
+ * wires the daemon (sluiced.c), so a front never names the runtime module. */
+typedef struct sld_config_hooks {
+    int (*edit)(struct sld_daemon *d, const sld_policy_t *put, const char *remove, const char *why,
+                char *err, size_t err_len, uint64_t *generation);
+    int (*reload)(struct sld_daemon *d, char *err, size_t err_len, uint64_t *generation);
+} sld_config_hooks_t;
+
 struct sld_retired;
 struct sld_remote;
 struct sld_rules;
@@ -91,6 +102,7 @@ typedef struct sld_daemon {
     sld_metrics_t *metrics;                 /* what /metrics reports */
     uint32_t throttle_slot;                 /* its slot for CL.THROTTLE and GCRA */
     sld_workers_hooks_t workers;            /* wake / quiescent (NULL hooks: no workers yet) */
+    sld_config_hooks_t config;              /* edit / reload, for the admin API */
     struct sld_retired *retired;            /* runtimes replaced, not yet freed (runtime.c) */
     sld_load_fn load_config;                /* for reloads */
     bool test_clock;                        /* SL.TESTCLOCK exists, the clock is manual */

@@ -172,6 +172,16 @@ static int redis_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_j
     return SL_EIO;
 }
 
+static int redis_attach(void *ctx, uint32_t worker, struct uv_loop_s *loop) {
+    sld_daemon_t *d = ctx;
+    return sld_remote_attach(d->remote, worker, loop);
+}
+
+static void redis_detach(void *ctx, uint32_t worker, void (*done)(void *arg), void *arg) {
+    sld_daemon_t *d = ctx;
+    sld_remote_detach(d->remote, worker, done, arg);
+}
+
 static bool redis_defers(void *ctx, const sl_policy_t *p) {
     (void)ctx, (void)p;
     return true;
@@ -212,6 +222,8 @@ const sld_store_kind_t sld_kind_redis = {
     .reset = redis_reset,
     .defers = redis_defers,
     .supports = redis_supports,
+    .attach = redis_attach,
+    .detach = redis_detach,
     .batch_begin = batch_begin,
     .batch_flush = batch_flush,
     .status = redis_status,
@@ -278,6 +290,8 @@ const sld_store_kind_t sld_kind_write_back = {
     .reset = write_back_reset,
     .defers = redis_defers,
     .supports = redis_supports,
+    .attach = redis_attach,
+    .detach = redis_detach,
     .batch_begin = batch_begin,
     .batch_flush = batch_flush,
     .status = write_back_status,

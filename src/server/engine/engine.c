@@ -82,6 +82,17 @@ bool sld_engine_supports(const sld_engine_t *e, const sl_policy_t *p, const char
     return e->kind->supports == NULL || e->kind->supports(e->ctx, p, why);
 }
 
+int sld_engine_attach(sld_engine_t *e, uint32_t worker, struct uv_loop_s *loop) {
+    return e->kind->attach ? e->kind->attach(e->ctx, worker, loop) : SL_OK;
+}
+
+void sld_engine_detach(sld_engine_t *e, uint32_t worker, void (*done)(void *arg), void *arg) {
+    if (e->kind->detach)
+        e->kind->detach(e->ctx, worker, done, arg);
+    else
+        done(arg);
+}
+
 void sld_engine_batch_begin(sld_engine_t *e, uint32_t worker) {
     if (e->kind->batch_begin)
         e->kind->batch_begin(e->ctx, worker);

@@ -42,6 +42,7 @@ typedef void (*sld_decided_fn)(void *arg, int rc, const sl_decision_t *out,
                                const sl_limit_report_t *limits);
 
 struct sld_runtime;
+struct uv_loop_s;
 
 /* Where a policy came from, for the fallback of the shared store. */
 typedef struct sld_origin {
@@ -80,6 +81,11 @@ typedef struct sld_store_kind {
     bool (*defers)(void *ctx, const sl_policy_t *p);
     /* Whether p can be decided exactly in this store (*why: why not). */
     bool (*supports)(void *ctx, const sl_policy_t *p, const char **why);
+    /* Worker `worker` starts on `loop` (from its thread, before it serves). */
+    int (*attach)(void *ctx, uint32_t worker, struct uv_loop_s *loop);
+    /* Worker `worker` stops: what is pending fails, its connections close,
+     * then done(arg); the loop must run until then. */
+    void (*detach)(void *ctx, uint32_t worker, void (*done)(void *arg), void *arg);
     void (*batch_begin)(void *ctx, uint32_t worker);
     void (*batch_flush)(void *ctx, uint32_t worker);
     /* Fills what INFO, /metrics and /readyz show (zeroed, up, "memory" before). */
@@ -126,6 +132,13 @@ bool sld_engine_defers(const sld_engine_t *e, const sl_policy_t *p);
 
 /* Whether p can be decided exactly by the store behind (*why: why not). */
 bool sld_engine_supports(const sld_engine_t *e, const sl_policy_t *p, const char **why);
+
+/* Worker `worker`'s loop is there (its thread, before it serves): the
+ * store's clients for it start. */
+int sld_engine_attach(sld_engine_t *e, uint32_t worker, struct uv_loop_s *loop);
+/* Worker `worker` is stopping: done(arg) once the store holds nothing of it
+ * (maybe at once). The loop must keep running until then. */
+void sld_engine_detach(sld_engine_t *e, uint32_t worker, void (*done)(void *arg), void *arg);
 
 /* Requests of one read: decided at one instant, sent together. */
 void sld_engine_batch_begin(sld_engine_t *e, uint32_t worker);

@@ -3,9 +3,10 @@
  * Off (404) unless admin_token is configured; every request must carry
  * "Authorization: Bearer <token>", compared in constant time so the answer's
  * timing says nothing about how much of a guess was right. Edits go through
- * sld_runtime_edit(): applied at once and atomically, like a reload, and
- * kept until the next reload from the file or restart. With the Redis
- * store they are also written to Redis's rules (rules.h), so every daemon
+ * the daemon's config.edit hook (runtime.c's sld_runtime_edit()): applied at
+ * once and atomically, like a reload, and kept until the next reload from the
+ * file or restart. With the Redis store they are also written to Redis's
+ * rules (the engine's share_rules; rules.h follows them), so every daemon
  * applies them, and the answer waits until Redis has them.
  */
 #include <stdio.h>
@@ -15,7 +16,6 @@
 
 #include "server/engine/engine.h"
 #include "server/http/http_api.h"
-#include "server/daemon/runtime.h"
 
 #define MAX_POLICY_NAME 64
 
@@ -201,7 +201,7 @@ static void put_policy(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt
     bool created = find_config(rt->cfg, name) == NULL;
     uint64_t generation = 0;
     snprintf(why, sizeof why, "admin: %s policy %s", created ? "added" : "replaced", name);
-    rc = sld_runtime_edit(d, pol, NULL, why, err, sizeof err, &generation);
+    rc = d->config.edit(d, pol, NULL, why, err, sizeof err, &generation);
     sld_config_policy_free(pol);
     if (rc != SL_OK) {
         sld_http_error(r, rc == SL_ENOMEM ? 503 : 400, "invalid_policy", "body", "%s", err);
@@ -219,7 +219,7 @@ static void delete_policy(sld_daemon_t *d, uint32_t worker, const char *name, sl
     char err[SLD_MAX_ERROR] = "", why[128];
     uint64_t generation = 0;
     snprintf(why, sizeof why, "admin: removed policy %s", name);
-    int rc = sld_runtime_edit(d, NULL, name, why, err, sizeof err, &generation);
+    int rc = d->config.edit(d, NULL, name, why, err, sizeof err, &generation);
     if (rc == SL_ENOTSUP) {
         sld_http_error(r, 404, "unknown_policy", "policy", "%s", err);
         return;
@@ -337,7 +337,7 @@ static void reset_key(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
 static void reload(sld_daemon_t *d, sld_http_reply_t *r) {
     char err[SLD_MAX_ERROR] = "";
     uint64_t generation = 0;
-    int rc = sld_runtime_reload(d, err, sizeof err, &generation);
+    int rc = d->config.reload(d, err, sizeof err, &generation);
     if (rc == SL_ENOTSUP) {
         sld_http_error(r, 409, "no_config_file", NULL, "%s", err);
         return;

@@ -32,7 +32,6 @@
 #include "server/net/reply_queue.h"
 #include "server/base/log.h"
 #include "server/engine/engine.h"
-#include "server/engine/remote.h"
 #include "server/net/server.h"
 #include "server/net/tcp_stall.h"
 
@@ -81,8 +80,8 @@ struct worker {
     sld_http_worker_t *http;  /* NULL when the HTTP front is off */
     sld_counters_t *counters;
     bool stopping;
-    bool remote_detaching;   /* the Redis client is closing */
-    bool remote_detached;    /* ... and closed (or there is none) */
+    bool store_detaching;    /* the engine lets go of this worker (its Redis client closes) */
+    bool store_detached;     /* ... and has */
     uint64_t stop_deadline;  /* loop time, ms; force-close after it */
 };
 
@@ -375,9 +374,9 @@ static void close_handle(uv_handle_t *h) {
         uv_close(h, NULL);
 }
 
-static void on_remote_detached(void *arg) {
+static void on_store_detached(void *arg) {
     worker_t *w = arg;
-    w->remote_detached = true;
+    w->store_detached = true;
 }
 
 /* Every second: close idle connections and those whose client does not
@@ -420,11 +419,11 @@ static void on_tick(uv_timer_t *t) {
     if (w->stopping && w->conns == NULL && sld_linger_empty(&w->linger) && sld_http_worker_idle(w->http)) {
         /* Decisions still waiting on Redis held their connections open
          * until now; what is left of the client can go. */
-        if (d->remote && !w->remote_detaching) {
-            w->remote_detaching = true;
-            sld_remote_detach(d->remote, index, on_remote_detached, w);
+        if (!w->store_detaching) {
+            w->store_detaching = true;
+            sld_engine_detach(d->engine, index, on_store_detached, w);
         }
-        if (d->remote == NULL || w->remote_detached)
+        if (w->store_detached)
             uv_stop(&w->loop); /* h2o's own handles would keep it running: worker_run ends it */
     }
 }
@@ -631,8 +630,8 @@ int sld_server_start(sld_daemon_t *d, const char *resp_listen, const char *http_
         }
         s->nworkers = i + 1;
         atomic_store(&w->seen_generation, sld_runtime(d)->generation);
-        if (d->remote && sld_remote_attach(d->remote, i, &w->loop) != SL_OK) {
-            snprintf(err, err_len, "cannot start the Redis client");
+        if (sld_engine_attach(d->engine, i, &w->loop) != SL_OK) {
+            snprintf(err, err_len, "cannot start the store's client (Redis)");
             rc = SL_EIO;
             break;
         }
