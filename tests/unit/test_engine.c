@@ -205,6 +205,7 @@ static void decided_later(void **state) {
     assert_int_equal(a.calls, 0);
     assert_int_equal(x->counts.decisions, 0);
     assert_memory_equal(sld_job_request(x->fake.held[0])->key, "bob", 3);
+    assert_ptr_equal(sld_job_store(x->fake.held[0]), &x->fake);
     fake_answer(&x->fake);
     assert_int_equal(a.calls, 1);
     assert_int_equal(a.rc, SL_OK);
@@ -226,6 +227,19 @@ static void cannot_wait_answers_now(void **state) {
     assert_true(d.allowed);
     assert_int_equal(x->fake.nheld, 0);
     assert_int_equal(x->counts.decisions, 1);
+    fixture_free(x);
+}
+
+static void dropped_job_is_never_answered(void **state) {
+    (void)state;
+    fixture_t *x = fixture(&fake_kind);
+    x->fake.later = true;
+    answer_t a = {0};
+    sl_decision_t d;
+    sld_request_t r = request(x, "heidi");
+    assert_int_equal(sld_engine_decide(x->e, 0, &r, &d, NULL, on_answer, &a), SLD_PENDING);
+    sld_job_drop(x->fake.held[--x->fake.nheld]); /* as a store whose send failed after keeping it */
+    assert_int_equal(a.calls, 0);
     fixture_free(x);
 }
 
@@ -341,6 +355,7 @@ int main(void) {
         cmocka_unit_test(decided_now),
         cmocka_unit_test(decided_later),
         cmocka_unit_test(cannot_wait_answers_now),
+        cmocka_unit_test(dropped_job_is_never_answered),
         cmocka_unit_test(batch),
         cmocka_unit_test(error_now),
         cmocka_unit_test(error_later),

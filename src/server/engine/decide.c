@@ -104,15 +104,9 @@ static void pin(const struct sld_runtime *rt, int delta) {
         atomic_fetch_sub(&((sld_runtime_t *)rt)->pins, 1);
 }
 
-typedef struct waiting {
-    sld_daemon_t *d;
-    sld_job_t *job;
-} waiting_t;
-
 static void on_remote(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *limits) {
-    waiting_t w = *(waiting_t *)arg;
-    free(arg);
-    const sld_request_t *r = sld_job_request(w.job);
+    sld_job_t *job = arg;
+    const sld_request_t *r = sld_job_request(job);
     const struct sld_runtime *rt = r->origin.rt;
     sl_decision_t out;
     sl_limit_report_t reports[SL_MAX_LIMITS];
@@ -120,9 +114,9 @@ static void on_remote(void *arg, int rc, const sl_decision_t *dec, const sl_limi
         out = *dec;
         memcpy(reports, limits, sl_policy_limit_count(r->p) * sizeof *reports);
     } else {
-        rc = fall_back(w.d, r, &out, reports);
+        rc = fall_back(sld_job_store(job), r, &out, reports);
     }
-    sld_job_done(w.job, rc, &out, reports);
+    sld_job_done(job, rc, &out, reports);
     pin(rt, -1);
 }
 
@@ -131,23 +125,18 @@ static int redis_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_d
     sld_daemon_t *d = ctx;
     if (job == NULL) /* the caller cannot wait: this daemon's memory */
         return memory_decide(ctx, worker, r, out, limits, NULL);
-    waiting_t *w = malloc(sizeof *w);
-    sld_job_t *kept = w ? sld_job_keep(job) : NULL;
-    if (kept == NULL) {
-        free(w);
+    sld_job_t *kept = sld_job_keep(job);
+    if (kept == NULL)
         return SL_ENOMEM;
-    }
-    *w = (waiting_t){d, kept};
     sl_usec_t now = sld_remote_clock_local(d->remote) ? sld_now(d) : SL__REDIS_SERVER_TIME;
     pin(r->origin.rt, +1);
     const sld_request_t *kr = sld_job_request(kept);
     if (sld_remote_evaluate(d->remote, worker, kr->p, kr->key, kr->key_len, kr->cost,
-                            (kr->flags & SL_DECIDE_PEEK) != 0, now, on_remote, w) == SL_OK)
+                            (kr->flags & SL_DECIDE_PEEK) != 0, now, on_remote, kept) == SL_OK)
         return SLD_PENDING;
     /* not even sent (breaker open, no connection): the fallback answers now */
     pin(r->origin.rt, -1);
-    free(w);
-    free(kept);
+    sld_job_drop(kept);
     return fall_back(d, r, out, limits);
 }
 
@@ -168,7 +157,7 @@ static int redis_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_j
         return SL_ENOMEM;
     if (sld_remote_reset(d->remote, worker, r->p, r->key, r->key_len, on_reset, kept) == SL_OK)
         return SLD_PENDING;
-    free(kept);
+    sld_job_drop(kept);
     return SL_EIO;
 }
 
@@ -263,7 +252,7 @@ static int write_back_reset(void *ctx, uint32_t worker, const sld_request_t *r, 
     }
     free(buf);
     if (rc != SLD_PENDING)
-        free(kept);
+        sld_job_drop(kept);
     return rc;
 }
 

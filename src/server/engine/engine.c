@@ -133,6 +133,13 @@ sld_job_t *sld_job_keep(sld_job_t *job) {
 
 const sld_request_t *sld_job_request(const sld_job_t *job) { return &job->r; }
 
+void *sld_job_store(const sld_job_t *job) { return job->e->ctx; }
+
+void sld_job_drop(sld_job_t *job) {
+    if (job && job->kept)
+        free(job);
+}
+
 void sld_job_done(sld_job_t *job, int rc, const sl_decision_t *out, const sl_limit_report_t *limits) {
     if (!job->reset)
         account(job->e, job, rc, out);

@@ -160,6 +160,11 @@ int sld_engine_share_rules(sld_engine_t *e, uint32_t worker, const char *name, c
 sld_job_t *sld_job_keep(sld_job_t *job);
 /* The request of a kept job. */
 const sld_request_t *sld_job_request(const sld_job_t *job);
+/* The store kind's ctx (as given to sld_engine_new) of the job's engine. */
+void *sld_job_store(const sld_job_t *job);
+/* Lets go of a kept job that will not be answered (it could not be sent
+ * and the hook answers now instead): the caller is not called back. */
+void sld_job_drop(sld_job_t *job);
 /* Finishes a kept job: counts it (a decision), calls the caller back, frees it. */
 void sld_job_done(sld_job_t *job, int rc, const sl_decision_t *out, const sl_limit_report_t *limits);
 

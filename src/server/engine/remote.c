@@ -409,9 +409,11 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
     return SL_OK;
 }
 
+typedef void (*raw_fn_t)(void *arg, const redisReply *reply);
+
 typedef struct raw_call {
     remote_worker_t *w;
-    sld_remote_raw_fn fn;
+    raw_fn_t fn;
     void *arg;
 } raw_call_t;
 
@@ -419,15 +421,16 @@ static void on_raw_reply(void *arg, sl__redis_status_t status, const redisReply 
     raw_call_t *c = arg;
     if (status != SL__REDIS_OK || !atomic_load_explicit(&c->w->up, memory_order_relaxed))
         publish(c->w);
-    sld_remote_raw_fn fn = c->fn;
+    raw_fn_t fn = c->fn;
     void *fn_arg = c->arg;
     free(c);
     fn(fn_arg, status == SL__REDIS_OK ? reply : NULL);
 }
 
-int sld_remote_command(sld_remote_t *r, uint32_t worker, const char *key, size_t key_len, int argc,
-                       const char *const *argv, const size_t *argvlen, sld_remote_raw_fn fn,
-                       void *arg) {
+/* Any command from worker `worker`: fn gets the reply, or NULL when there
+ * is none (timeout, down). */
+static int remote_command(sld_remote_t *r, uint32_t worker, const char *key, size_t key_len, int argc,
+                          const char *const *argv, const size_t *argvlen, raw_fn_t fn, void *arg) {
     remote_worker_t *w = &r->workers[worker];
     raw_call_t *c = malloc(sizeof *c);
     if (c == NULL || w->client == NULL) {
@@ -460,7 +463,7 @@ int sld_remote_command_int(sld_remote_t *r, uint32_t worker, const char *key, si
     if (c == NULL)
         return SL_EIO;
     *c = (int_call_t){fn, arg};
-    if (sld_remote_command(r, worker, key, key_len, argc, argv, argvlen, on_int_reply, c) != SL_OK) {
+    if (remote_command(r, worker, key, key_len, argc, argv, argvlen, on_int_reply, c) != SL_OK) {
         free(c);
         return SL_EIO;
     }

@@ -72,14 +72,6 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
                         void *arg);
 
 
-/* Any command, from worker `worker`: fn gets the reply, or NULL when
- * there is none (timeout, down). key names the Cluster slot (NULL: any). */
-struct redisReply;
-typedef void (*sld_remote_raw_fn)(void *arg, const struct redisReply *reply);
-int sld_remote_command(sld_remote_t *r, uint32_t worker, const char *key, size_t key_len, int argc,
-                       const char *const *argv, const size_t *argvlen, sld_remote_raw_fn fn,
-                       void *arg);
-
 /* The parsed store URL and client options, for other clients of the same
  * store (the rules, on the main loop). */
 struct sl__redis_url;
@@ -93,7 +85,8 @@ const struct sl__redis_client_options *sld_remote_options(const sld_remote_t *r)
 typedef void (*sld_remote_done_fn)(void *arg, int rc);
 
 /* Any command whose reply is an integer (DEL, HSET, INCR, PUBLISH), from
- * worker `worker`: as sld_remote_command(), without the reply's form. */
+ * worker `worker`. key names the Cluster slot (NULL: any). SL_OK: fn will
+ * be called exactly once; SL_EIO: it could not be sent (fn is not called). */
 int sld_remote_command_int(sld_remote_t *r, uint32_t worker, const char *key, size_t key_len, int argc,
                            const char *const *argv, const size_t *argvlen, sld_remote_done_fn fn,
                            void *arg);
