@@ -27,6 +27,7 @@
 #include "server/daemon/daemon.h"
 #include "server/base/log.h"
 #include "server/daemon/persist.h"
+#include "server/engine/decide.h"
 #include "server/engine/remote.h"
 #include "server/engine/write_back.h"
 #include "server/engine/rules.h"
@@ -55,6 +56,19 @@ static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t maintenance;
 
 static sl_usec_t limiter_clock(void *ctx) { return sld_now(ctx); }
+
+/* The runtime's hooks to the workers: ctx is &server, NULL until they run
+ * and once they stopped. */
+static void wake_workers(void *ctx) {
+    sld_server_t *s = *(sld_server_t **)ctx;
+    if (s)
+        sld_server_wake(s);
+}
+
+static bool workers_quiescent(void *ctx, uint64_t generation) {
+    sld_server_t *s = *(sld_server_t **)ctx;
+    return s && sld_server_quiescent(s, generation);
+}
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SLD_ASAN 1
@@ -359,12 +373,17 @@ int main(int argc, char **argv) {
         if (!sld_rules_read_once(D.rules))
             sld_warn("the policies kept in Redis are not read yet: starting on the file's");
     }
+    D.config = (sld_config_hooks_t){.edit = sld_runtime_edit, .reload = sld_runtime_reload};
+    D.workers = (sld_workers_hooks_t){.ctx = &server, .wake = wake_workers, .quiescent = workers_quiescent};
+    if ((rc = sld_decide_engine_new(&D, &D.engine)) != SL_OK) {
+        fprintf(stderr, "sluiced: cannot start the decision engine: %s\n", sl_strerror(rc));
+        return 1;
+    }
     rc = sld_server_start(&D, cfg->resp_listen, cfg->http_listen, cfg->threads, &server, err, sizeof err);
     if (rc != SL_OK) {
         fprintf(stderr, "sluiced: %s\n", err);
         return 1;
     }
-    D.server = server;
     sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d threads=%u policies=%zu config=%s "
              "store=%s%s",
              SL_VERSION_STRING, cfg->resp_listen[0] ? cfg->resp_listen : "off", D.resp_port,
@@ -376,8 +395,8 @@ int main(int argc, char **argv) {
 
     sld_rules_stop(D.rules);
     sld_server_stop(server, STOP_GRACE_MS);
+    server = NULL;
     sld_write_back_stop(D.write_back);
-    D.server = NULL;
     sld_persist_finish(&D);
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
@@ -390,6 +409,8 @@ int main(int argc, char **argv) {
     sld_write_back_free(D.write_back);
     D.write_back = NULL;
     sld_runtime_shutdown(&D);
+    sld_engine_free(D.engine);
+    D.engine = NULL;
     sld_remote_free(D.remote);
     sld_throttles_free(D.throttles);
     sld_metrics_free(D.metrics);

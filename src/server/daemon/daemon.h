@@ -57,7 +57,31 @@ typedef struct sld_stats {
 /* Loads (and completes with command-line overrides) a configuration file. */
 typedef int (*sld_load_fn)(const char *path, sld_config_t **out, char *err, size_t err_len);
 
-struct sld_server;
+struct sld_engine;
+
+/* The worker loops as the runtime reaches them (a reload must wake them,
+ * and a retired runtime waits until they have all moved on): hooks given
+ * once the loops exist, so this lower part never names the server. */
+typedef struct sld_workers_hooks {
+    void *ctx;
+    /* Makes every worker go through a loop iteration soon. */
+    void (*wake)(void *ctx);
+    /* Whether every worker has been through an iteration since generation
+     * was published (false while there are no workers). */
+    bool (*quiescent)(void *ctx, uint64_t generation);
+} sld_workers_hooks_t;
+
+struct sld_daemon;
+
+/* Changes to the configuration in force, as the admin API asks for them:
+ * runtime.c's sld_runtime_edit() and sld_runtime_reload(), given by whoever
+ * wires the daemon (sluiced.c), so a front never names the runtime module. */
+typedef struct sld_config_hooks {
+    int (*edit)(struct sld_daemon *d, const sld_policy_t *put, const char *remove, const char *why,
+                char *err, size_t err_len, uint64_t *generation);
+    int (*reload)(struct sld_daemon *d, char *err, size_t err_len, uint64_t *generation);
+} sld_config_hooks_t;
+
 struct sld_retired;
 struct sld_remote;
 struct sld_rules;
@@ -69,6 +93,7 @@ typedef struct sld_daemon {
     struct sld_remote *remote;              /* the Redis store; NULL = memory only */
     struct sld_rules *rules;                /* policies kept in Redis (with remote) */
     struct sld_write_back *write_back;      /* store.sync: write_back (with remote) */
+    struct sld_engine *engine;              /* decides for every front, whatever the store (engine.h) */
     _Atomic(sld_runtime_t *) runtime;
     sld_throttles_t *throttles;             /* CL.THROTTLE / GCRA parameter sets */
     sld_stats_t stats;
@@ -76,7 +101,8 @@ typedef struct sld_daemon {
     uint32_t ncounters;
     sld_metrics_t *metrics;                 /* what /metrics reports */
     uint32_t throttle_slot;                 /* its slot for CL.THROTTLE and GCRA */
-    struct sld_server *server;              /* the workers, once started */
+    sld_workers_hooks_t workers;            /* wake / quiescent (NULL hooks: no workers yet) */
+    sld_config_hooks_t config;              /* edit / reload, for the admin API */
     struct sld_retired *retired;            /* runtimes replaced, not yet freed (runtime.c) */
     sld_load_fn load_config;                /* for reloads */
     bool test_clock;                        /* SL.TESTCLOCK exists, the clock is manual */

@@ -10,7 +10,6 @@
 #include "server/base/log.h"
 #include "server/engine/remote.h"
 #include "server/daemon/runtime.h"
-#include "server/net/server.h"
 
 typedef struct check_ctx {
     char *err;
@@ -122,8 +121,8 @@ static int apply_locked(sld_daemon_t *d, sld_config_t *cfg, const char *why, cha
     if (generation)
         *generation = rt->generation;
     pthread_mutex_unlock(&apply_lock);
-    if (d->server)
-        sld_server_wake(d->server);
+    if (d->workers.wake)
+        d->workers.wake(d->workers.ctx);
     sld_info("%s: %zu policies, generation %llu", why, rt->cfg->npolicies,
              (unsigned long long)rt->generation);
     return SL_OK;
@@ -182,7 +181,7 @@ int sld_runtime_reload(sld_daemon_t *d, char *err, size_t err_len, uint64_t *gen
 void sld_runtime_collect(sld_daemon_t *d) {
     pthread_mutex_lock(&apply_lock);
     for (struct sld_retired **p = &d->retired; *p;) {
-        if (d->server && sld_server_quiescent(d->server, (*p)->until) &&
+        if (d->workers.quiescent && d->workers.quiescent(d->workers.ctx, (*p)->until) &&
             atomic_load(&(*p)->rt->pins) == 0) {
             struct sld_retired *r = *p;
             *p = r->next;

@@ -1,10 +1,8 @@
-/* decide.c -- a decision, timed and counted, in the memory store or in Redis
- * with the policy's fallback (see decide.h). */
+/* decide.c -- the daemon's store kinds (see decide.h): the memory store,
+ * Redis strict with the policy's fallback, and write-back. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#include <hiredis/hiredis.h>
 
 #include "core/policy.h"
 #include "server/engine/decide.h"
@@ -12,15 +10,11 @@
 #include "server/engine/write_back.h"
 #include "store/redis/script.h"
 
-static uint64_t mono_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
+/* ---- counting (the engine's hooks) ------------------------------------------------------------ */
 
-/* What every decision goes through once made: errors and results counted. */
-static void account(sld_daemon_t *d, uint32_t worker, uint32_t slot, int rc, unsigned flags,
+static void account(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned flags,
                     const sl_decision_t *out) {
+    sld_daemon_t *d = ctx;
     if (rc != SL_OK && rc != SL_EINVAL && rc != SL_ERANGE) /* not the client's mistake */
         atomic_fetch_add(&d->stats.decision_errors, 1);
     if (rc != SL_OK || (flags & SL_DECIDE_PEEK))
@@ -31,35 +25,55 @@ static void account(sld_daemon_t *d, uint32_t worker, uint32_t slot, int rc, uns
         sld_metrics_decision(d->metrics, worker, slot, out->allowed);
 }
 
-int sld_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, const sl_policy_t *p, const void *key,
-               size_t key_len, uint64_t cost, unsigned flags, sl_decision_t *out,
-               sl_limit_report_t *limits) {
-    sld_metrics_t *m = d->metrics;
-    int rc;
-    if (m == NULL || !sld_metrics_sample(m, worker)) {
-        rc = sl_decide(d->limiter, p, key, key_len, cost, flags, out, limits);
-    } else {
-        uint64_t a = mono_ns();
-        rc = sl_decide(d->limiter, p, key, key_len, cost, flags, out, limits);
-        sld_metrics_latency(m, worker, mono_ns() - a);
-    }
-    account(d, worker, slot, rc, flags, out);
-    return rc;
+/* ---- memory -------------------------------------------------------------------------------------- */
+
+static int memory_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
+                         sl_limit_report_t *limits, sld_job_t *job) {
+    (void)worker, (void)job;
+    sld_daemon_t *d = ctx;
+    return sl_decide(d->limiter, r->p, r->key, r->key_len, r->cost, r->flags, out, limits);
 }
 
-/* ---- the shared store ------------------------------------------------------------------ */
+static int memory_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job) {
+    (void)worker, (void)job;
+    sld_daemon_t *d = ctx;
+    return sl_reset(d->limiter, r->p, r->key, r->key_len);
+}
+
+/* One clock read per batch; Redis sends its queue at the end of the loop
+ * turn (remote.c), one round trip per node. */
+static void batch_begin(void *ctx, uint32_t worker) {
+    (void)worker;
+    sld_batch_begin(ctx);
+}
+
+static void batch_flush(void *ctx, uint32_t worker) {
+    (void)ctx, (void)worker;
+    sld_batch_end();
+}
+
+const sld_store_kind_t sld_kind_memory = {
+    .name = "memory",
+    .decide = memory_decide,
+    .reset = memory_reset,
+    .batch_begin = batch_begin,
+    .batch_flush = batch_flush,
+};
+
+/* ---- Redis strict ------------------------------------------------------------------------------ */
 
 /* Answers without the shared store, by the policy's on_store_failure. */
-static int fall_back(sld_daemon_t *d, const sld_origin_t *o, const sl_policy_t *p,
-                     const void *key, size_t key_len, uint64_t cost, unsigned flags,
-                     sl_decision_t *out, sl_limit_report_t *limits) {
+static int fall_back(sld_daemon_t *d, const sld_request_t *r, sl_decision_t *out,
+                     sl_limit_report_t *limits) {
+    const sld_origin_t *o = &r->origin;
+    const sl_policy_t *p = r->p;
     sld_store_failure_t mode;
     const sl_policy_t *local = sld_policies_fallback(o->rt->policies, o->index, p, &mode);
     if (o->index == SIZE_MAX && o->local)
         local = o->local;
     sld_remote_count_fallback(d->remote, mode);
     if (mode == SLD_FAIL_LOCAL)
-        return sl_decide(d->limiter, local, key, key_len, cost, flags, out, limits);
+        return sl_decide(d->limiter, local, r->key, r->key_len, r->cost, r->flags, out, limits);
     /* open or closed: no state anywhere says more than the limits themselves */
     bool open = mode == SLD_FAIL_OPEN;
     sl_usec_t retry = open ? 0 : o->rt->cfg->breaker_cooldown;
@@ -83,121 +97,200 @@ static int fall_back(sld_daemon_t *d, const sld_origin_t *o, const sl_policy_t *
     return SL_OK;
 }
 
-typedef struct pending {
-    sld_daemon_t *d;
-    sld_origin_t origin;
-    const sl_policy_t *p;
-    uint32_t worker;
-    unsigned flags;
-    uint64_t cost;
-    uint64_t started;   /* ns, when timed */
-    sld_decided_fn fn;
-    void *arg;
-    size_t key_len;
-    char key[];         /* for the fallback */
-} pending_t;
-
-static void unpin(const sld_runtime_t *rt) {
-    atomic_fetch_sub(&((sld_runtime_t *)rt)->pins, 1);
+static void pin(const struct sld_runtime *rt, int delta) {
+    if (delta > 0)
+        atomic_fetch_add(&((sld_runtime_t *)rt)->pins, 1);
+    else
+        atomic_fetch_sub(&((sld_runtime_t *)rt)->pins, 1);
 }
 
-static void on_remote(void *arg, int rc, const sl_decision_t *d, const sl_limit_report_t *limits) {
-    pending_t *pd = arg;
+static void on_remote(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *limits) {
+    sld_job_t *job = arg;
+    const sld_request_t *r = sld_job_request(job);
+    const struct sld_runtime *rt = r->origin.rt;
     sl_decision_t out;
     sl_limit_report_t reports[SL_MAX_LIMITS];
     if (rc == SL_OK) {
-        out = *d;
-        memcpy(reports, limits, sl_policy_limit_count(pd->p) * sizeof *reports);
+        out = *dec;
+        memcpy(reports, limits, sl_policy_limit_count(r->p) * sizeof *reports);
     } else {
-        rc = fall_back(pd->d, &pd->origin, pd->p, pd->key, pd->key_len, pd->cost,
-                       pd->flags, &out, reports);
+        rc = fall_back(sld_job_store(job), r, &out, reports);
     }
-    if (pd->started)
-        sld_metrics_latency(pd->d->metrics, pd->worker, mono_ns() - pd->started);
-    account(pd->d, pd->worker, pd->origin.slot, rc, pd->flags, &out);
-    pd->fn(pd->arg, rc, &out, reports);
-    unpin(pd->origin.rt);
-    free(pd);
+    sld_job_done(job, rc, &out, reports);
+    pin(rt, -1);
 }
 
-int sld_decide_start(sld_daemon_t *d, uint32_t worker, const sld_origin_t *origin,
-                     const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
-                     unsigned flags, sl_decision_t *out, sl_limit_report_t *limits,
-                     sld_decided_fn fn, void *arg) {
-    /* write-back policies decide here; write_back.c shares their state */
-    if (d->remote == NULL || p->write_back)
-        return sld_decide(d, worker, origin->slot, p, key, key_len, cost, flags, out, limits);
-    pending_t *pd = malloc(sizeof *pd + key_len);
-    if (pd == NULL) {
-        atomic_fetch_add(&d->stats.decision_errors, 1);
+static int redis_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
+                        sl_limit_report_t *limits, sld_job_t *job) {
+    sld_daemon_t *d = ctx;
+    if (job == NULL) /* the caller cannot wait: this daemon's memory */
+        return memory_decide(ctx, worker, r, out, limits, NULL);
+    sld_job_t *kept = sld_job_keep(job);
+    if (kept == NULL)
         return SL_ENOMEM;
-    }
-    *pd = (pending_t){.d = d, .origin = *origin, .p = p, .worker = worker, .flags = flags,
-                      .cost = cost, .fn = fn, .arg = arg, .key_len = key_len};
-    memcpy(pd->key, key, key_len);
-    if (d->metrics && sld_metrics_sample(d->metrics, worker))
-        pd->started = mono_ns();
     sl_usec_t now = sld_remote_clock_local(d->remote) ? sld_now(d) : SL__REDIS_SERVER_TIME;
-    atomic_fetch_add(&((sld_runtime_t *)origin->rt)->pins, 1);
-    if (sld_remote_evaluate(d->remote, worker, p, key, key_len, cost, (flags & SL_DECIDE_PEEK) != 0,
-                            now, on_remote, pd) == SL_OK)
+    pin(r->origin.rt, +1);
+    const sld_request_t *kr = sld_job_request(kept);
+    if (sld_remote_evaluate(d->remote, worker, kr->p, kr->key, kr->key_len, kr->cost,
+                            (kr->flags & SL_DECIDE_PEEK) != 0, now, on_remote, kept) == SL_OK)
         return SLD_PENDING;
     /* not even sent (breaker open, no connection): the fallback answers now */
-    unpin(origin->rt);
-    free(pd);
-    int rc = fall_back(d, origin, p, key, key_len, cost, flags, out, limits);
-    account(d, worker, origin->slot, rc, flags, out);
+    pin(r->origin.rt, -1);
+    sld_job_drop(kept);
+    return fall_back(d, r, out, limits);
+}
+
+static void on_reset(void *arg, int rc) {
+    sld_job_done(arg, rc, NULL, NULL);
+}
+
+static int redis_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job) {
+    sld_daemon_t *d = ctx;
+    /* the local fallback's state goes too, so a reset key is new everywhere */
+    sld_store_failure_t mode;
+    sl_reset(d->limiter, sld_policies_fallback(r->origin.rt->policies, r->origin.index, r->p, &mode),
+             r->key, r->key_len);
+    if (job == NULL)
+        return SL_EIO; /* Redis answers later, and nobody can wait */
+    sld_job_t *kept = sld_job_keep(job);
+    if (kept == NULL)
+        return SL_ENOMEM;
+    if (sld_remote_reset(d->remote, worker, r->p, r->key, r->key_len, on_reset, kept) == SL_OK)
+        return SLD_PENDING;
+    sld_job_drop(kept);
+    return SL_EIO;
+}
+
+static int redis_attach(void *ctx, uint32_t worker, struct uv_loop_s *loop) {
+    sld_daemon_t *d = ctx;
+    return sld_remote_attach(d->remote, worker, loop);
+}
+
+static void redis_detach(void *ctx, uint32_t worker, void (*done)(void *arg), void *arg) {
+    sld_daemon_t *d = ctx;
+    sld_remote_detach(d->remote, worker, done, arg);
+}
+
+static bool redis_defers(void *ctx, const sl_policy_t *p) {
+    (void)ctx, (void)p;
+    return true;
+}
+
+static bool redis_supports(void *ctx, const sl_policy_t *p, const char **why) {
+    (void)ctx;
+    return sld_remote_supports(p, why);
+}
+
+static void redis_status(void *ctx, sld_store_status_t *out) {
+    sld_daemon_t *d = ctx;
+    sld_remote_stats_t rs;
+    sld_remote_stats(d->remote, &rs);
+    out->shared = true;
+    out->describe = sld_remote_describe(d->remote);
+    out->up = rs.up;
+    snprintf(out->last_error, sizeof out->last_error, "%s", rs.last_error);
+    out->breaker_open = rs.breaker_open;
+    out->calls = rs.calls;
+    out->failures = rs.failures;
+    out->timeouts = rs.timeouts;
+    out->reconnects = rs.reconnects;
+    out->fallback_open = rs.fallback_open;
+    out->fallback_closed = rs.fallback_closed;
+    out->fallback_local = rs.fallback_local;
+}
+
+static int redis_share_rules(void *ctx, uint32_t worker, const char *name, const char *json,
+                             size_t json_len, void (*fn)(void *arg, int rc), void *arg) {
+    sld_daemon_t *d = ctx;
+    return sld_remote_share_rule(d->remote, worker, name, json, json_len, fn, arg);
+}
+
+const sld_store_kind_t sld_kind_redis = {
+    .name = "redis",
+    .decide = redis_decide,
+    .reset = redis_reset,
+    .defers = redis_defers,
+    .supports = redis_supports,
+    .attach = redis_attach,
+    .detach = redis_detach,
+    .batch_begin = batch_begin,
+    .batch_flush = batch_flush,
+    .status = redis_status,
+    .share_rules = redis_share_rules,
+};
+
+/* ---- write-back ----------------------------------------------------------------------------------- */
+
+/* Write-back policies decide here; write_back.c shares their state. */
+static int write_back_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
+                             sl_limit_report_t *limits, sld_job_t *job) {
+    if (r->p->write_back)
+        return memory_decide(ctx, worker, r, out, limits, job);
+    return redis_decide(ctx, worker, r, out, limits, job);
+}
+
+/* Here, in the journal and in Redis; the others' copies at their next sync. */
+static int write_back_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job) {
+    sld_daemon_t *d = ctx;
+    if (!r->p->write_back)
+        return redis_reset(ctx, worker, r, job);
+    sl_reset(d->limiter, r->p, r->key, r->key_len);
+    sld_write_back_forget(d->write_back, r->p, r->key, r->key_len);
+    if (job == NULL)
+        return SL_EIO;
+    size_t n = sld_write_back_key(r->p, r->key, r->key_len, NULL, 0);
+    char *buf = malloc(n);
+    sld_job_t *kept = buf ? sld_job_keep(job) : NULL;
+    int rc = kept ? SL_OK : SL_ENOMEM;
+    if (rc == SL_OK) {
+        sld_write_back_key(r->p, r->key, r->key_len, buf, n);
+        const char *argv[2] = {"DEL", buf};
+        size_t argvlen[2] = {3, n};
+        rc = sld_remote_command_int(d->remote, worker, buf, n, 2, argv, argvlen, on_reset, kept) == SL_OK
+                 ? SLD_PENDING
+                 : SL_EIO;
+    }
+    free(buf);
+    if (rc != SLD_PENDING)
+        sld_job_drop(kept);
     return rc;
 }
 
-typedef struct pending_reset {
-    sld_decided_fn fn;
-    void *arg;
-} pending_reset_t;
-
-static void on_reset(void *arg, const struct redisReply *reply) {
-    pending_reset_t *pr = arg;
-    pr->fn(pr->arg, reply && reply->type == REDIS_REPLY_INTEGER ? SL_OK : SL_EIO, NULL, NULL);
-    free(pr);
+static void write_back_status(void *ctx, sld_store_status_t *out) {
+    sld_daemon_t *d = ctx;
+    redis_status(ctx, out);
+    if (d->write_back == NULL)
+        return;
+    sld_write_back_stats_t ws;
+    sld_write_back_stats(d->write_back, &ws);
+    out->write_back = true;
+    out->wb_keys = ws.keys;
+    out->wb_unsynced = ws.unsynced;
+    out->wb_syncs = ws.syncs;
+    out->wb_conflicts = ws.conflicts;
+    out->wb_failures = ws.failures;
+    out->wb_dropped = ws.dropped;
+    out->wb_last_sync = ws.last_sync;
 }
 
-int sld_reset_start(sld_daemon_t *d, uint32_t worker, const sld_origin_t *origin,
-                    const sl_policy_t *p, const void *key, size_t key_len, sld_decided_fn fn,
-                    void *arg) {
-    (void)origin;
-    if (d->remote == NULL)
-        return sl_reset(d->limiter, p, key, key_len);
-    if (p->write_back) { /* here, in the journal and in Redis; the others' copies at their next sync */
-        sl_reset(d->limiter, p, key, key_len);
-        sld_write_back_forget(d->write_back, p, key, key_len);
-        size_t n = sld_write_back_key(p, key, key_len, NULL, 0);
-        char *buf = malloc(n);
-        pending_reset_t *pr = malloc(sizeof *pr);
-        int rc = buf && pr ? SL_OK : SL_ENOMEM;
-        if (rc == SL_OK) {
-            sld_write_back_key(p, key, key_len, buf, n);
-            const char *argv[2] = {"DEL", buf};
-            size_t argvlen[2] = {3, n};
-            *pr = (pending_reset_t){fn, arg};
-            rc = sld_remote_command(d->remote, worker, buf, n, 2, argv, argvlen, on_reset, pr) == SL_OK
-                     ? SLD_PENDING
-                     : SL_EIO;
-        }
-        free(buf);
-        if (rc != SLD_PENDING)
-            free(pr);
-        return rc;
-    }
-    /* the local fallback's state goes too, so a reset key is new everywhere */
-    sld_store_failure_t mode;
-    sl_reset(d->limiter, sld_policies_fallback(origin->rt->policies, origin->index, p, &mode), key,
-             key_len);
-    pending_reset_t *pr = malloc(sizeof *pr);
-    if (pr == NULL)
-        return SL_ENOMEM;
-    *pr = (pending_reset_t){fn, arg};
-    if (sld_remote_reset(d->remote, worker, p, key, key_len, on_reset, pr) == SL_OK)
-        return SLD_PENDING;
-    free(pr);
-    return SL_EIO;
+const sld_store_kind_t sld_kind_write_back = {
+    .name = "write_back",
+    .decide = write_back_decide,
+    .reset = write_back_reset,
+    .defers = redis_defers,
+    .supports = redis_supports,
+    .attach = redis_attach,
+    .detach = redis_detach,
+    .batch_begin = batch_begin,
+    .batch_flush = batch_flush,
+    .status = write_back_status,
+    .share_rules = redis_share_rules,
+};
+
+int sld_decide_engine_new(sld_daemon_t *d, sld_engine_t **out) {
+    const sld_store_kind_t *kind = d->remote == NULL ? &sld_kind_memory
+                                   : d->write_back   ? &sld_kind_write_back
+                                                     : &sld_kind_redis;
+    sld_engine_hooks_t hooks = {.ctx = d, .metrics = d->metrics, .account = account};
+    return sld_engine_new(kind, d, &hooks, out);
 }

@@ -409,9 +409,11 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
     return SL_OK;
 }
 
+typedef void (*raw_fn_t)(void *arg, const redisReply *reply);
+
 typedef struct raw_call {
     remote_worker_t *w;
-    sld_remote_raw_fn fn;
+    raw_fn_t fn;
     void *arg;
 } raw_call_t;
 
@@ -419,15 +421,16 @@ static void on_raw_reply(void *arg, sl__redis_status_t status, const redisReply 
     raw_call_t *c = arg;
     if (status != SL__REDIS_OK || !atomic_load_explicit(&c->w->up, memory_order_relaxed))
         publish(c->w);
-    sld_remote_raw_fn fn = c->fn;
+    raw_fn_t fn = c->fn;
     void *fn_arg = c->arg;
     free(c);
     fn(fn_arg, status == SL__REDIS_OK ? reply : NULL);
 }
 
-int sld_remote_command(sld_remote_t *r, uint32_t worker, const char *key, size_t key_len, int argc,
-                       const char *const *argv, const size_t *argvlen, sld_remote_raw_fn fn,
-                       void *arg) {
+/* Any command from worker `worker`: fn gets the reply, or NULL when there
+ * is none (timeout, down). */
+static int remote_command(sld_remote_t *r, uint32_t worker, const char *key, size_t key_len, int argc,
+                          const char *const *argv, const size_t *argvlen, raw_fn_t fn, void *arg) {
     remote_worker_t *w = &r->workers[worker];
     raw_call_t *c = malloc(sizeof *c);
     if (c == NULL || w->client == NULL) {
@@ -442,13 +445,88 @@ int sld_remote_command(sld_remote_t *r, uint32_t worker, const char *key, size_t
     return SL_OK;
 }
 
+typedef struct int_call {
+    sld_remote_done_fn fn;
+    void *arg;
+} int_call_t;
+
+static void on_int_reply(void *arg, const redisReply *reply) {
+    int_call_t c = *(int_call_t *)arg;
+    free(arg);
+    c.fn(c.arg, reply && reply->type == REDIS_REPLY_INTEGER ? SL_OK : SL_EIO);
+}
+
+int sld_remote_command_int(sld_remote_t *r, uint32_t worker, const char *key, size_t key_len, int argc,
+                           const char *const *argv, const size_t *argvlen, sld_remote_done_fn fn,
+                           void *arg) {
+    int_call_t *c = malloc(sizeof *c);
+    if (c == NULL)
+        return SL_EIO;
+    *c = (int_call_t){fn, arg};
+    if (remote_command(r, worker, key, key_len, argc, argv, argvlen, on_int_reply, c) != SL_OK) {
+        free(c);
+        return SL_EIO;
+    }
+    return SL_OK;
+}
+
+typedef struct share {
+    sld_remote_done_fn fn;
+    void *arg;
+    int replies;       /* of the three commands */
+    bool failed;
+} share_t;
+
+static void on_shared(void *arg, int rc) {
+    share_t *sh = arg;
+    if (rc != SL_OK)
+        sh->failed = true;
+    if (++sh->replies < 3)
+        return;
+    sh->fn(sh->arg, sh->failed ? SL_EIO : SL_OK);
+    free(sh);
+}
+
+int sld_remote_share_rule(sld_remote_t *r, uint32_t worker, const char *name, const char *json,
+                          size_t json_len, sld_remote_done_fn fn, void *arg) {
+    size_t nlen = strlen(name);
+    const char *argv[3][4] = {{"HSET", SLD_RULES_KEY, name, json ? json : ""},
+                              {"INCR", SLD_RULES_VERSION_KEY},
+                              {"PUBLISH", SLD_RULES_CHANNEL, name}};
+    const size_t argvlen[3][4] = {{4, sizeof SLD_RULES_KEY - 1, nlen, json ? json_len : 0},
+                                  {4, sizeof SLD_RULES_VERSION_KEY - 1},
+                                  {7, sizeof SLD_RULES_CHANNEL - 1, nlen}};
+    const int argc[3] = {4, 2, 3};
+    share_t *sh = calloc(1, sizeof *sh);
+    if (sh == NULL)
+        return SL_EIO;
+    *sh = (share_t){.fn = fn, .arg = arg};
+    int sent = 0;
+    for (int i = 0; i < 3; i++) {
+        /* one slot (the {sluice} tag), one connection: they arrive in order */
+        if (sld_remote_command_int(r, worker, SLD_RULES_KEY, sizeof SLD_RULES_KEY - 1, argc[i], argv[i],
+                                   argvlen[i], on_shared, sh) != SL_OK)
+            break;
+        sent++;
+    }
+    if (sent == 0) {
+        free(sh);
+        return SL_EIO;
+    }
+    if (sent < 3) {
+        sh->failed = true;
+        sh->replies += 3 - sent; /* the last reply still to come answers */
+    }
+    return SL_OK;
+}
+
 int sld_remote_reset(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
-                     size_t key_len, sld_remote_raw_fn fn, void *arg) {
+                     size_t key_len, sld_remote_done_fn fn, void *arg) {
     sl__redis_call_t call;
     if (sl__redis_build_reset(p, key, key_len, &call) != SL_OK)
         return SL_EIO;
-    int rc = sld_remote_command(r, worker, call.key, call.key_len, call.argc, call.argv, call.argvlen,
-                                fn, arg);
+    int rc = sld_remote_command_int(r, worker, call.key, call.key_len, call.argc, call.argv, call.argvlen,
+                                    fn, arg);
     sl__redis_call_free(&call);
     return rc;
 }

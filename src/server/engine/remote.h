@@ -72,14 +72,6 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
                         void *arg);
 
 
-/* Any command, from worker `worker`: fn gets the reply, or NULL when
- * there is none (timeout, down). key names the Cluster slot (NULL: any). */
-struct redisReply;
-typedef void (*sld_remote_raw_fn)(void *arg, const struct redisReply *reply);
-int sld_remote_command(sld_remote_t *r, uint32_t worker, const char *key, size_t key_len, int argc,
-                       const char *const *argv, const size_t *argvlen, sld_remote_raw_fn fn,
-                       void *arg);
-
 /* The parsed store URL and client options, for other clients of the same
  * store (the rules, on the main loop). */
 struct sl__redis_url;
@@ -87,9 +79,33 @@ struct sl__redis_client_options;
 const struct sl__redis_url *sld_remote_url(const sld_remote_t *r);
 const struct sl__redis_client_options *sld_remote_options(const sld_remote_t *r);
 
-/* Forgets `key` under `p` in Redis: fn gets DEL's reply, or NULL. */
+/* The answer to a command whose reply is an integer: rc SL_OK when it
+ * came, SL_EIO when there is none (timeout, down) or it is something else
+ * (an error). Called on the worker's loop. */
+typedef void (*sld_remote_done_fn)(void *arg, int rc);
+
+/* Any command whose reply is an integer (DEL, HSET, INCR, PUBLISH), from
+ * worker `worker`. key names the Cluster slot (NULL: any). SL_OK: fn will
+ * be called exactly once; SL_EIO: it could not be sent (fn is not called). */
+int sld_remote_command_int(sld_remote_t *r, uint32_t worker, const char *key, size_t key_len, int argc,
+                           const char *const *argv, const size_t *argvlen, sld_remote_done_fn fn,
+                           void *arg);
+
+/* Forgets `key` under `p` in Redis: fn gets SL_OK once DEL has answered. */
 int sld_remote_reset(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
-                     size_t key_len, sld_remote_raw_fn fn, void *arg);
+                     size_t key_len, sld_remote_done_fn fn, void *arg);
+
+/* Where the policies kept in Redis live (rules.h follows them). */
+#define SLD_RULES_KEY "{sluice}:rules"
+#define SLD_RULES_VERSION_KEY "{sluice}:rules:version"
+#define SLD_RULES_CHANNEL "sluice:rules"
+
+/* Stores policy `name` as `json` (NULL: its removal) in the rules of every
+ * daemon: HSET, INCR of the version, PUBLISH, in order on one connection.
+ * SL_OK: fn(arg, SL_OK) once Redis has all three, or fn(arg, SL_EIO);
+ * SL_EIO: nothing could be sent (fn is not called). */
+int sld_remote_share_rule(sld_remote_t *r, uint32_t worker, const char *name, const char *json,
+                          size_t json_len, sld_remote_done_fn fn, void *arg);
 
 /* Whether evaluations use the daemon's clock (store.clock: local). */
 bool sld_remote_clock_local(const sld_remote_t *r);

@@ -365,28 +365,3 @@ void sld_rules_stats(sld_rules_t *r, sld_rules_stats_t *out) {
     out->invalid = atomic_load(&r->invalid);
     out->errors = atomic_load(&r->errors);
 }
-
-void sld_rules_write_commands(const char *name, const char *json, size_t json_len,
-                              const char *argv[3][4], size_t argvlen[3][4], int argc[3]) {
-    argv[0][0] = "HSET";
-    argv[0][1] = SLD_RULES_KEY;
-    argv[0][2] = name;
-    argv[0][3] = json ? json : "";
-    argvlen[0][0] = 4;
-    argvlen[0][1] = sizeof SLD_RULES_KEY - 1;
-    argvlen[0][2] = strlen(name);
-    argvlen[0][3] = json ? json_len : 0;
-    argc[0] = 4;
-    argv[1][0] = "INCR";
-    argv[1][1] = SLD_RULES_VERSION_KEY;
-    argvlen[1][0] = 4;
-    argvlen[1][1] = sizeof SLD_RULES_VERSION_KEY - 1;
-    argc[1] = 2;
-    argv[2][0] = "PUBLISH";
-    argv[2][1] = SLD_RULES_CHANNEL;
-    argv[2][2] = name;
-    argvlen[2][0] = 7;
-    argvlen[2][1] = sizeof SLD_RULES_CHANNEL - 1;
-    argvlen[2][2] = strlen(name);
-    argc[2] = 3;
-}

@@ -21,10 +21,8 @@
 #include <uv.h>
 
 #include "server/daemon/daemon.h"
+#include "server/engine/remote.h" /* SLD_RULES_KEY ... */
 
-#define SLD_RULES_KEY "{sluice}:rules"
-#define SLD_RULES_VERSION_KEY "{sluice}:rules:version"
-#define SLD_RULES_CHANNEL "sluice:rules"
 
 typedef struct sld_rules sld_rules_t;
 
@@ -52,11 +50,5 @@ typedef struct sld_rules_stats {
 } sld_rules_stats_t;
 
 void sld_rules_stats(sld_rules_t *r, sld_rules_stats_t *out);
-
-/* The commands that store policy `name` (json NULL: remove it) for every
- * daemon: HSET, INCR of the version, PUBLISH. Fills argv/argvlen for three
- * commands of up to 4 arguments each. */
-void sld_rules_write_commands(const char *name, const char *json, size_t json_len,
-                              const char *argv[3][4], size_t argvlen[3][4], int argc[3]);
 
 #endif

@@ -3,9 +3,10 @@
  * Off (404) unless admin_token is configured; every request must carry
  * "Authorization: Bearer <token>", compared in constant time so the answer's
  * timing says nothing about how much of a guess was right. Edits go through
- * sld_runtime_edit(): applied at once and atomically, like a reload, and
- * kept until the next reload from the file or restart. With the Redis
- * store they are also written to Redis's rules (rules.h), so every daemon
+ * the daemon's config.edit hook (runtime.c's sld_runtime_edit()): applied at
+ * once and atomically, like a reload, and kept until the next reload from the
+ * file or restart. With the Redis store they are also written to Redis's
+ * rules (the engine's share_rules; rules.h follows them), so every daemon
  * applies them, and the answer waits until Redis has them.
  */
 #include <stdio.h>
@@ -13,13 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include <hiredis/hiredis.h>
-
-#include "server/engine/decide.h"
+#include "server/engine/engine.h"
 #include "server/http/http_api.h"
-#include "server/engine/remote.h"
-#include "server/engine/rules.h"
-#include "server/daemon/runtime.h"
 
 #define MAX_POLICY_NAME 64
 
@@ -138,65 +134,36 @@ static void ok_json(sld_http_reply_t *r, int status) {
     r->content_type = "application/json";
 }
 
-/* ---- sharing edits through Redis ------------------------------------------------------------- */
+/* ---- sharing edits with every daemon ------------------------------------------------------------ */
 
-typedef struct share {
-    sld_http_pending_t *pd;
-    int replies;       /* of the three commands */
-    bool failed;
-} share_t;
-
-static void on_shared(void *arg, const redisReply *reply) {
-    share_t *sh = arg;
-    if (reply == NULL || reply->type == REDIS_REPLY_ERROR)
-        sh->failed = true;
-    if (++sh->replies < 3)
-        return;
-    sld_http_reply_t *r = sld_http_pending_reply(sh->pd);
-    if (sh->failed) {
+static void on_shared(void *arg, int rc) {
+    sld_http_pending_t *pd = arg;
+    sld_http_reply_t *r = sld_http_pending_reply(pd);
+    if (rc != SL_OK) {
         sld_http_reply_reset(r);
         sld_http_error(r, 503, "store_unavailable", NULL,
                        "applied on this daemon, but Redis did not store it for the others: try again");
     }
-    sld_http_pending_deliver(sh->pd);
-    free(sh);
+    sld_http_pending_deliver(pd);
 }
 
-/* Stores policy `name` (json NULL: its removal) in Redis. *r holds the
- * answer so far; it moves into a pending answer given when Redis confirms.
- * False when nothing could be sent (r then says why). */
-static bool share_edit(sld_daemon_t *d, uint32_t worker, const char *name, const char *json, size_t json_len,
+/* Stores policy `name` (json NULL: its removal) in the shared store, when
+ * there is one (the engine says). *r holds the answer so far; it moves into
+ * a pending answer given when the store confirms. */
+static void share_edit(sld_daemon_t *d, uint32_t worker, const char *name, const char *json, size_t json_len,
                        sld_http_reply_t *r, sld_http_pending_t **later) {
-    const char *argv[3][4];
-    size_t argvlen[3][4];
-    int argc[3];
-    share_t *sh = calloc(1, sizeof *sh);
-    sld_http_pending_t *pd = sh ? sld_http_pending_new() : NULL;
+    sld_http_pending_t *pd = sld_http_pending_new();
     if (pd == NULL) {
-        free(sh);
         sld_http_error(r, 503, "out_of_memory", NULL, "out of memory");
-        return false;
+        return;
     }
-    sh->pd = pd;
-    sld_rules_write_commands(name, json, json_len, argv, argvlen, argc);
-    int sent = 0;
-    for (int i = 0; i < 3; i++) {
-        /* one slot (the {sluice} tag), one connection: they arrive in order */
-        if (sld_remote_command(d->remote, worker, SLD_RULES_KEY, sizeof SLD_RULES_KEY - 1, argc[i], argv[i],
-                               argvlen[i], on_shared, sh) != SL_OK)
-            break;
-        sent++;
-    }
-    if (sent < 3) {
-        sh->failed = true;
-        sh->replies += 3 - sent;
-        if (sent == 0) {
-            free(sh);
-            sld_http_pending_deliver(pd);
+    int rc = sld_engine_share_rules(d->engine, worker, name, json, json_len, on_shared, pd);
+    if (rc != SL_OK) {
+        sld_http_pending_deliver(pd);
+        if (rc != SL_ENOTSUP) /* ENOTSUP: nothing is shared, the answer stands */
             sld_http_error(r, 503, "store_unavailable", NULL,
                            "applied on this daemon, but Redis cannot be reached to store it for the others");
-            return false;
-        }
+        return;
     }
     /* the answer so far becomes the pending one's */
     sld_http_reply_t *pr = sld_http_pending_reply(pd);
@@ -204,7 +171,6 @@ static bool share_edit(sld_daemon_t *d, uint32_t worker, const char *name, const
     *pr = *r;
     *r = tmp;
     *later = pd;
-    return true;
 }
 
 /* ---- endpoints --------------------------------------------------------------------------------- */
@@ -235,7 +201,7 @@ static void put_policy(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt
     bool created = find_config(rt->cfg, name) == NULL;
     uint64_t generation = 0;
     snprintf(why, sizeof why, "admin: %s policy %s", created ? "added" : "replaced", name);
-    rc = sld_runtime_edit(d, pol, NULL, why, err, sizeof err, &generation);
+    rc = d->config.edit(d, pol, NULL, why, err, sizeof err, &generation);
     sld_config_policy_free(pol);
     if (rc != SL_OK) {
         sld_http_error(r, rc == SL_ENOMEM ? 503 : 400, "invalid_policy", "body", "%s", err);
@@ -244,7 +210,7 @@ static void put_policy(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt
     ok_json(r, created ? 201 : 200);
     sld_buf_printf(&r->body, "{\"policy\":\"%s\",\"created\":%s,\"generation\":%llu}\n", name,
                    created ? "true" : "false", (unsigned long long)generation);
-    if (d->remote && later)
+    if (later)
         share_edit(d, worker, name, req->body.ptr ? req->body.ptr : "", req->body.len, r, later);
 }
 
@@ -253,7 +219,7 @@ static void delete_policy(sld_daemon_t *d, uint32_t worker, const char *name, sl
     char err[SLD_MAX_ERROR] = "", why[128];
     uint64_t generation = 0;
     snprintf(why, sizeof why, "admin: removed policy %s", name);
-    int rc = sld_runtime_edit(d, NULL, name, why, err, sizeof err, &generation);
+    int rc = d->config.edit(d, NULL, name, why, err, sizeof err, &generation);
     if (rc == SL_ENOENT) {
         sld_http_error(r, 404, "unknown_policy", "policy", "%s", err);
         return;
@@ -265,7 +231,7 @@ static void delete_policy(sld_daemon_t *d, uint32_t worker, const char *name, sl
     }
     ok_json(r, 200);
     sld_buf_printf(&r->body, "{\"deleted\":\"%s\",\"generation\":%llu}\n", name, (unsigned long long)generation);
-    if (d->remote && later)
+    if (later)
         share_edit(d, worker, name, NULL, 0, r, later);
 }
 
@@ -347,15 +313,16 @@ static void reset_key(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
         sld_http_unknown_policy(r, cr.policy);
         return;
     }
-    sld_origin_t origin = {.rt = rt, .index = index, .slot = sld_policies_slot(rt->policies, index)};
+    sld_request_t rq = {.origin = {.rt = rt, .index = index, .slot = sld_policies_slot(rt->policies, index)},
+                        .p = p, .key = key.ptr, .key_len = key.len};
     sld_http_pending_t *pd = NULL;
-    if (d->remote) { /* the answer comes from Redis: only an asynchronous caller can wait */
+    if (sld_engine_defers(d->engine, p)) { /* the answer comes later: only an asynchronous caller can wait */
         if (later == NULL || (pd = sld_http_pending_new()) == NULL) {
             sld_http_error(r, 503, "unavailable", NULL, "cannot wait for the store here");
             return;
         }
     }
-    int rc = sld_reset_start(d, worker, &origin, p, key.ptr, key.len, on_reset, pd);
+    int rc = sld_engine_reset(d->engine, worker, &rq, pd ? on_reset : NULL, pd);
     if (rc == SLD_PENDING) {
         /* the policy's name outlives the request in the pending answer */
         sld_buf_append_str(&sld_http_pending_reply(pd)->scratch, pc->name);
@@ -370,7 +337,7 @@ static void reset_key(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
 static void reload(sld_daemon_t *d, sld_http_reply_t *r) {
     char err[SLD_MAX_ERROR] = "";
     uint64_t generation = 0;
-    int rc = sld_runtime_reload(d, err, sizeof err, &generation);
+    int rc = d->config.reload(d, err, sizeof err, &generation);
     if (rc == SL_ENOCONFIG) {
         sld_http_error(r, 409, "no_config_file", NULL, "%s", err);
         return;

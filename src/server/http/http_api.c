@@ -16,10 +16,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "server/engine/decide.h"
+#include "server/engine/engine.h"
 #include "server/keys/forward.h"
 #include "server/http/http_api.h"
-#include "server/engine/remote.h"
 
 #define USEC_PER_MS 1000
 
@@ -401,26 +400,23 @@ static void decide(sld_daemon_t *d, uint32_t worker, const finish_t *f, sld_span
                    uint64_t cost, sld_http_reply_t *r, sld_http_pending_t **later) {
     sl_decision_t dec;
     sl_limit_report_t lr[SL_MAX_LIMITS];
-    sld_origin_t origin = {.rt = f->rt, .index = f->index,
-                           .slot = sld_policies_slot(f->rt->policies, f->index)};
-    int rc;
-    if (later == NULL || d->remote == NULL) {
-        rc = sld_decide(d, worker, origin.slot, f->p, key.ptr, key.len, cost, 0, &dec, lr);
-    } else {
-        sld_http_pending_t *pd = calloc(1, sizeof *pd);
-        if (pd == NULL) {
+    sld_request_t req = {.origin = {.rt = f->rt, .index = f->index,
+                                    .slot = sld_policies_slot(f->rt->policies, f->index)},
+                         .p = f->p, .key = key.ptr, .key_len = key.len, .cost = cost};
+    sld_http_pending_t *pd = NULL;
+    if (later && sld_engine_defers(d->engine, f->p)) {
+        if ((pd = calloc(1, sizeof *pd)) == NULL) {
             sld_http_error(r, 503, "out_of_memory", NULL, "out of memory");
             return;
         }
         pd->f = *f;
-        rc = sld_decide_start(d, worker, &origin, f->p, key.ptr, key.len, cost, 0, &dec, lr,
-                              on_decided, pd);
-        if (rc == SLD_PENDING) {
-            *later = pd;
-            return;
-        }
-        free(pd);
     }
+    int rc = sld_engine_decide(d->engine, worker, &req, &dec, lr, pd ? on_decided : NULL, pd);
+    if (rc == SLD_PENDING) {
+        *later = pd;
+        return;
+    }
+    free(pd);
     finish(r, f, rc, &dec, lr);
 }
 
@@ -626,8 +622,8 @@ static void forward_auth(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *
 
 /* 503 with the reason while the shared store is down. */
 static bool store_down_reply(sld_daemon_t *d, sld_http_reply_t *r) {
-    sld_remote_stats_t st;
-    sld_remote_stats(d->remote, &st);
+    sld_store_status_t st;
+    sld_engine_status(d->engine, &st);
     if (st.up)
         return false;
     text_reply(r, 503, "store unavailable: deciding by on_store_failure\n");
@@ -662,8 +658,11 @@ void sld_http_handle_async(sld_daemon_t *d, uint32_t worker, const sld_http_requ
             return;
         }
         r->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        if (d->metrics)
-            sld_metrics_render(d->metrics, d, &r->body);
+        if (d->metrics) {
+            sld_store_status_t st;
+            sld_engine_status(d->engine, &st);
+            sld_metrics_render(d->metrics, d, &st, &r->body);
+        }
     } else if (sld_span_is(path, "/healthz")) {
         if (get)
             text_reply(r, 200, "ok\n");
@@ -674,7 +673,7 @@ void sld_http_handle_async(sld_daemon_t *d, uint32_t worker, const sld_http_requ
             method_not_allowed(r, "GET");
         else if (atomic_load(&d->stopping))
             text_reply(r, 503, "stopping\n");
-        else if (!(d->remote && store_down_reply(d, r)))
+        else if (!store_down_reply(d, r))
             text_reply(r, 200, "ready\n");
     } else {
         sld_http_error(r, 404, "not_found", NULL, "no such path (see docs/protocol.md)");

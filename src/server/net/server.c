@@ -29,8 +29,9 @@
 #include "server/resp/commands.h"
 #include "server/http/http.h"
 #include "server/net/linger.h"
+#include "server/net/reply_queue.h"
 #include "server/base/log.h"
-#include "server/engine/remote.h"
+#include "server/engine/engine.h"
 #include "server/net/server.h"
 #include "server/net/tcp_stall.h"
 
@@ -42,17 +43,6 @@
 
 typedef struct worker worker_t;
 typedef struct conn conn_t;
-
-/* A reply that comes later (a decision in Redis), and the replies of the
- * commands that came after it, which must wait for it. */
-struct sld_deferred {
-    struct sld_deferred *next;
-    struct sld_deferred *prev;  /* the tail before it: what undefer restores */
-    conn_t *conn;
-    sld_buf_t reply;       /* written by the completion */
-    sld_buf_t after;       /* replies of later commands, up to the next deferred one */
-    bool ready;
-};
 
 struct conn {
     uv_tcp_t tcp;          /* first: a handle pointer is a conn pointer */
@@ -72,9 +62,7 @@ struct conn {
     bool closing;          /* close once everything owed is written */
     bool closed;
     bool handle_closed;    /* uv_close done: freed once nothing is deferred */
-    sld_deferred_t *deferred, *deferred_tail; /* replies owed, in order */
-    uint32_t ndeferred;
-    size_t owed_bytes;     /* replies written behind deferred ones, but the tail's */
+    sld_reply_queue_t replies; /* replies owed, in order, some coming later */
 };
 
 struct worker {
@@ -92,8 +80,8 @@ struct worker {
     sld_http_worker_t *http;  /* NULL when the HTTP front is off */
     sld_counters_t *counters;
     bool stopping;
-    bool remote_detaching;   /* the Redis client is closing */
-    bool remote_detached;    /* ... and closed (or there is none) */
+    bool store_detaching;    /* the engine lets go of this worker (its Redis client closes) */
+    bool store_detached;     /* ... and has */
     uint64_t stop_deadline;  /* loop time, ms; force-close after it */
 };
 
@@ -119,7 +107,7 @@ static void conn_free(conn_t *c) {
 static void on_close(uv_handle_t *h) {
     conn_t *c = (conn_t *)h;
     c->handle_closed = true;
-    if (c->ndeferred == 0) /* else the last completion frees it */
+    if (c->replies.n == 0) /* else the last completion frees it */
         conn_free(c);
 }
 
@@ -127,6 +115,7 @@ static void conn_close(conn_t *c) {
     if (c->closed)
         return;
     c->closed = true;
+    c->replies.closed = true;
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -175,7 +164,7 @@ static void flush(conn_t *c) {
     if (c->writing || c->closed)
         return;
     if (c->out.len == 0) {
-        if (c->closing && c->deferred == NULL)
+        if (c->closing && c->replies.head == NULL)
             conn_finish(c);
         return;
     }
@@ -207,13 +196,13 @@ static void stop_reading(conn_t *c) {
 /* Replies waiting to be written, those held behind deferred ones included:
  * what backpressure bounds. */
 static size_t owed(const conn_t *c) {
-    return c->out.len + c->owed_bytes + (c->deferred_tail ? c->deferred_tail->after.len : 0);
+    return c->out.len + sld_reply_queue_owed(&c->replies);
 }
 
 /* Reply with a protocol error and close: the stream cannot be trusted. The
  * error goes after every reply still owed. */
 static void protocol_error(conn_t *c, const char *why) {
-    sld_reply_errorf(c->deferred_tail ? &c->deferred_tail->after : &c->out, "ERR %s", why);
+    sld_reply_errorf(sld_reply_queue_tail(&c->replies), "ERR %s", why);
     atomic_fetch_add(&c->w->s->d->stats.protocol_errors, 1);
     c->closing = true;
     stop_reading(c);
@@ -226,13 +215,13 @@ static void process(conn_t *c) {
     size_t max_request = rt->cfg->max_request_bytes;
     sld_resp_limits_t lim = {.max_args = MAX_ARGS, .max_bulk = max_request,
                              .max_inline = max_request < 65536 ? max_request : 65536};
-    sld_client_t client = {.d = d, .rt = rt, .out = c->deferred_tail ? &c->deferred_tail->after : &c->out,
-                           .counters = c->w->counters, .conn = c,
+    sld_client_t client = {.d = d, .rt = rt, .out = sld_reply_queue_tail(&c->replies),
+                           .counters = c->w->counters, .replies = &c->replies,
                            .worker = (uint32_t)(c->w->counters - d->counters), .id = c->id};
     memcpy(client.name, c->name, sizeof c->name);
     sld_arg_t argv[MAX_ARGS];
     size_t off = 0;
-    sld_batch_begin(d);
+    sld_engine_batch_begin(d->engine, client.worker);
     while (!c->closing && !c->paused && c->in.len - off >= c->need) {
         size_t argc, need;
         const char *why;
@@ -260,13 +249,13 @@ static void process(conn_t *c) {
             }
         }
         off += (size_t)used;
-        if (owed(c) >= OUT_HIGH || c->ndeferred >= MAX_DEFERRED) {
+        if (owed(c) >= OUT_HIGH || c->replies.n >= MAX_DEFERRED) {
             /* the client is not reading, or Redis is behind: wait for them */
             c->paused = true;
             stop_reading(c);
         }
     }
-    sld_batch_end();
+    sld_engine_batch_flush(d->engine, client.worker);
     memcpy(c->name, client.name, sizeof c->name);
     sld_buf_consume(&c->in, off);
     if (c->w->stopping && !c->paused)
@@ -277,7 +266,7 @@ static void process(conn_t *c) {
 /* Reading again once the client has read and Redis has answered enough. */
 static bool resume(conn_t *c) {
     if (!c->paused || c->closing || c->closed || owed(c) >= OUT_HIGH ||
-        c->ndeferred >= MAX_DEFERRED / 2)
+        c->replies.n >= MAX_DEFERRED / 2)
         return false;
     c->paused = false;
     if (!c->w->stopping)
@@ -300,66 +289,11 @@ static void on_write(uv_write_t *req, int status) {
 
 /* ---- replies that come later ------------------------------------------------------------ */
 
-sld_deferred_t *sld_client_defer(sld_client_t *client) {
-    conn_t *c = client->conn;
-    sld_deferred_t *r = calloc(1, sizeof *r);
-    if (r == NULL)
-        return NULL;
-    r->conn = c;
-    r->prev = c->deferred_tail;
-    if (c->deferred_tail) {
-        c->owed_bytes += c->deferred_tail->after.len; /* no longer written to */
-        c->deferred_tail->next = r;
-    } else {
-        c->deferred = r;
-    }
-    c->deferred_tail = r;
-    c->ndeferred++;
-    client->out = &r->after;
-    return r;
-}
-
-void sld_client_undefer(sld_client_t *client, sld_deferred_t *r) {
-    conn_t *c = client->conn;
-    sld_deferred_t *prev = r->prev; /* r is the tail and nothing was written after it */
-    if (prev) {
-        prev->next = NULL;
-        c->owed_bytes -= prev->after.len; /* the tail again */
-    } else {
-        c->deferred = NULL;
-    }
-    c->deferred_tail = prev;
-    c->ndeferred--;
-    client->out = prev ? &prev->after : &c->out;
-    sld_buf_free(&r->after);
-    free(r);
-}
-
-sld_buf_t *sld_deferred_out(sld_deferred_t *r) { return &r->reply; }
-
-void sld_deferred_done(sld_deferred_t *r) {
-    conn_t *c = r->conn;
-    r->ready = true;
-    while (c->deferred && c->deferred->ready) {
-        sld_deferred_t *head = c->deferred;
-        if (!c->closed && head->reply.len)
-            sld_buf_append(&c->out, head->reply.data, head->reply.len);
-        if (!c->closed && head->after.len)
-            sld_buf_append(&c->out, head->after.data, head->after.len);
-        if (head->reply.failed || head->after.failed)
-            c->out.failed = true; /* replies were lost: flush() closes */
-        if (head->next)
-            c->owed_bytes -= head->after.len;
-        c->deferred = head->next;
-        if (c->deferred == NULL)
-            c->deferred_tail = NULL;
-        c->ndeferred--;
-        sld_buf_free(&head->reply);
-        sld_buf_free(&head->after);
-        free(head);
-    }
+/* The reply queue's callback: late replies have moved to c->out. */
+static void on_replies_ready(void *arg) {
+    conn_t *c = arg;
     if (c->handle_closed) {
-        if (c->ndeferred == 0)
+        if (c->replies.n == 0)
             conn_free(c);
         return;
     }
@@ -407,6 +341,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     if (c == NULL)
         return;
     c->w = w;
+    sld_reply_queue_init(&c->replies, &c->out, on_replies_ready, c);
     uv_tcp_init(&w->loop, &c->tcp);
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
         uv_close((uv_handle_t *)&c->tcp, on_close);
@@ -439,9 +374,9 @@ static void close_handle(uv_handle_t *h) {
         uv_close(h, NULL);
 }
 
-static void on_remote_detached(void *arg) {
+static void on_store_detached(void *arg) {
     worker_t *w = arg;
-    w->remote_detached = true;
+    w->store_detached = true;
 }
 
 /* Every second: close idle connections and those whose client does not
@@ -457,7 +392,7 @@ static void on_tick(uv_timer_t *t) {
         if (!force && write_stalled(c, now, cfg->write_timeout)) {
             atomic_fetch_add(&w->s->d->stats.idle_closed, 1);
             conn_abort(c);
-        } else if (force || (idle > 0 && !c->writing && !w->stopping && c->ndeferred == 0 && (now - c->last_active) * 1000 >= (uint64_t)idle)) {
+        } else if (force || (idle > 0 && !c->writing && !w->stopping && c->replies.n == 0 && (now - c->last_active) * 1000 >= (uint64_t)idle)) {
             if (!force)
                 atomic_fetch_add(&w->s->d->stats.idle_closed, 1);
             conn_close(c);
@@ -484,11 +419,11 @@ static void on_tick(uv_timer_t *t) {
     if (w->stopping && w->conns == NULL && sld_linger_empty(&w->linger) && sld_http_worker_idle(w->http)) {
         /* Decisions still waiting on Redis held their connections open
          * until now; what is left of the client can go. */
-        if (d->remote && !w->remote_detaching) {
-            w->remote_detaching = true;
-            sld_remote_detach(d->remote, index, on_remote_detached, w);
+        if (!w->store_detaching) {
+            w->store_detaching = true;
+            sld_engine_detach(d->engine, index, on_store_detached, w);
         }
-        if (d->remote == NULL || w->remote_detached)
+        if (w->store_detached)
             uv_stop(&w->loop); /* h2o's own handles would keep it running: worker_run ends it */
     }
 }
@@ -695,8 +630,8 @@ int sld_server_start(sld_daemon_t *d, const char *resp_listen, const char *http_
         }
         s->nworkers = i + 1;
         atomic_store(&w->seen_generation, sld_runtime(d)->generation);
-        if (d->remote && sld_remote_attach(d->remote, i, &w->loop) != SL_OK) {
-            snprintf(err, err_len, "cannot start the Redis client");
+        if (sld_engine_attach(d->engine, i, &w->loop) != SL_OK) {
+            snprintf(err, err_len, "cannot start the store's client (Redis)");
             rc = SL_EIO;
             break;
         }

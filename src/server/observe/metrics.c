@@ -6,8 +6,6 @@
 
 #include "server/daemon/daemon.h"
 #include "server/observe/metrics.h"
-#include "server/engine/remote.h"
-#include "server/engine/write_back.h"
 
 /* Upper bounds of the latency buckets, nanoseconds (+Inf after the last). */
 static const uint64_t bucket_ns[SLD_LATENCY_BUCKETS] = {
@@ -137,7 +135,8 @@ static void put_rows(sld_buf_t *out, const row_t *rows, size_t n) {
                        rows[i].name, rows[i].type, rows[i].name, rows[i].value);
 }
 
-void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out) {
+void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, const sld_store_status_t *store,
+                        sld_buf_t *out) {
     sld_buf_printf(out, "# HELP sluice_decisions_total Decisions, by policy and result.\n"
                         "# TYPE sluice_decisions_total counter\n");
     uint32_t n = atomic_load(&m->nslots);
@@ -217,10 +216,9 @@ void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out) 
          (double)(sl_clock_realtime(NULL) - d->started_at) / 1e6},
     };
     put_rows(out, rows, sizeof rows / sizeof rows[0]);
-    if (d->remote) {
-        sld_remote_stats_t rs;
-        sld_remote_stats(d->remote, &rs);
-        const row_t store[] = {
+    if (store->shared) {
+        const sld_store_status_t rs = *store;
+        const row_t store_rows[] = {
             {"sluice_store_up", "gauge", "Whether Redis answers (1) or decisions fall back (0).", rs.up},
             {"sluice_store_breaker_open", "gauge", "Whether a circuit breaker to Redis is open.",
              rs.breaker_open},
@@ -230,7 +228,7 @@ void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out) 
             {"sluice_store_timeouts_total", "counter", "Evaluations that timed out.", (double)rs.timeouts},
             {"sluice_store_reconnects_total", "counter", "Reconnections to Redis.", (double)rs.reconnects},
         };
-        put_rows(out, store, sizeof store / sizeof store[0]);
+        put_rows(out, store_rows, sizeof store_rows / sizeof store_rows[0]);
         if (!rs.up) { /* why, as a label: Prometheus values are numbers */
             sld_buf_printf(out, "# HELP sluice_store_down_info Why the store is down (the "
                                 "client's last error).\n# TYPE sluice_store_down_info gauge\n"
@@ -252,21 +250,20 @@ void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out) 
                        (unsigned long long)rs.fallback_open, (unsigned long long)rs.fallback_closed,
                        (unsigned long long)rs.fallback_local);
     }
-    if (d->write_back) {
-        sld_write_back_stats_t ws;
-        sld_write_back_stats(d->write_back, &ws);
+    if (store->write_back) {
+        const sld_store_status_t *ws = store;
         const row_t wb[] = {
-            {"sluice_write_back_keys", "gauge", "Keys in the write-back journal.", (double)ws.keys},
+            {"sluice_write_back_keys", "gauge", "Keys in the write-back journal.", (double)ws->wb_keys},
             {"sluice_write_back_unsynced_keys", "gauge", "Keys with charges Redis has not merged yet.",
-             (double)ws.unsynced},
+             (double)ws->wb_unsynced},
             {"sluice_write_back_syncs_total", "counter", "Keys whose charges were merged into Redis.",
-             (double)ws.syncs},
+             (double)ws->wb_syncs},
             {"sluice_write_back_conflicts_total", "counter",
-             "Syncs another daemon wrote first (merged again).", (double)ws.conflicts},
+             "Syncs another daemon wrote first (merged again).", (double)ws->wb_conflicts},
             {"sluice_write_back_failures_total", "counter",
-             "Syncs without an answer (their charges wait).", (double)ws.failures},
+             "Syncs without an answer (their charges wait).", (double)ws->wb_failures},
             {"sluice_write_back_dropped_total", "counter",
-             "Charges not shared (journal full, policy removed).", (double)ws.dropped},
+             "Charges not shared (journal full, policy removed).", (double)ws->wb_dropped},
         };
         put_rows(out, wb, sizeof wb / sizeof wb[0]);
     }

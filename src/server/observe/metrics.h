@@ -35,7 +35,26 @@ void sld_metrics_latency(sld_metrics_t *m, uint32_t w, uint64_t ns);
 /* Worker w answered an HTTP request with `status`. */
 void sld_metrics_http(sld_metrics_t *m, uint32_t w, int status);
 
-/* Appends the Prometheus text format of everything, process figures included. */
-void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, sld_buf_t *out);
+#define SLD_STORE_ERROR_LEN 640
+
+/* What INFO, /metrics and /readyz show of the store behind the decision
+ * engine (engine.h fills it; this module only renders it). */
+typedef struct sld_store_status {
+    bool shared;                  /* a shared store (Redis) is behind the engine */
+    const char *describe;         /* "memory", "redis://127.0.0.1:6379 (strict)" */
+    bool up;                      /* it answers (always, in memory) */
+    char last_error[SLD_STORE_ERROR_LEN]; /* why not, when !up */
+    bool breaker_open;
+    uint64_t calls, failures, timeouts, reconnects;
+    uint64_t fallback_open, fallback_closed, fallback_local;
+    bool write_back;              /* store.sync: write_back; the figures below */
+    uint64_t wb_keys, wb_unsynced, wb_syncs, wb_conflicts, wb_failures, wb_dropped;
+    int64_t wb_last_sync;         /* us, wall clock, 0 = never */
+} sld_store_status_t;
+
+/* Appends the Prometheus text format of everything, process figures
+ * included; `store` is the engine's store status. */
+void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, const sld_store_status_t *store,
+                        sld_buf_t *out);
 
 #endif

@@ -12,10 +12,8 @@
 #include <unistd.h>
 
 #include "server/resp/commands.h"
-#include "server/engine/write_back.h"
-#include "server/engine/decide.h"
+#include "server/engine/engine.h"
 #include "server/base/log.h"
-#include "server/engine/remote.h"
 
 typedef void (*handler_t)(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 
@@ -74,15 +72,15 @@ static void write_reply(sld_buf_t *out, reply_kind_t kind, int rc, const sl_deci
 }
 
 typedef struct later {
-    sld_deferred_t *slot;
+    sld_reply_t *slot;
     reply_kind_t kind;
 } later_t;
 
 static void on_decided(void *arg, int rc, const sl_decision_t *d, const sl_limit_report_t *limits) {
     (void)limits;
     later_t *l = arg;
-    write_reply(sld_deferred_out(l->slot), l->kind, rc, d);
-    sld_deferred_done(l->slot);
+    write_reply(sld_reply_buf(l->slot), l->kind, rc, d);
+    sld_reply_done(l->slot);
     free(l);
 }
 
@@ -92,23 +90,27 @@ static void decide_and_reply(sld_client_t *c, reply_kind_t kind, const sld_origi
                              const sl_policy_t *p, const sld_arg_t *key, uint64_t cost,
                              unsigned flags) {
     later_t *l = NULL;
-    if (c->d->remote) {
-        if ((l = malloc(sizeof *l)) == NULL || (l->slot = sld_client_defer(c)) == NULL) {
+    sld_engine_t *e = c->d->engine;
+    if (sld_engine_defers(e, p)) {
+        if ((l = malloc(sizeof *l)) == NULL || (l->slot = sld_reply_defer(c->replies)) == NULL) {
             free(l);
             sld_reply_error(c->out, "ERR out of memory");
             return;
         }
         l->kind = kind;
+        c->out = sld_reply_queue_tail(c->replies); /* later replies wait behind it */
     }
     sl_decision_t d = {0};
-    int rc = kind == REPLY_RESET
-                 ? sld_reset_start(c->d, c->worker, origin, p, key->ptr, key->len, on_decided, l)
-                 : sld_decide_start(c->d, c->worker, origin, p, key->ptr, key->len, cost, flags,
-                                    &d, NULL, on_decided, l);
+    sld_request_t req = {.origin = *origin, .p = p, .key = key->ptr, .key_len = key->len,
+                         .cost = cost, .flags = flags};
+    sld_decided_fn fn = l ? on_decided : NULL;
+    int rc = kind == REPLY_RESET ? sld_engine_reset(e, c->worker, &req, fn, l)
+                                 : sld_engine_decide(e, c->worker, &req, &d, NULL, fn, l);
     if (rc == SLD_PENDING)
         return;
     if (l) {
-        sld_client_undefer(c, l->slot);
+        sld_reply_undefer(c->replies, l->slot);
+        c->out = sld_reply_queue_tail(c->replies);
         free(l);
     }
     write_reply(c->out, kind, rc, &d);
@@ -135,7 +137,7 @@ static void throttle(sld_client_t *c, const sld_throttle_args_t *a) {
         return;
     }
     const char *why = NULL;
-    if (c->d->remote && !sld_remote_supports(p, &why)) {
+    if (!sld_engine_supports(c->d->engine, p, &why)) {
         sld_reply_errorf(c->out, "ERR these parameters cannot be decided exactly in Redis: %s", why);
         return;
     }
@@ -479,19 +481,19 @@ static void cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
                        (unsigned long long)atomic_load(&s->reload_failures),
                        (unsigned long long)c->rt->generation, sld_policies_count(c->rt->policies));
     if (wants(argv, argc, "store")) {
-        if (c->d->remote == NULL) {
+        sld_store_status_t ss;
+        sld_engine_status(d->engine, &ss);
+        if (!ss.shared) {
             sld_buf_printf(&b, "# Store\r\nstore_type:memory\r\n\r\n");
         } else {
-            sld_remote_stats_t rs;
-            sld_remote_stats(c->d->remote, &rs);
             /* one INFO line each, and no ',' next to a '=' (clients such as
              * redis-py read "a=1,b=2" values as fields) */
             char url[256];
-            snprintf(url, sizeof url, "%s", sld_remote_describe(c->d->remote));
+            snprintf(url, sizeof url, "%s", ss.describe);
             for (char *e = url; *e; e++)
                 if (*e == ',')
                     *e = ';';
-            for (char *e = rs.last_error; *e; e++)
+            for (char *e = ss.last_error; *e; e++)
                 if (*e == ',' || *e == '\r' || *e == '\n')
                     *e = *e == ',' ? ';' : ' ';
             sld_buf_printf(&b,
@@ -500,26 +502,24 @@ static void cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
                            "store_timeouts:%llu\r\nstore_reconnects:%llu\r\nstore_fallback_open:%llu\r\n"
                            "store_fallback_closed:%llu\r\nstore_fallback_local:%llu\r\n"
                            "store_last_error:%s\r\n\r\n",
-                           url, rs.up, rs.breaker_open,
-                           (unsigned long long)rs.calls, (unsigned long long)rs.failures,
-                           (unsigned long long)rs.timeouts, (unsigned long long)rs.reconnects,
-                           (unsigned long long)rs.fallback_open, (unsigned long long)rs.fallback_closed,
-                           (unsigned long long)rs.fallback_local, rs.last_error);
+                           url, ss.up, ss.breaker_open,
+                           (unsigned long long)ss.calls, (unsigned long long)ss.failures,
+                           (unsigned long long)ss.timeouts, (unsigned long long)ss.reconnects,
+                           (unsigned long long)ss.fallback_open, (unsigned long long)ss.fallback_closed,
+                           (unsigned long long)ss.fallback_local, ss.last_error);
         }
-        if (c->d->write_back) {
-            sld_write_back_stats_t ws;
-            sld_write_back_stats(c->d->write_back, &ws);
+        if (ss.write_back) {
             sl_usec_t wall = sl_clock_realtime(NULL);
             sld_buf_printf(&b,
                            "# Write-back\r\nwrite_back_keys:%llu\r\nwrite_back_unsynced_keys:%llu\r\n"
                            "write_back_syncs:%llu\r\n"
                            "write_back_conflicts:%llu\r\nwrite_back_failures:%llu\r\n"
                            "write_back_dropped:%llu\r\nwrite_back_last_sync_ms_ago:%lld\r\n\r\n",
-                           (unsigned long long)ws.keys, (unsigned long long)ws.unsynced,
-                           (unsigned long long)ws.syncs,
-                           (unsigned long long)ws.conflicts, (unsigned long long)ws.failures,
-                           (unsigned long long)ws.dropped,
-                           ws.last_sync ? (long long)((wall - ws.last_sync) / 1000) : -1LL);
+                           (unsigned long long)ss.wb_keys, (unsigned long long)ss.wb_unsynced,
+                           (unsigned long long)ss.wb_syncs,
+                           (unsigned long long)ss.wb_conflicts, (unsigned long long)ss.wb_failures,
+                           (unsigned long long)ss.wb_dropped,
+                           ss.wb_last_sync ? (long long)((wall - ss.wb_last_sync) / 1000) : -1LL);
         }
     }
     if (wants(argv, argc, "keyspace"))

@@ -1,0 +1,149 @@
+/* engine.c -- the decision engine over one store kind (see engine.h): the
+ * calls every front makes, timed and counted once, whatever the store. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/engine/engine.h"
+
+struct sld_engine {
+    const sld_store_kind_t *kind;
+    void *ctx;
+    sld_engine_hooks_t hooks;
+};
+
+struct sld_job {
+    sld_engine_t *e;
+    sld_request_t r;
+    uint32_t worker;
+    bool reset;         /* not a decision: not counted */
+    bool kept;          /* on the heap, key copied after it */
+    uint64_t started;   /* ns, when timed; 0 = not */
+    sld_decided_fn fn;
+    void *arg;
+};
+
+static uint64_t now_ns(const sld_engine_t *e) {
+    if (e->hooks.mono_ns)
+        return e->hooks.mono_ns(e->hooks.ctx);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+int sld_engine_new(const sld_store_kind_t *kind, void *kind_ctx, const sld_engine_hooks_t *hooks,
+                   sld_engine_t **out) {
+    if (kind == NULL || kind->decide == NULL || kind->reset == NULL)
+        return SL_EINVAL;
+    sld_engine_t *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return SL_ENOMEM;
+    *e = (sld_engine_t){.kind = kind, .ctx = kind_ctx};
+    if (hooks)
+        e->hooks = *hooks;
+    *out = e;
+    return SL_OK;
+}
+
+void sld_engine_free(sld_engine_t *e) { free(e); }
+
+/* What every decision goes through once made. */
+static void account(sld_engine_t *e, const sld_job_t *j, int rc, const sl_decision_t *out) {
+    if (j->started && e->hooks.metrics)
+        sld_metrics_latency(e->hooks.metrics, j->worker, now_ns(e) - j->started);
+    if (e->hooks.account)
+        e->hooks.account(e->hooks.ctx, j->worker, j->r.origin.slot, rc, j->r.flags, out);
+}
+
+int sld_engine_decide(sld_engine_t *e, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
+                      sl_limit_report_t *limits, sld_decided_fn fn, void *arg) {
+    sld_job_t job = {.e = e, .r = *r, .worker = worker, .fn = fn, .arg = arg};
+    sld_metrics_t *m = e->hooks.metrics;
+    if (m && sld_metrics_sample(m, worker))
+        job.started = now_ns(e);
+    int rc = e->kind->decide(e->ctx, worker, r, out, limits, fn ? &job : NULL);
+    if (rc == SLD_PENDING)
+        return rc;
+    account(e, &job, rc, out);
+    return rc;
+}
+
+int sld_engine_reset(sld_engine_t *e, uint32_t worker, const sld_request_t *r, sld_decided_fn fn,
+                     void *arg) {
+    sld_job_t job = {.e = e, .r = *r, .worker = worker, .reset = true, .fn = fn, .arg = arg};
+    return e->kind->reset(e->ctx, worker, r, fn ? &job : NULL);
+}
+
+bool sld_engine_defers(const sld_engine_t *e, const sl_policy_t *p) {
+    return e->kind->defers && e->kind->defers(e->ctx, p);
+}
+
+bool sld_engine_supports(const sld_engine_t *e, const sl_policy_t *p, const char **why) {
+    return e->kind->supports == NULL || e->kind->supports(e->ctx, p, why);
+}
+
+int sld_engine_attach(sld_engine_t *e, uint32_t worker, struct uv_loop_s *loop) {
+    return e->kind->attach ? e->kind->attach(e->ctx, worker, loop) : SL_OK;
+}
+
+void sld_engine_detach(sld_engine_t *e, uint32_t worker, void (*done)(void *arg), void *arg) {
+    if (e->kind->detach)
+        e->kind->detach(e->ctx, worker, done, arg);
+    else
+        done(arg);
+}
+
+void sld_engine_batch_begin(sld_engine_t *e, uint32_t worker) {
+    if (e->kind->batch_begin)
+        e->kind->batch_begin(e->ctx, worker);
+}
+
+void sld_engine_batch_flush(sld_engine_t *e, uint32_t worker) {
+    if (e->kind->batch_flush)
+        e->kind->batch_flush(e->ctx, worker);
+}
+
+void sld_engine_status(const sld_engine_t *e, sld_store_status_t *out) {
+    memset(out, 0, sizeof *out);
+    out->up = true;
+    out->describe = "memory";
+    if (e->kind->status)
+        e->kind->status(e->ctx, out);
+}
+
+int sld_engine_share_rules(sld_engine_t *e, uint32_t worker, const char *name, const char *json,
+                           size_t json_len, void (*fn)(void *arg, int rc), void *arg) {
+    if (e->kind->share_rules == NULL)
+        return SL_ENOTSUP;
+    return e->kind->share_rules(e->ctx, worker, name, json, json_len, fn, arg);
+}
+
+/* ---- for store kinds ------------------------------------------------------------------------- */
+
+sld_job_t *sld_job_keep(sld_job_t *job) {
+    sld_job_t *k = malloc(sizeof *k + job->r.key_len);
+    if (k == NULL)
+        return NULL;
+    *k = *job;
+    k->kept = true;
+    memcpy(k + 1, job->r.key, job->r.key_len);
+    k->r.key = k + 1;
+    return k;
+}
+
+const sld_request_t *sld_job_request(const sld_job_t *job) { return &job->r; }
+
+void *sld_job_store(const sld_job_t *job) { return job->e->ctx; }
+
+void sld_job_drop(sld_job_t *job) {
+    if (job && job->kept)
+        free(job);
+}
+
+void sld_job_done(sld_job_t *job, int rc, const sl_decision_t *out, const sl_limit_report_t *limits) {
+    if (!job->reset)
+        account(job->e, job, rc, out);
+    job->fn(job->arg, rc, out, limits);
+    if (job->kept)
+        free(job);
+}
