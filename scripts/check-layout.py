@@ -51,7 +51,6 @@ KNOWN_UPWARD = {
     ("src/server/net/server.c", "src/server/resp/commands.h"),
     ("src/server/net/server.c", "src/server/http/http.h"),
     ("src/server/net/server.h", "src/server/daemon/daemon.h"),
-    ("src/server/engine/throttle.h", "src/server/resp/resp.h"),
     ("src/server/engine/rules.c", "src/server/daemon/runtime.h"),
     ("src/server/engine/write_back.c", "src/server/daemon/runtime.h"),
     ("src/server/engine/rules.h", "src/server/daemon/daemon.h"),

@@ -1,6 +1,7 @@
-/* throttle.h -- CL.THROTTLE (redis-cell) and GCRA (Redis) on libsluice.
+/* throttle.h -- the policies of CL.THROTTLE (redis-cell) and GCRA (Redis).
  *
- * Both commands carry their limit in their arguments. Each distinct
+ * Both commands carry their limit in their arguments (parsed by
+ * resp/throttle_args.c). Each distinct
  * (max_burst, emission interval) becomes one gcra policy, compiled on first
  * use and kept for the life of the daemon in a table read without locks.
  * The interval is redis-cell's, in nanoseconds: T = period * 1e9 / count,
@@ -12,7 +13,6 @@
 
 #include <stdint.h>
 
-#include "server/resp/resp.h"
 #include "sluice.h"
 
 #define SLD_THROTTLE_MAX_SETS 4096  /* distinct parameter sets kept */
@@ -29,22 +29,5 @@ void sld_throttles_free(sld_throttles_t *t);
  * overflow; SL_ETOOMANY: too many distinct sets. */
 int sld_throttles_get(sld_throttles_t *t, int64_t max_burst, int64_t interval_ns,
                       const sl_policy_t **out, const sl_policy_t **local);
-
-typedef struct sld_throttle_args {
-    sld_arg_t key;
-    int64_t max_burst;
-    int64_t interval_ns;
-    int64_t quantity;
-} sld_throttle_args_t;
-
-/* CL.THROTTLE key max_burst count period [quantity]   (argv[0] is the name)
- * GCRA key max_burst tokens_per_period period [TOKENS n]  (period may be
- * fractional seconds). Fills *out, or returns a static error message. */
-const char *sld_throttle_parse(const sld_arg_t *argv, size_t argc, sld_throttle_args_t *out);
-const char *sld_gcra_parse(const sld_arg_t *argv, size_t argc, sld_throttle_args_t *out);
-
-/* Whole seconds as redis-cell replies them: truncated, plus one when the
- * rest is at least a millisecond. */
-int64_t sld_throttle_seconds(sl_usec_t us);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "server/resp/commands.h"
+#include "server/resp/throttle_args.h"
 #include "server/engine/engine.h"
 #include "server/base/log.h"
 
