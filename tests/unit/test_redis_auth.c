@@ -12,14 +12,8 @@
 
 #include "rig.h"
 #include "redis_rig.h"
+#include "client_rig.h"
 #include "store/redis/client.h"
-
-typedef struct fx {
-    uv_loop_t loop;
-    uv_timer_t tick;
-    sl__redis_client_t *c;
-    int closed;
-} fx_t;
 
 typedef struct res {
     int calls;
@@ -27,19 +21,6 @@ typedef struct res {
     int type;
     char str[128];
 } res_t;
-
-static uint64_t now_ms(void) { return uv_hrtime() / 1000000; }
-static void tick_cb(uv_timer_t *t) { (void)t; }
-
-static bool run_until(fx_t *f, bool (*cond)(void *), void *arg, int ms) {
-    uint64_t end = now_ms() + (uint64_t)ms;
-    uv_timer_start(&f->tick, tick_cb, 5, 5);
-    bool ok;
-    while (!(ok = cond(arg)) && now_ms() < end)
-        uv_run(&f->loop, UV_RUN_ONCE);
-    uv_timer_stop(&f->tick);
-    return ok;
-}
 
 static void on_reply(void *arg, sl__redis_status_t st, const struct redisReply *r) {
     res_t *x = arg;
@@ -69,9 +50,6 @@ static bool up(void *arg) {
     sl__redis_client_stats(((fx_t *)arg)->c, &st);
     return st.up;
 }
-
-static void on_closed(void *arg) { ((fx_t *)arg)->closed++; }
-static bool is_closed(void *arg) { return ((fx_t *)arg)->closed > 0; }
 
 static void noauth_is_down(void **state) {
     (void)state;

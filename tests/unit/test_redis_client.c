@@ -12,6 +12,7 @@
 
 #include "rig.h"
 #include "redis_rig.h"
+#include "client_rig.h"
 #include "store/redis/client.h"
 #include "store/redis/cluster.h"
 
@@ -23,51 +24,6 @@ typedef struct res {
     char str[256];
     uint64_t sent_ms, done_ms;
 } res_t;
-
-typedef struct fx {
-    uv_loop_t loop;
-    uv_timer_t tick;     /* wakes uv_run(UV_RUN_ONCE) so waits stay bounded */
-    sl__redis_client_t *c;
-    int closed;
-} fx_t;
-
-static uint64_t now_ms(void) { return uv_hrtime() / 1000000; }
-
-static void tick_cb(uv_timer_t *t) { (void)t; }
-
-static void fx_init(fx_t *f) {
-    memset(f, 0, sizeof *f);
-    assert_int_equal(uv_loop_init(&f->loop), 0);
-    uv_timer_init(&f->loop, &f->tick);
-}
-
-static void on_closed(void *arg) { ((fx_t *)arg)->closed++; }
-
-/* Runs the loop until cond(arg) or ms pass; returns cond's last value. */
-static bool run_until(fx_t *f, bool (*cond)(void *), void *arg, int ms) {
-    uint64_t end = now_ms() + (uint64_t)ms;
-    uv_timer_start(&f->tick, tick_cb, 5, 5);
-    bool ok;
-    while (!(ok = cond(arg)) && now_ms() < end)
-        uv_run(&f->loop, UV_RUN_ONCE);
-    uv_timer_stop(&f->tick);
-    return ok;
-}
-
-static bool is_closed(void *arg) { return ((fx_t *)arg)->closed > 0; }
-
-/* Closes the client and the loop; every handle must be gone. */
-static void fx_done(fx_t *f) {
-    if (f->c) {
-        sl__redis_client_close(f->c, on_closed, f);
-        assert_true(run_until(f, is_closed, f, 3000));
-        assert_int_equal(f->closed, 1);
-        f->c = NULL;
-    }
-    uv_close((uv_handle_t *)&f->tick, NULL);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&f->loop), 0);
-}
 
 static void on_reply(void *arg, sl__redis_status_t st, const struct redisReply *r) {
     res_t *x = arg;

@@ -14,6 +14,7 @@
 #include "rig.h"
 #include "redis_fake.h"
 #include <hiredis/hiredis.h>
+#include "client_rig.h"
 #include "store/redis/client.h"
 #include "store/redis/cluster.h"
 
@@ -97,31 +98,11 @@ static char *handler(fake_redis_t *f, fake_conn_t *c, int argc, char **argv) {
 
 /* ---- the loop and the client ------------------------------------------------------------- */
 
-typedef struct fx {
-    uv_loop_t loop;
-    uv_timer_t tick;
-    sl__redis_client_t *c;
-    int closed;
-} fx_t;
-
 typedef struct res {
     int calls;
     sl__redis_status_t st;
     char str[128];
 } res_t;
-
-static uint64_t now_ms(void) { return uv_hrtime() / 1000000; }
-static void tick_cb(uv_timer_t *t) { (void)t; }
-
-static bool run_until(fx_t *f, bool (*cond)(void *), void *arg, int ms) {
-    uint64_t end = now_ms() + (uint64_t)ms;
-    uv_timer_start(&f->tick, tick_cb, 5, 5);
-    bool ok;
-    while (!(ok = cond(arg)) && now_ms() < end)
-        uv_run(&f->loop, UV_RUN_ONCE);
-    uv_timer_stop(&f->tick);
-    return ok;
-}
 
 static bool never(void *arg) { (void)arg; return false; }
 static void run_for(fx_t *f, int ms) { run_until(f, never, NULL, ms); }
@@ -165,9 +146,6 @@ static const char *key_in(int first, int last, char *buf, size_t len) {
             return buf;
     }
 }
-
-static void on_closed(void *arg) { ((fx_t *)arg)->closed++; }
-static bool is_closed(void *arg) { return ((fx_t *)arg)->closed > 0; }
 
 static bool fakes_closed(void *arg) {
     (void)arg;

@@ -13,6 +13,7 @@
 
 #include "rig.h"
 #include "redis_rig.h"
+#include "client_rig.h"
 #include "store/redis/client.h"
 #include "store/redis/resolve.h"
 
@@ -134,31 +135,11 @@ static void asynchronous(void **state) {
 
 /* ---- the client walking the list ------------------------------------------------------------ */
 
-typedef struct fx {
-    uv_loop_t loop;
-    uv_timer_t tick;
-    sl__redis_client_t *c;
-    int closed;
-} fx_t;
-
 typedef struct res {
     int calls;
     sl__redis_status_t st;
     char str[64];
 } res_t;
-
-static uint64_t now_ms(void) { return uv_hrtime() / 1000000; }
-static void tick_cb(uv_timer_t *t) { (void)t; }
-
-static bool run_until(fx_t *f, bool (*cond)(void *), void *arg, int ms) {
-    uint64_t end = now_ms() + (uint64_t)ms;
-    uv_timer_start(&f->tick, tick_cb, 5, 5);
-    bool ok;
-    while (!(ok = cond(arg)) && now_ms() < end)
-        uv_run(&f->loop, UV_RUN_ONCE);
-    uv_timer_stop(&f->tick);
-    return ok;
-}
 
 static void on_reply(void *arg, sl__redis_status_t st, const struct redisReply *r) {
     res_t *x = arg;
@@ -193,17 +174,6 @@ static void fx_start(fx_t *f, const char *host, int port) {
     assert_int_equal(sl__redis_url_parse(url, strlen(url), &u, err, sizeof err), 0);
     sl__redis_client_options_t o = {.timeout_ms = 500, .breaker_failures = 1000};
     assert_int_equal(sl__redis_client_new(&f->loop, &u, &o, &f->c), 0);
-}
-
-static void on_closed(void *arg) { ((fx_t *)arg)->closed++; }
-static bool is_closed(void *arg) { return ((fx_t *)arg)->closed > 0; }
-
-static void fx_done(fx_t *f) {
-    sl__redis_client_close(f->c, on_closed, f);
-    assert_true(run_until(f, is_closed, f, 3000));
-    uv_close((uv_handle_t *)&f->tick, NULL);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&f->loop), 0);
 }
 
 static void skip_without_redis(void) {
