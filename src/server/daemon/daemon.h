@@ -16,6 +16,7 @@
 #include "server/config/config.h"
 #include "server/keys/forward.h"
 #include "server/observe/metrics.h"
+#include "server/observe/stats.h"
 #include "server/engine/policies.h"
 #include "sluice.h"
 #include "server/engine/throttle.h"
@@ -39,20 +40,6 @@ typedef struct sld_counters {
 static inline void sld_count(_Atomic uint64_t *c) {
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
 }
-
-typedef struct sld_stats {
-    _Atomic uint64_t connections_received;
-    _Atomic uint64_t connections_rejected;  /* over max_connections */
-    _Atomic int64_t connected;
-    _Atomic uint64_t protocol_errors;       /* connections closed for bad input */
-    _Atomic uint64_t decision_errors;       /* the store could not decide (full, failing) */
-    _Atomic uint64_t idle_closed;
-    _Atomic uint64_t reloads;
-    _Atomic uint64_t reload_failures;
-    _Atomic uint64_t snapshot_saves;
-    _Atomic uint64_t snapshot_failures;
-    _Atomic int64_t snapshot_last_at;       /* us, 0 = never */
-} sld_stats_t;
 
 /* Loads (and completes with command-line overrides) a configuration file. */
 typedef int (*sld_load_fn)(const char *path, sld_config_t **out, char *err, size_t err_len);

@@ -661,7 +661,11 @@ void sld_http_handle_async(sld_daemon_t *d, uint32_t worker, const sld_http_requ
         if (d->metrics) {
             sld_store_status_t st;
             sld_engine_status(d->engine, &st);
-            sld_metrics_render(d->metrics, d, &st, &r->body);
+            const sld_runtime_t *now_rt = sld_runtime(d);
+            sld_figures_t f = {.stats = &d->stats, .generation = now_rt ? now_rt->generation : 0,
+                               .started_at = d->started_at};
+            sl_store_stats(d->store, &f.store);
+            sld_metrics_render(d->metrics, &f, &st, &r->body);
         }
     } else if (sld_span_is(path, "/healthz")) {
         if (get)

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/daemon/daemon.h"
 #include "server/observe/metrics.h"
 
 /* Upper bounds of the latency buckets, nanoseconds (+Inf after the last). */
@@ -135,7 +134,7 @@ static void put_rows(sld_buf_t *out, const row_t *rows, size_t n) {
                        rows[i].name, rows[i].type, rows[i].name, rows[i].value);
 }
 
-void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, const sld_store_status_t *store,
+void sld_metrics_render(sld_metrics_t *m, const sld_figures_t *f, const sld_store_status_t *store,
                         sld_buf_t *out) {
     sld_buf_printf(out, "# HELP sluice_decisions_total Decisions, by policy and result.\n"
                         "# TYPE sluice_decisions_total counter\n");
@@ -183,37 +182,36 @@ void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, const sld_store_
             sld_buf_printf(out, "sluice_http_responses_total{code=\"other\"} %llu\n", (unsigned long long)c);
     }
 
-    sl_store_stats_t st = {0};
-    sl_store_stats(d->store, &st);
-    const sld_runtime_t *rt = sld_runtime(d);
+    const sl_store_stats_t st = f->store;
+    const sld_stats_t *stats = f->stats;
     const row_t rows[] = {
         {"sluice_states", "gauge", "Live states in the store.", (double)st.states},
         {"sluice_memory_bytes", "gauge", "Memory held by the store.", (double)st.bytes},
         {"sluice_max_memory_bytes", "gauge", "The store's cap, 0 = none.", (double)st.max_memory},
         {"sluice_evictions_total", "counter", "States evicted by the cap before recovering.", (double)st.evictions},
         {"sluice_reclaimed_total", "counter", "Recovered states freed.", (double)st.reclaimed},
-        {"sluice_connections", "gauge", "Open client connections.", (double)atomic_load(&d->stats.connected)},
+        {"sluice_connections", "gauge", "Open client connections.", (double)atomic_load(&stats->connected)},
         {"sluice_connections_received_total", "counter", "Connections accepted.",
-         (double)atomic_load(&d->stats.connections_received)},
+         (double)atomic_load(&stats->connections_received)},
         {"sluice_connections_rejected_total", "counter", "Connections refused over max_connections.",
-         (double)atomic_load(&d->stats.connections_rejected)},
+         (double)atomic_load(&stats->connections_rejected)},
         {"sluice_protocol_errors_total", "counter", "RESP connections closed for bad input.",
-         (double)atomic_load(&d->stats.protocol_errors)},
+         (double)atomic_load(&stats->protocol_errors)},
         {"sluice_decision_errors_total", "counter", "Decisions the store could not make (full, failing).",
-         (double)atomic_load(&d->stats.decision_errors)},
+         (double)atomic_load(&stats->decision_errors)},
         {"sluice_idle_timeouts_total", "counter", "Connections closed for idleness.",
-         (double)atomic_load(&d->stats.idle_closed)},
+         (double)atomic_load(&stats->idle_closed)},
         {"sluice_config_reloads_total", "counter", "Configurations applied since start.",
-         (double)atomic_load(&d->stats.reloads)},
+         (double)atomic_load(&stats->reloads)},
         {"sluice_config_reload_failures_total", "counter", "Reloads refused (bad file).",
-         (double)atomic_load(&d->stats.reload_failures)},
+         (double)atomic_load(&stats->reload_failures)},
         {"sluice_config_generation", "gauge", "Generation of the configuration in force.",
-         rt ? (double)rt->generation : 0},
-        {"sluice_snapshot_saves_total", "counter", "Snapshots written.", (double)atomic_load(&d->stats.snapshot_saves)},
+         (double)f->generation},
+        {"sluice_snapshot_saves_total", "counter", "Snapshots written.", (double)atomic_load(&stats->snapshot_saves)},
         {"sluice_snapshot_failures_total", "counter", "Snapshots that could not be written.",
-         (double)atomic_load(&d->stats.snapshot_failures)},
+         (double)atomic_load(&stats->snapshot_failures)},
         {"sluice_uptime_seconds", "gauge", "Seconds since start.",
-         (double)(sl_clock_realtime(NULL) - d->started_at) / 1e6},
+         (double)(sl_clock_realtime(NULL) - f->started_at) / 1e6},
     };
     put_rows(out, rows, sizeof rows / sizeof rows[0]);
     if (store->shared) {

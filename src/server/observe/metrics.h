@@ -13,12 +13,13 @@
 #include <stdint.h>
 
 #include "server/base/buf.h"
+#include "server/observe/stats.h"
+#include "sluice.h"
 
 #define SLD_METRIC_SLOTS 4096      /* policy names counted (then "other") */
 #define SLD_LATENCY_BUCKETS 12
 
 typedef struct sld_metrics sld_metrics_t;
-struct sld_daemon;
 
 int sld_metrics_new(uint32_t workers, sld_metrics_t **out);
 void sld_metrics_free(sld_metrics_t *m);
@@ -52,9 +53,17 @@ typedef struct sld_store_status {
     int64_t wb_last_sync;         /* us, wall clock, 0 = never */
 } sld_store_status_t;
 
+/* What the daemon gives the rendering, read at the moment of the scrape. */
+typedef struct sld_figures {
+    const sld_stats_t *stats;     /* the daemon's counters */
+    sl_store_stats_t store;       /* the local store's figures */
+    uint64_t generation;          /* of the configuration in force, 0 = none yet */
+    sl_usec_t started_at;         /* us, wall clock */
+} sld_figures_t;
+
 /* Appends the Prometheus text format of everything, process figures
  * included; `store` is the engine's store status. */
-void sld_metrics_render(sld_metrics_t *m, struct sld_daemon *d, const sld_store_status_t *store,
+void sld_metrics_render(sld_metrics_t *m, const sld_figures_t *f, const sld_store_status_t *store,
                         sld_buf_t *out);
 
 #endif
