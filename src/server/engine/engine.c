@@ -14,7 +14,8 @@ struct sld_engine {
 
 struct sld_job {
     sld_engine_t *e;
-    sld_request_t r;
+    const sld_request_t *r; /* the caller's, or `own` once kept */
+    sld_request_t own;      /* a kept job's copy, its key after the job */
     uint32_t worker;
     bool reset;         /* not a decision: not counted */
     bool kept;          /* on the heap, key copied after it */
@@ -52,12 +53,15 @@ static void account(sld_engine_t *e, const sld_job_t *j, int rc, const sl_decisi
     if (j->started && e->hooks.metrics)
         sld_metrics_latency(e->hooks.metrics, j->worker, now_ns(e) - j->started);
     if (e->hooks.account)
-        e->hooks.account(e->hooks.ctx, j->worker, j->r.origin.slot, rc, j->r.flags, out);
+        e->hooks.account(e->hooks.ctx, j->worker, j->r->origin.slot, rc, j->r->flags, out);
 }
 
 int sld_engine_decide(sld_engine_t *e, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
                       sl_limit_report_t *limits, sld_decided_fn fn, void *arg) {
-    sld_job_t job = {.e = e, .r = *r, .worker = worker, .fn = fn, .arg = arg};
+    /* on the stack and pointing at the caller's request: a store that
+     * answers later copies it (sld_job_keep), one that answers now costs
+     * no copy */
+    sld_job_t job = {.e = e, .r = r, .worker = worker, .fn = fn, .arg = arg};
     sld_metrics_t *m = e->hooks.metrics;
     if (m && sld_metrics_sample(m, worker))
         job.started = now_ns(e);
@@ -70,7 +74,7 @@ int sld_engine_decide(sld_engine_t *e, uint32_t worker, const sld_request_t *r, 
 
 int sld_engine_reset(sld_engine_t *e, uint32_t worker, const sld_request_t *r, sld_decided_fn fn,
                      void *arg) {
-    sld_job_t job = {.e = e, .r = *r, .worker = worker, .reset = true, .fn = fn, .arg = arg};
+    sld_job_t job = {.e = e, .r = r, .worker = worker, .reset = true, .fn = fn, .arg = arg};
     return e->kind->reset(e->ctx, worker, r, fn ? &job : NULL);
 }
 
@@ -121,17 +125,19 @@ int sld_engine_share_rules(sld_engine_t *e, uint32_t worker, const char *name, c
 /* ---- for store kinds ------------------------------------------------------------------------- */
 
 sld_job_t *sld_job_keep(sld_job_t *job) {
-    sld_job_t *k = malloc(sizeof *k + job->r.key_len);
+    sld_job_t *k = malloc(sizeof *k + job->r->key_len);
     if (k == NULL)
         return NULL;
     *k = *job;
     k->kept = true;
-    memcpy(k + 1, job->r.key, job->r.key_len);
-    k->r.key = k + 1;
+    k->own = *job->r;
+    memcpy(k + 1, job->r->key, job->r->key_len);
+    k->own.key = k + 1;
+    k->r = &k->own;
     return k;
 }
 
-const sld_request_t *sld_job_request(const sld_job_t *job) { return &job->r; }
+const sld_request_t *sld_job_request(const sld_job_t *job) { return job->r; }
 
 void *sld_job_store(const sld_job_t *job) { return job->e->ctx; }
 
