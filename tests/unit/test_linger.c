@@ -10,23 +10,8 @@
 #include <unistd.h>
 
 #include "rig.h"
+#include "addr_rig.h"
 #include "server/net/linger.h"
-
-/* A connected pair on 127.0.0.1: *client and *server. */
-static void tcp_pair(int *client, int *server) {
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(lfd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(lfd, 1), 0);
-    assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
-    *client = socket(AF_INET, SOCK_STREAM, 0);
-    assert_int_equal(connect(*client, (struct sockaddr *)&a, sizeof a), 0);
-    *server = accept(lfd, NULL, NULL);
-    assert_true(*server >= 0);
-    close(lfd);
-}
 
 /* Reads until end of stream (1), a reset or other error (-errno), or
  * nothing for 2 s (0); the bytes read are added to *total. */
@@ -57,7 +42,7 @@ static void poll_until_empty(sld_linger_t *l) {
 static void client_still_sending_sees_no_reset(void **state) {
     (void)state;
     int client, server;
-    tcp_pair(&client, &server);
+    tcp_pair(&client, &server, 0);
     /* the client has sent what the server never reads */
     char junk[20000];
     memset(junk, 'x', sizeof junk);
@@ -85,7 +70,7 @@ static void shut_reading_side_waits_for_the_client(void **state) {
     /* recv() on a socket shut for reading reads 0 at once: the TCP state,
      * not that 0, says whether the client has closed */
     int client, server;
-    tcp_pair(&client, &server);
+    tcp_pair(&client, &server, 0);
     shutdown(server, SHUT_RD);
     sld_linger_t l = {0};
     sld_linger_add(&l, server);
@@ -105,7 +90,7 @@ static void close_all_and_bad_fds(void **state) {
     assert_true(sld_linger_empty(&l));
     int clients[40], server;
     for (int i = 0; i < 40; i++) { /* past the first growth */
-        tcp_pair(&clients[i], &server);
+        tcp_pair(&clients[i], &server, 0);
         sld_linger_add(&l, server);
     }
     sld_linger_poll(&l);

@@ -11,26 +11,15 @@
 #include <unistd.h>
 
 #include "rig.h"
+#include "addr_rig.h"
 #include "server/net/tcp_stall.h"
 
 #define SEC_US 1000000
 
-static void tcp_pair(int *client, int *server) {
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(lfd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(lfd, 1), 0);
-    assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
-    *client = socket(AF_INET, SOCK_STREAM, 0);
-    int small = 4096;
-    setsockopt(*client, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    assert_int_equal(connect(*client, (struct sockaddr *)&a, sizeof a), 0);
-    *server = accept(lfd, NULL, NULL);
-    assert_true(*server >= 0);
+/* A pair whose client reads slowly and whose server never blocks. */
+static void slow_pair(int *client, int *server) {
+    tcp_pair(client, server, 4096);
     fcntl(*server, F_SETFL, O_NONBLOCK);
-    close(lfd);
 }
 
 /* Fills the server's side until the kernel takes no more, then lets the
@@ -47,7 +36,7 @@ static void fill(int server) {
 static void idle_connection_is_never_stalled(void **state) {
     (void)state;
     int client, server;
-    tcp_pair(&client, &server);
+    slow_pair(&client, &server);
     sld_tcp_stall_t s = {.since = 0};
     assert_false(sld_tcp_stalled(&s, server, 0, 0, 3 * SEC_US));
     assert_false(sld_tcp_stalled(&s, server, 0, 3600 * 1000, 3 * SEC_US));
@@ -58,7 +47,7 @@ static void idle_connection_is_never_stalled(void **state) {
 static void client_that_does_not_read(void **state) {
     (void)state;
     int client, server;
-    tcp_pair(&client, &server);
+    slow_pair(&client, &server);
     fill(server);
     sld_tcp_stall_t s = {.since = 0};
     uint64_t t = 1000;
