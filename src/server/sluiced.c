@@ -88,14 +88,12 @@ const char *__lsan_default_suppressions(void) { return "leak:h2o_mem_alloc_recyc
 /* ---- configuration ---------------------------------------------------------------------- */
 
 static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
-    /* --resp / --http take what listen.resp / listen.http take: an IP
-     * address and a port, never a host name, or off */
-    char addr[SLD_MAX_ADDR];
+    /* --resp / --http take what listen.resp / listen.http take */
     int rc;
-    if ((overrides.resp && strcmp(overrides.resp, "off") != 0 && overrides.resp[0] &&
-         (rc = sld_config_listen_option("--resp", overrides.resp, addr, err, err_len)) != SL_OK) ||
-        (overrides.http && strcmp(overrides.http, "off") != 0 && overrides.http[0] &&
-         (rc = sld_config_listen_option("--http", overrides.http, addr, err, err_len)) != SL_OK))
+    if ((overrides.resp &&
+         (rc = sld_config_listen_option("--resp", overrides.resp, cfg->resp_listen, err, err_len)) != SL_OK) ||
+        (overrides.http &&
+         (rc = sld_config_listen_option("--http", overrides.http, cfg->http_listen, err, err_len)) != SL_OK))
         return rc;
     if (overrides.store) {
         char *url = NULL;
@@ -106,12 +104,6 @@ static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
         free(cfg->store_url);
         cfg->store_url = url;
     }
-    if (overrides.resp) /* "off" or "" turns the front off, as listen.resp does */
-        snprintf(cfg->resp_listen, sizeof cfg->resp_listen, "%s",
-                 strcmp(overrides.resp, "off") == 0 ? "" : overrides.resp);
-    if (overrides.http) /* "off" or "" turns the front off, as listen.http does */
-        snprintf(cfg->http_listen, sizeof cfg->http_listen, "%s",
-                 strcmp(overrides.http, "off") == 0 ? "" : overrides.http);
     if (cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0') {
         snprintf(err, err_len, "both fronts are off (resp and http): nothing would answer");
         return SL_EINVAL;

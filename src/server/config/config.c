@@ -383,7 +383,7 @@ int sld_config_parse(const char *name, const char *yaml, size_t len, sld_config_
 int sld_config_listen_option(const char *option, const char *text, char out[SLD_MAX_ADDR], char *err,
                              size_t err_len) {
     ctx_t c = {.name = "command line", .yaml = "", .len = 0, .err = err, .err_len = err_len};
-    return sld__cfg_get_listen(&c, option, text, out);
+    return get_front(&c, option, text, out);
 }
 
 int sld_config_load(const char *path, sld_config_t **out, char *err, size_t err_len) {

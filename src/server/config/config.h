@@ -113,9 +113,10 @@ int sld_config_parse(const char *name, const char *yaml, size_t len, sld_config_
 
 void sld_config_free(sld_config_t *config);
 
-/* A listen address given outside the file (--resp, --http), checked with the
- * file's rules: an IP address and a port, never a host name. SL_OK with a
- * copy in out, or SL_EINVAL and "command line: OPTION: message" in err. */
+/* A front's listen address given outside the file (--resp, --http), read
+ * with the file's rule: an IP address and a port, never a host name, or
+ * "off" / "" for a front that does not listen (out is then ""). SL_OK with
+ * the address in out, or SL_EINVAL and "command line: OPTION: message". */
 int sld_config_listen_option(const char *option, const char *text, char out[SLD_MAX_ADDR], char *err,
                              size_t err_len);
 
@@ -131,6 +132,10 @@ sld_config_t *sld_config_edit(const sld_config_t *cfg, const sld_policy_t *put, 
 int sld_config_parse_policy(const char *name, const char *json, size_t len, uint32_t max_key_bytes,
                             sld_policy_t **out, char *err, size_t err_len);
 void sld_config_policy_free(sld_policy_t *policy);
+
+/* A duration as the file writes it and reads it back: whole seconds
+ * ("60s"), else milliseconds ("200ms"), else microseconds. */
+const char *sld_config_duration_text(sl_usec_t us, char *buf, size_t n);
 
 /* "open", "closed", "local" -> SLD_FAIL_*; SL_EINVAL otherwise. */
 int sld_store_failure_parse(const char *text, sld_store_failure_t *out);

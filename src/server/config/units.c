@@ -323,3 +323,13 @@ int sld__cfg_check_cidr(ctx_t *c, const char *path, const char *text) {
                             sld__cfg_show(text, b), why.bits, why.network, why.bits);
     }
 }
+
+const char *sld_config_duration_text(sl_usec_t us, char *buf, size_t n) {
+    if (us % SL_USEC_PER_SEC == 0)
+        snprintf(buf, n, "%llds", (long long)(us / SL_USEC_PER_SEC));
+    else if (us % 1000 == 0)
+        snprintf(buf, n, "%lldms", (long long)(us / 1000));
+    else
+        snprintf(buf, n, "%lldus", (long long)us);
+    return buf;
+}

@@ -24,17 +24,6 @@ static bool armed;
 static sl_usec_t armed_interval;
 static char *kept_path; /* a file that could not be loaded nor moved: not to be written */
 
-/* "60s", "200ms", "1500us": an interval as the configuration writes it. */
-static const char *show_interval(sl_usec_t us, char *buf, size_t n) {
-    if (us % SL_USEC_PER_SEC == 0)
-        snprintf(buf, n, "%llds", (long long)(us / SL_USEC_PER_SEC));
-    else if (us % 1000 == 0)
-        snprintf(buf, n, "%lldms", (long long)(us / 1000));
-    else
-        snprintf(buf, n, "%lldus", (long long)us);
-    return buf;
-}
-
 /* "No space left on device (ENOSPC)": the system's words and the name to
  * search for. */
 static const char *show_errno(int e, char *buf, size_t n) {
@@ -54,7 +43,7 @@ static const char *cause(int rc, int sys, char *buf, size_t n) {
 static const char *schedule(const sld_config_t *cfg, char *buf, size_t n) {
     char iv[32];
     if (cfg->snapshot_interval > 0)
-        snprintf(buf, n, "every %s and at shutdown", show_interval(cfg->snapshot_interval, iv, sizeof iv));
+        snprintf(buf, n, "every %s and at shutdown", sld_config_duration_text(cfg->snapshot_interval, iv, sizeof iv));
     else
         snprintf(buf, n, "at shutdown");
     return buf;

@@ -48,14 +48,10 @@ static bool authorised(const sld_config_t *cfg, const sld_http_request_t *req) {
 
 /* ---- policies as JSON ----------------------------------------------------------------------- */
 
-/* A duration the configuration reads back: whole seconds, else ms, else us. */
+/* A duration the configuration reads back, as a JSON string. */
 static void duration(sld_buf_t *b, sl_usec_t us) {
-    if (us % SL_USEC_PER_SEC == 0)
-        sld_buf_printf(b, "\"%llds\"", (long long)(us / SL_USEC_PER_SEC));
-    else if (us % 1000 == 0)
-        sld_buf_printf(b, "\"%lldms\"", (long long)(us / 1000));
-    else
-        sld_buf_printf(b, "\"%lldus\"", (long long)us);
+    char text[32];
+    sld_buf_printf(b, "\"%s\"", sld_config_duration_text(us, text, sizeof text));
 }
 
 static void limit_json(sld_buf_t *b, const sl_limit_t *l) {
