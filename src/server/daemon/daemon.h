@@ -33,8 +33,6 @@ typedef struct sld_runtime {
  * instructions (sld_count), read by INFO from any thread. */
 typedef struct sld_counters {
     _Alignas(64) _Atomic uint64_t commands;
-    _Atomic uint64_t allowed;               /* decisions that let the request through */
-    _Atomic uint64_t denied;
 } sld_counters_t;
 
 static inline void sld_count(_Atomic uint64_t *c) {

@@ -19,9 +19,7 @@ static void account(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned 
         atomic_fetch_add(&d->stats.decision_errors, 1);
     if (rc != SL_OK || (flags & SL_DECIDE_PEEK))
         return;
-    sld_counters_t *c = &d->counters[worker];
-    sld_count(out->allowed ? &c->allowed : &c->denied);
-    if (d->metrics)
+    if (d->metrics) /* INFO's totals are these, summed */
         sld_metrics_decision(d->metrics, worker, slot, out->allowed);
 }
 

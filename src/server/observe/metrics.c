@@ -134,6 +134,15 @@ static void put_rows(sld_buf_t *out, const row_t *rows, size_t n) {
                        rows[i].name, rows[i].type, rows[i].name, rows[i].value);
 }
 
+void sld_metrics_totals(sld_metrics_t *m, uint64_t *allowed, uint64_t *denied) {
+    *allowed = *denied = 0;
+    for (uint32_t i = 0; i < m->workers; i++)
+        for (uint32_t s = 0; s < SLD_METRIC_SLOTS; s++) {
+            *allowed += atomic_load_explicit(&m->w[i].decisions[s][1], memory_order_relaxed);
+            *denied += atomic_load_explicit(&m->w[i].decisions[s][0], memory_order_relaxed);
+        }
+}
+
 void sld_metrics_render(sld_metrics_t *m, const sld_figures_t *f, const sld_store_status_t *store,
                         sld_buf_t *out) {
     sld_buf_printf(out, "# HELP sluice_decisions_total Decisions, by policy and result.\n"

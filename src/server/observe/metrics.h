@@ -30,6 +30,9 @@ uint32_t sld_metrics_slot(sld_metrics_t *m, const char *name);
 
 /* Worker w decided under `slot`. */
 void sld_metrics_decision(sld_metrics_t *m, uint32_t w, uint32_t slot, bool allowed);
+/* Every decision counted so far, over every policy and worker (INFO's
+ * totals: the same counts as /metrics, summed). */
+void sld_metrics_totals(sld_metrics_t *m, uint64_t *allowed, uint64_t *denied);
 /* Worker w: one in 64 decisions is timed; true when this one is. */
 bool sld_metrics_sample(sld_metrics_t *m, uint32_t w);
 void sld_metrics_latency(sld_metrics_t *m, uint32_t w, uint64_t ns);

@@ -430,11 +430,10 @@ static void cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     sld_daemon_t *d = c->d;
     sld_stats_t *s = &d->stats;
     uint64_t commands = 0, allowed = 0, denied = 0;
-    for (uint32_t i = 0; i < d->ncounters; i++) {
+    for (uint32_t i = 0; i < d->ncounters; i++)
         commands += atomic_load_explicit(&d->counters[i].commands, memory_order_relaxed);
-        allowed += atomic_load_explicit(&d->counters[i].allowed, memory_order_relaxed);
-        denied += atomic_load_explicit(&d->counters[i].denied, memory_order_relaxed);
-    }
+    if (d->metrics)
+        sld_metrics_totals(d->metrics, &allowed, &denied);
     sl_store_stats_t st = {0};
     sl_store_stats(d->store, &st);
     sl_usec_t now = sl_clock_realtime(NULL);
