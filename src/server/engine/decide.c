@@ -20,7 +20,7 @@ static void account(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned 
     if (rc != SL_OK || (flags & SL_DECIDE_PEEK))
         return;
     if (d->metrics) /* INFO's totals are these, summed */
-        sld_metrics_decision(d->metrics, worker, slot, out->allowed);
+        sld_metrics_decision(d->metrics, worker, slot, sld_result_of(out));
 }
 
 /* ---- memory -------------------------------------------------------------------------------------- */

@@ -19,6 +19,7 @@
 #include "server/engine/engine.h"
 #include "server/keys/forward.h"
 #include "server/http/http_api.h"
+#include "server/observe/prometheus.h"
 
 #define USEC_PER_MS 1000
 
@@ -659,13 +660,16 @@ void sld_http_handle_async(sld_daemon_t *d, uint32_t worker, const sld_http_requ
         }
         r->content_type = "text/plain; version=0.0.4; charset=utf-8";
         if (d->metrics) {
-            sld_store_status_t st;
-            sld_engine_status(d->engine, &st);
-            const sld_runtime_t *now_rt = sld_runtime(d);
-            sld_figures_t f = {.stats = &d->stats, .generation = now_rt ? now_rt->generation : 0,
-                               .started_at = d->started_at};
+            sld_figures_t f = {.stats = &d->stats, .generation = rt ? rt->generation : 0,
+                               .started_at = d->started_at, .process = true};
             sl_store_stats(d->store, &f.store);
-            sld_metrics_render(d->metrics, &f, &st, &r->body);
+            sld_engine_status(d->engine, &f.status);
+            sld_snapshot_t s;
+            if (sld_snapshot_take(&s, d->metrics, &f) == SL_OK)
+                sld_prometheus_render(&s, &r->body);
+            else
+                r->body.failed = true;
+            sld_snapshot_free(&s);
         }
     } else if (sld_span_is(path, "/healthz")) {
         if (get)

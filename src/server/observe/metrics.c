@@ -1,18 +1,20 @@
-/* metrics.c -- per-worker counters and their Prometheus text (metrics.h). */
+/* metrics.c -- per-worker counters, summed when read (metrics.h). */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/observe/metrics.h"
 
-/* Upper bounds of the latency buckets, nanoseconds (+Inf after the last). */
-static const uint64_t bucket_ns[SLD_LATENCY_BUCKETS] = {
+const uint64_t sld_metrics_bucket_ns[SLD_LATENCY_BUCKETS] = {
     500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000, 1000000, 10000000};
 
-/* HTTP statuses counted one by one; others fall into their class. */
-static const int statuses[] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 414, 429, 431, 500, 503};
-#define NSTATUS (sizeof statuses / sizeof statuses[0])
+const int sld_metrics_statuses[SLD_HTTP_STATUSES] = {200, 201, 400, 401, 403, 404, 405,
+                                                     409, 413, 414, 429, 431, 500, 503};
+#define NSTATUS SLD_HTTP_STATUSES
+
+const char *const sld_result_names[SLD_RESULTS] = {"denied", "allowed", "limited"};
 
 typedef struct worker_metrics {
     _Alignas(64) _Atomic uint64_t samples;  /* decisions seen, for sampling */
@@ -20,7 +22,7 @@ typedef struct worker_metrics {
     _Atomic uint64_t latency_sum_ns;
     _Atomic uint64_t latency_count;
     _Atomic uint64_t http[NSTATUS + 1];     /* last: any other status */
-    _Atomic uint64_t (*decisions)[2];       /* [slot][allowed] */
+    _Atomic uint64_t (*decisions)[SLD_RESULTS]; /* [slot][sld_result_t] */
 } worker_metrics_t;
 
 struct sld_metrics {
@@ -88,8 +90,8 @@ done:
     return slot;
 }
 
-void sld_metrics_decision(sld_metrics_t *m, uint32_t w, uint32_t slot, bool allowed) {
-    bump(&m->w[w].decisions[slot][allowed], 1);
+void sld_metrics_decision(sld_metrics_t *m, uint32_t w, uint32_t slot, sld_result_t result) {
+    bump(&m->w[w].decisions[slot][result], 1);
 }
 
 bool sld_metrics_sample(sld_metrics_t *m, uint32_t w) {
@@ -100,7 +102,7 @@ bool sld_metrics_sample(sld_metrics_t *m, uint32_t w) {
 
 void sld_metrics_latency(sld_metrics_t *m, uint32_t w, uint64_t ns) {
     size_t b = 0;
-    while (b < SLD_LATENCY_BUCKETS && ns > bucket_ns[b])
+    while (b < SLD_LATENCY_BUCKETS && ns > sld_metrics_bucket_ns[b])
         b++;
     bump(&m->w[w].latency[b], 1);
     bump(&m->w[w].latency_sum_ns, ns);
@@ -109,7 +111,7 @@ void sld_metrics_latency(sld_metrics_t *m, uint32_t w, uint64_t ns) {
 
 void sld_metrics_http(sld_metrics_t *m, uint32_t w, int status) {
     size_t i = 0;
-    while (i < NSTATUS && statuses[i] != status)
+    while (i < NSTATUS && sld_metrics_statuses[i] != status)
         i++;
     bump(&m->w[w].http[i], 1);
 }
@@ -121,159 +123,51 @@ static uint64_t sum(const sld_metrics_t *m, size_t offset) {
     return total;
 }
 
-/* Label values are policy names ([A-Za-z0-9_.-]) or fixed words: nothing to escape. */
-/* One unlabelled series: HELP, TYPE and its value. */
-typedef struct row {
-    const char *name, *type, *help;
-    double value;
-} row_t;
-
-static void put_rows(sld_buf_t *out, const row_t *rows, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        sld_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", rows[i].name, rows[i].help,
-                       rows[i].name, rows[i].type, rows[i].name, rows[i].value);
+static void slot_counts(const sld_metrics_t *m, uint32_t slot, uint64_t n[SLD_RESULTS]) {
+    for (int r = 0; r < SLD_RESULTS; r++) {
+        n[r] = 0;
+        for (uint32_t i = 0; i < m->workers; i++)
+            n[r] += atomic_load_explicit(&m->w[i].decisions[slot][r], memory_order_relaxed);
+    }
 }
 
 void sld_metrics_totals(sld_metrics_t *m, uint64_t *allowed, uint64_t *denied) {
     *allowed = *denied = 0;
-    for (uint32_t i = 0; i < m->workers; i++)
-        for (uint32_t s = 0; s < SLD_METRIC_SLOTS; s++) {
-            *allowed += atomic_load_explicit(&m->w[i].decisions[s][1], memory_order_relaxed);
-            *denied += atomic_load_explicit(&m->w[i].decisions[s][0], memory_order_relaxed);
-        }
+    for (uint32_t s = 0; s < SLD_METRIC_SLOTS; s++) {
+        uint64_t n[SLD_RESULTS];
+        slot_counts(m, s, n);
+        *allowed += n[SLD_ALLOWED];
+        *denied += n[SLD_DENIED];
+    }
 }
 
-void sld_metrics_render(sld_metrics_t *m, const sld_figures_t *f, const sld_store_status_t *store,
-                        sld_buf_t *out) {
-    sld_buf_printf(out, "# HELP sluice_decisions_total Decisions, by policy and result.\n"
-                        "# TYPE sluice_decisions_total counter\n");
-    uint32_t n = atomic_load(&m->nslots);
+int sld_metrics_read(sld_metrics_t *m, sld_counts_t *out) {
+    memset(out, 0, sizeof *out);
+    uint32_t n = atomic_load(&m->nslots); /* names[0..n) are published */
+    out->policies = malloc(sizeof *out->policies * (n + 1));
+    if (out->policies == NULL)
+        return SL_ENOMEM;
     for (uint32_t s = 0; s <= n && s < SLD_METRIC_SLOTS; s++) {
-        const char *name = s < n ? m->names[s] : "other";
-        uint32_t at = s < n ? s : SLD_METRIC_SLOTS - 1;
-        uint64_t allowed = 0, denied = 0;
-        for (uint32_t i = 0; i < m->workers; i++) {
-            allowed += atomic_load_explicit(&m->w[i].decisions[at][1], memory_order_relaxed);
-            denied += atomic_load_explicit(&m->w[i].decisions[at][0], memory_order_relaxed);
-        }
-        if (s == n && allowed + denied == 0)
-            continue;
-        sld_buf_printf(out, "sluice_decisions_total{policy=\"%s\",result=\"allowed\"} %llu\n", name,
-                       (unsigned long long)allowed);
-        sld_buf_printf(out, "sluice_decisions_total{policy=\"%s\",result=\"denied\"} %llu\n", name,
-                       (unsigned long long)denied);
+        sld_policy_counts_t *p = &out->policies[out->npolicies];
+        slot_counts(m, s < n ? s : SLD_METRIC_SLOTS - 1, p->n);
+        if (s == n && p->n[SLD_DENIED] + p->n[SLD_ALLOWED] + p->n[SLD_LIMITED] == 0)
+            continue; /* "other" appears once it counts */
+        p->name = s < n ? m->names[s] : "other";
+        for (int r = 0; r < SLD_RESULTS; r++)
+            out->total[r] += p->n[r];
+        out->npolicies++;
     }
+    for (size_t b = 0; b <= SLD_LATENCY_BUCKETS; b++)
+        out->latency[b] = sum(m, offsetof(worker_metrics_t, latency) + b * sizeof(_Atomic uint64_t));
+    out->latency_sum_ns = sum(m, offsetof(worker_metrics_t, latency_sum_ns));
+    out->latency_count = sum(m, offsetof(worker_metrics_t, latency_count));
+    for (size_t i = 0; i <= NSTATUS; i++)
+        out->http[i] = sum(m, offsetof(worker_metrics_t, http) + i * sizeof(_Atomic uint64_t));
+    return SL_OK;
+}
 
-    sld_buf_printf(out, "# HELP sluice_decision_duration_seconds Time to decide, sampled one in 64.\n"
-                        "# TYPE sluice_decision_duration_seconds histogram\n");
-    uint64_t cumulative = 0;
-    for (size_t b = 0; b <= SLD_LATENCY_BUCKETS; b++) {
-        cumulative += sum(m, offsetof(worker_metrics_t, latency) + b * sizeof(_Atomic uint64_t));
-        if (b < SLD_LATENCY_BUCKETS)
-            sld_buf_printf(out, "sluice_decision_duration_seconds_bucket{le=\"%g\"} %llu\n",
-                           (double)bucket_ns[b] / 1e9, (unsigned long long)cumulative);
-        else
-            sld_buf_printf(out, "sluice_decision_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
-                           (unsigned long long)cumulative);
-    }
-    sld_buf_printf(out, "sluice_decision_duration_seconds_sum %.9f\nsluice_decision_duration_seconds_count %llu\n",
-                   (double)sum(m, offsetof(worker_metrics_t, latency_sum_ns)) / 1e9,
-                   (unsigned long long)sum(m, offsetof(worker_metrics_t, latency_count)));
-
-    sld_buf_printf(out, "# HELP sluice_http_responses_total HTTP responses, by status.\n"
-                        "# TYPE sluice_http_responses_total counter\n");
-    for (size_t i = 0; i <= NSTATUS; i++) {
-        uint64_t c = sum(m, offsetof(worker_metrics_t, http) + i * sizeof(_Atomic uint64_t));
-        if (i < NSTATUS)
-            sld_buf_printf(out, "sluice_http_responses_total{code=\"%d\"} %llu\n", statuses[i],
-                           (unsigned long long)c);
-        else
-            sld_buf_printf(out, "sluice_http_responses_total{code=\"other\"} %llu\n", (unsigned long long)c);
-    }
-
-    const sl_store_stats_t st = f->store;
-    const sld_stats_t *stats = f->stats;
-    const row_t rows[] = {
-        {"sluice_states", "gauge", "Live states in the store.", (double)st.states},
-        {"sluice_memory_bytes", "gauge", "Memory held by the store.", (double)st.bytes},
-        {"sluice_max_memory_bytes", "gauge", "The store's cap, 0 = none.", (double)st.max_memory},
-        {"sluice_evictions_total", "counter", "States evicted by the cap before recovering.", (double)st.evictions},
-        {"sluice_reclaimed_total", "counter", "Recovered states freed.", (double)st.reclaimed},
-        {"sluice_connections", "gauge", "Open client connections.", (double)atomic_load(&stats->connected)},
-        {"sluice_connections_received_total", "counter", "Connections accepted.",
-         (double)atomic_load(&stats->connections_received)},
-        {"sluice_connections_rejected_total", "counter", "Connections refused over max_connections.",
-         (double)atomic_load(&stats->connections_rejected)},
-        {"sluice_protocol_errors_total", "counter", "RESP connections closed for bad input.",
-         (double)atomic_load(&stats->protocol_errors)},
-        {"sluice_decision_errors_total", "counter", "Decisions the store could not make (full, failing).",
-         (double)atomic_load(&stats->decision_errors)},
-        {"sluice_idle_timeouts_total", "counter", "Connections closed for idleness.",
-         (double)atomic_load(&stats->idle_closed)},
-        {"sluice_config_reloads_total", "counter", "Configurations applied since start.",
-         (double)atomic_load(&stats->reloads)},
-        {"sluice_config_reload_failures_total", "counter", "Reloads refused (bad file).",
-         (double)atomic_load(&stats->reload_failures)},
-        {"sluice_config_generation", "gauge", "Generation of the configuration in force.",
-         (double)f->generation},
-        {"sluice_snapshot_saves_total", "counter", "Snapshots written.", (double)atomic_load(&stats->snapshot_saves)},
-        {"sluice_snapshot_failures_total", "counter", "Snapshots that could not be written.",
-         (double)atomic_load(&stats->snapshot_failures)},
-        {"sluice_uptime_seconds", "gauge", "Seconds since start.",
-         (double)(sl_clock_realtime(NULL) - f->started_at) / 1e6},
-    };
-    put_rows(out, rows, sizeof rows / sizeof rows[0]);
-    if (store->shared) {
-        const sld_store_status_t rs = *store;
-        const row_t store_rows[] = {
-            {"sluice_store_up", "gauge", "Whether Redis answers (1) or decisions fall back (0).", rs.up},
-            {"sluice_store_breaker_open", "gauge", "Whether a circuit breaker to Redis is open.",
-             rs.breaker_open},
-            {"sluice_store_calls_total", "counter", "Evaluations sent to Redis.", (double)rs.calls},
-            {"sluice_store_failures_total", "counter", "Evaluations Redis did not answer usably.",
-             (double)rs.failures},
-            {"sluice_store_timeouts_total", "counter", "Evaluations that timed out.", (double)rs.timeouts},
-            {"sluice_store_reconnects_total", "counter", "Reconnections to Redis.", (double)rs.reconnects},
-        };
-        put_rows(out, store_rows, sizeof store_rows / sizeof store_rows[0]);
-        if (!rs.up) { /* why, as a label: Prometheus values are numbers */
-            sld_buf_printf(out, "# HELP sluice_store_down_info Why the store is down (the "
-                                "client's last error).\n# TYPE sluice_store_down_info gauge\n"
-                                "sluice_store_down_info{reason=\"");
-            for (const char *c = rs.last_error; *c; c++) {
-                if (*c == '"' || *c == '\\')
-                    sld_buf_printf(out, "\\%c", *c);
-                else
-                    sld_buf_printf(out, "%c", *c == '\n' ? ' ' : *c);
-            }
-            sld_buf_printf(out, "\"} 1\n");
-        }
-        sld_buf_printf(out,
-                       "# HELP sluice_store_fallbacks_total Decisions made by on_store_failure.\n"
-                       "# TYPE sluice_store_fallbacks_total counter\n"
-                       "sluice_store_fallbacks_total{mode=\"open\"} %llu\n"
-                       "sluice_store_fallbacks_total{mode=\"closed\"} %llu\n"
-                       "sluice_store_fallbacks_total{mode=\"local\"} %llu\n",
-                       (unsigned long long)rs.fallback_open, (unsigned long long)rs.fallback_closed,
-                       (unsigned long long)rs.fallback_local);
-    }
-    if (store->write_back) {
-        const sld_store_status_t *ws = store;
-        const row_t wb[] = {
-            {"sluice_write_back_keys", "gauge", "Keys in the write-back journal.", (double)ws->wb_keys},
-            {"sluice_write_back_unsynced_keys", "gauge", "Keys with charges Redis has not merged yet.",
-             (double)ws->wb_unsynced},
-            {"sluice_write_back_syncs_total", "counter", "Keys whose charges were merged into Redis.",
-             (double)ws->wb_syncs},
-            {"sluice_write_back_conflicts_total", "counter",
-             "Syncs another daemon wrote first (merged again).", (double)ws->wb_conflicts},
-            {"sluice_write_back_failures_total", "counter",
-             "Syncs without an answer (their charges wait).", (double)ws->wb_failures},
-            {"sluice_write_back_dropped_total", "counter",
-             "Charges not shared (journal full, policy removed).", (double)ws->wb_dropped},
-        };
-        put_rows(out, wb, sizeof wb / sizeof wb[0]);
-    }
-    sld_buf_printf(out, "# HELP sluice_build_info The running version.\n# TYPE sluice_build_info gauge\n"
-                        "sluice_build_info{version=\"%s\"} 1\n", SL_VERSION_STRING);
+void sld_counts_free(sld_counts_t *c) {
+    free(c->policies);
+    c->policies = NULL;
+    c->npolicies = 0;
 }

@@ -1,10 +1,14 @@
-/* metrics.h -- what /metrics reports, counted where it happens.
+/* metrics.h -- decisions, their latency and HTTP statuses, counted where
+ * they happen.
  *
  * Counters live per worker thread (one writer each, no locked instruction
- * on the hot path) and are summed when scraped. Decisions are counted per
- * policy: a policy name gets a slot the first time a runtime compiles it and
- * keeps it for the life of the process, so counters survive reloads as
- * Prometheus expects of counters. Decision latency is sampled (one in 64).
+ * on the hot path) and are summed when read (sld_metrics_read). Decisions are
+ * counted per policy and result: a policy name gets a slot the first time a
+ * runtime compiles it and keeps it for the life of the process, so counters
+ * survive reloads as Prometheus expects of counters. Decision latency is
+ * sampled (one in 64).
+ *
+ * Not here: rendering them (snapshot.h, prometheus.h, info_sections.h).
  */
 #ifndef SL_SERVER_METRICS_H
 #define SL_SERVER_METRICS_H
@@ -18,6 +22,29 @@
 
 #define SLD_METRIC_SLOTS 4096      /* policy names counted (then "other") */
 #define SLD_LATENCY_BUCKETS 12
+#define SLD_HTTP_STATUSES 14       /* counted one by one (then "other") */
+
+/* Upper bounds of the latency buckets, nanoseconds (+Inf after the last). */
+extern const uint64_t sld_metrics_bucket_ns[SLD_LATENCY_BUCKETS];
+/* The HTTP statuses counted one by one; others count as "other". */
+extern const int sld_metrics_statuses[SLD_HTTP_STATUSES];
+
+/* A decision's result as counted. The three exclude each other, so they
+ * add up to every decision: admitted = allowed + limited, over a limit =
+ * denied + limited. */
+typedef enum sld_result {
+    SLD_DENIED,   /* refused */
+    SLD_ALLOWED,  /* admitted within every limit */
+    SLD_LIMITED,  /* admitted although over a limit: shadow, soft tolerance,
+                     the elastic pool (sl_decision_t.limited) */
+    SLD_RESULTS
+} sld_result_t;
+
+extern const char *const sld_result_names[SLD_RESULTS]; /* "denied", "allowed", "limited" */
+
+static inline sld_result_t sld_result_of(const sl_decision_t *d) {
+    return !d->allowed ? SLD_DENIED : d->limited ? SLD_LIMITED : SLD_ALLOWED;
+}
 
 typedef struct sld_metrics sld_metrics_t;
 
@@ -28,10 +55,10 @@ void sld_metrics_free(sld_metrics_t *m);
  * slot, "other", collects names beyond SLD_METRIC_SLOTS - 1. */
 uint32_t sld_metrics_slot(sld_metrics_t *m, const char *name);
 
-/* Worker w decided under `slot`. */
-void sld_metrics_decision(sld_metrics_t *m, uint32_t w, uint32_t slot, bool allowed);
-/* Every decision counted so far, over every policy and worker (INFO's
- * totals: the same counts as /metrics, summed). */
+/* Worker w decided under `slot` (sld_result_of the decision). */
+void sld_metrics_decision(sld_metrics_t *m, uint32_t w, uint32_t slot, sld_result_t result);
+/* Every decision counted so far, over every policy and worker: allowed
+ * (within the limits) and denied; limited ones are in neither. */
 void sld_metrics_totals(sld_metrics_t *m, uint64_t *allowed, uint64_t *denied);
 /* Worker w: one in 64 decisions is timed; true when this one is. */
 bool sld_metrics_sample(sld_metrics_t *m, uint32_t w);
@@ -56,17 +83,26 @@ typedef struct sld_store_status {
     int64_t wb_last_sync;         /* us, wall clock, 0 = never */
 } sld_store_status_t;
 
-/* What the daemon gives the rendering, read at the moment of the scrape. */
-typedef struct sld_figures {
-    const sld_stats_t *stats;     /* the daemon's counters */
-    sl_store_stats_t store;       /* the local store's figures */
-    uint64_t generation;          /* of the configuration in force, 0 = none yet */
-    sl_usec_t started_at;         /* us, wall clock */
-} sld_figures_t;
+/* One policy's decisions. */
+typedef struct sld_policy_counts {
+    const char *name;             /* the policy's, or "other"; the metrics' own copy */
+    uint64_t n[SLD_RESULTS];      /* by sld_result_t */
+} sld_policy_counts_t;
 
-/* Appends the Prometheus text format of everything, process figures
- * included; `store` is the engine's store status. */
-void sld_metrics_render(sld_metrics_t *m, const sld_figures_t *f, const sld_store_status_t *store,
-                        sld_buf_t *out);
+/* Everything counted here, summed over the workers at one moment. */
+typedef struct sld_counts {
+    sld_policy_counts_t *policies; /* every named slot in slot order, then "other"
+                                      if it counted anything (sld_counts_free) */
+    size_t npolicies;
+    uint64_t total[SLD_RESULTS];  /* over every policy */
+    uint64_t latency[SLD_LATENCY_BUCKETS + 1]; /* per bucket, not cumulative; +Inf last */
+    uint64_t latency_sum_ns, latency_count;
+    uint64_t http[SLD_HTTP_STATUSES + 1]; /* by sld_metrics_statuses, "other" last */
+} sld_counts_t;
+
+/* Reads every counter into *out (SL_ENOMEM: out is empty). The names stay
+ * valid as long as m. */
+int sld_metrics_read(sld_metrics_t *m, sld_counts_t *out);
+void sld_counts_free(sld_counts_t *c);
 
 #endif

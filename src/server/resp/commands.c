@@ -9,7 +9,6 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "server/resp/commands.h"
 #include "server/resp/throttle_args.h"
@@ -350,7 +349,6 @@ static void cmd_config(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
 }
 
 static void cmd_dbsize(sld_client_t *c, const sld_arg_t *argv, size_t argc);
-static void cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 static void cmd_command(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 
 static const command_t table[] = {
@@ -363,7 +361,7 @@ static const command_t table[] = {
     {"ECHO", 2, cmd_echo, 0, false},
     {"GCRA", -5, cmd_gcra, 1, false},
     {"HELLO", -1, cmd_hello, 0, false},
-    {"INFO", -1, cmd_info, 0, false},
+    {"INFO", -1, sld_cmd_info, 0, false},
     {"PING", -1, cmd_ping, 0, false},
     {"QUIT", -1, cmd_quit, 0, false},
     {"SELECT", 2, cmd_select, 0, false},
@@ -371,6 +369,7 @@ static const command_t table[] = {
     {"SL.PEEK", -3, cmd_sl_peek, 2, false},
     {"SL.POLICIES", 1, cmd_sl_policies, 0, false},
     {"SL.RESET", 3, cmd_sl_reset, 2, false},
+    {"SL.STATS", -1, sld_cmd_sl_stats, 0, false},
     {"SL.TESTCLOCK", -2, cmd_sl_testclock, 0, true},
 };
 #define NCOMMANDS (sizeof table / sizeof table[0])
@@ -414,122 +413,6 @@ static void cmd_dbsize(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     (void)argv, (void)argc;
     sl_store_stats_t st;
     sld_reply_int(c->out, sl_store_stats(c->d->store, &st) == SL_OK ? (int64_t)st.states : 0);
-}
-
-static bool wants(const sld_arg_t *argv, size_t argc, const char *section) {
-    if (argc < 2)
-        return true;
-    for (size_t i = 1; i < argc; i++)
-        if (sld_arg_is(&argv[i], section) || sld_arg_is(&argv[i], "all") ||
-            sld_arg_is(&argv[i], "everything") || sld_arg_is(&argv[i], "default"))
-            return true;
-    return false;
-}
-
-static void cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
-    sld_daemon_t *d = c->d;
-    sld_stats_t *s = &d->stats;
-    uint64_t commands = 0, allowed = 0, denied = 0;
-    for (uint32_t i = 0; i < d->ncounters; i++)
-        commands += atomic_load_explicit(&d->counters[i].commands, memory_order_relaxed);
-    if (d->metrics)
-        sld_metrics_totals(d->metrics, &allowed, &denied);
-    sl_store_stats_t st = {0};
-    sl_store_stats(d->store, &st);
-    sl_usec_t now = sl_clock_realtime(NULL);
-    sld_buf_t b = {0};
-    if (wants(argv, argc, "server"))
-        sld_buf_printf(&b,
-                       "# Server\r\nredis_version:7.0.0\r\nsluice_version:%s\r\nredis_mode:standalone\r\n"
-                       "process_id:%ld\r\ntcp_port:%d\r\nuptime_in_seconds:%lld\r\nuptime_in_days:%lld\r\n"
-                       "io_threads_active:%u\r\nconfig_file:%s\r\ntest_clock:%d\r\n\r\n",
-                       SL_VERSION_STRING, (long)getpid(), d->resp_port,
-                       (long long)((now - d->started_at) / SL_USEC_PER_SEC),
-                       (long long)((now - d->started_at) / SL_USEC_PER_SEC / 86400), d->threads,
-                       d->config_path ? d->config_path : "", d->test_clock);
-    if (wants(argv, argc, "clients"))
-        sld_buf_printf(&b, "# Clients\r\nconnected_clients:%lld\r\nmaxclients:%u\r\n\r\n",
-                       (long long)atomic_load(&s->connected), c->rt->cfg->max_connections);
-    if (wants(argv, argc, "memory"))
-        sld_buf_printf(&b,
-                       "# Memory\r\nused_memory:%llu\r\nmaxmemory:%llu\r\nstates:%llu\r\n"
-                       "evicted_states:%llu\r\nreclaimed_states:%llu\r\n\r\n",
-                       (unsigned long long)st.bytes, (unsigned long long)st.max_memory,
-                       (unsigned long long)st.states, (unsigned long long)st.evictions,
-                       (unsigned long long)st.reclaimed);
-    if (wants(argv, argc, "persistence"))
-        sld_buf_printf(&b,
-                       "# Persistence\r\nloading:0\r\nsnapshot_path:%s\r\nsnapshot_saves:%llu\r\n"
-                       "snapshot_failures:%llu\r\nlast_snapshot_time:%lld\r\n\r\n",
-                       c->rt->cfg->snapshot_path ? c->rt->cfg->snapshot_path : "",
-                       (unsigned long long)atomic_load(&s->snapshot_saves),
-                       (unsigned long long)atomic_load(&s->snapshot_failures),
-                       (long long)(atomic_load(&s->snapshot_last_at) / SL_USEC_PER_SEC));
-    if (wants(argv, argc, "stats"))
-        sld_buf_printf(&b,
-                       "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
-                       "rejected_connections:%llu\r\ndecisions_allowed:%llu\r\ndecisions_denied:%llu\r\n"
-                       "protocol_errors:%llu\r\nidle_timeouts:%llu\r\nconfig_reloads:%llu\r\n"
-                       "config_reload_failures:%llu\r\nconfig_generation:%llu\r\npolicies:%zu\r\n\r\n",
-                       (unsigned long long)atomic_load(&s->connections_received),
-                       (unsigned long long)commands,
-                       (unsigned long long)atomic_load(&s->connections_rejected),
-                       (unsigned long long)allowed, (unsigned long long)denied,
-                       (unsigned long long)atomic_load(&s->protocol_errors),
-                       (unsigned long long)atomic_load(&s->idle_closed),
-                       (unsigned long long)atomic_load(&s->reloads),
-                       (unsigned long long)atomic_load(&s->reload_failures),
-                       (unsigned long long)c->rt->generation, sld_policies_count(c->rt->policies));
-    if (wants(argv, argc, "store")) {
-        sld_store_status_t ss;
-        sld_engine_status(d->engine, &ss);
-        if (!ss.shared) {
-            sld_buf_printf(&b, "# Store\r\nstore_type:memory\r\n\r\n");
-        } else {
-            /* one INFO line each, and no ',' next to a '=' (clients such as
-             * redis-py read "a=1,b=2" values as fields) */
-            char url[256];
-            snprintf(url, sizeof url, "%s", ss.describe);
-            for (char *e = url; *e; e++)
-                if (*e == ',')
-                    *e = ';';
-            for (char *e = ss.last_error; *e; e++)
-                if (*e == ',' || *e == '\r' || *e == '\n')
-                    *e = *e == ',' ? ';' : ' ';
-            sld_buf_printf(&b,
-                           "# Store\r\nstore_type:redis\r\nstore_url:%s\r\nstore_up:%d\r\n"
-                           "store_breaker_open:%d\r\nstore_calls:%llu\r\nstore_failures:%llu\r\n"
-                           "store_timeouts:%llu\r\nstore_reconnects:%llu\r\nstore_fallback_open:%llu\r\n"
-                           "store_fallback_closed:%llu\r\nstore_fallback_local:%llu\r\n"
-                           "store_last_error:%s\r\n\r\n",
-                           url, ss.up, ss.breaker_open,
-                           (unsigned long long)ss.calls, (unsigned long long)ss.failures,
-                           (unsigned long long)ss.timeouts, (unsigned long long)ss.reconnects,
-                           (unsigned long long)ss.fallback_open, (unsigned long long)ss.fallback_closed,
-                           (unsigned long long)ss.fallback_local, ss.last_error);
-        }
-        if (ss.write_back) {
-            sl_usec_t wall = sl_clock_realtime(NULL);
-            sld_buf_printf(&b,
-                           "# Write-back\r\nwrite_back_keys:%llu\r\nwrite_back_unsynced_keys:%llu\r\n"
-                           "write_back_syncs:%llu\r\n"
-                           "write_back_conflicts:%llu\r\nwrite_back_failures:%llu\r\n"
-                           "write_back_dropped:%llu\r\nwrite_back_last_sync_ms_ago:%lld\r\n\r\n",
-                           (unsigned long long)ss.wb_keys, (unsigned long long)ss.wb_unsynced,
-                           (unsigned long long)ss.wb_syncs,
-                           (unsigned long long)ss.wb_conflicts, (unsigned long long)ss.wb_failures,
-                           (unsigned long long)ss.wb_dropped,
-                           ss.wb_last_sync ? (long long)((wall - ss.wb_last_sync) / 1000) : -1LL);
-        }
-    }
-    if (wants(argv, argc, "keyspace"))
-        sld_buf_printf(&b, "# Keyspace\r\ndb0:keys=%llu,expires=%llu,avg_ttl=0\r\n",
-                       (unsigned long long)st.states, (unsigned long long)st.states);
-    if (b.failed)
-        sld_reply_error(c->out, "ERR out of memory");
-    else
-        sld_reply_bulk(c->out, b.data ? b.data : "", b.len);
-    sld_buf_free(&b);
 }
 
 /* Names differ in length more often than not: compare lengths first, so a

@@ -31,4 +31,9 @@ typedef struct sld_client {
 /* Runs one command (argc >= 1) and appends its reply to c->out. */
 void sld_command(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 
+/* Handlers that live in files of their own, as redis's do: INFO and
+ * SL.STATS (info.c). */
+void sld_cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc);
+void sld_cmd_sl_stats(sld_client_t *c, const sld_arg_t *argv, size_t argc);
+
 #endif
