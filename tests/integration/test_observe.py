@@ -56,6 +56,7 @@ class Observe(unittest.TestCase):
         self.r = self.d.resp
 
     def tearDown(self):
+        self.r.connection_pool.disconnect()  # else the drain waits 5 s for it
         self.d.stop()
 
     # the well-formedness checker of test_http.py, on this daemon's /metrics
