@@ -1,6 +1,7 @@
 /* process.c -- this process's figures from /proc (see process.h). */
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,8 +90,12 @@ static uint64_t count_fds(void) {
 }
 
 /* btime sits after a line per CPU: read /proc/stat line by line, so no
- * machine has too many CPUs for a buffer. */
+ * machine has too many CPUs for a buffer. It never changes, and the kernel
+ * works out every CPU's figures to write that file: read it once. */
 static bool boot_time(uint64_t *btime) {
+    static _Atomic uint64_t known; /* 0 = not read yet */
+    if ((*btime = atomic_load_explicit(&known, memory_order_relaxed)) != 0)
+        return true;
     FILE *f = fopen("/proc/stat", "re");
     if (f == NULL)
         return false;
@@ -99,6 +104,8 @@ static bool boot_time(uint64_t *btime) {
     while (!found && fgets(line, sizeof line, f) != NULL)
         found = sld_process_parse_btime(line, strlen(line), btime);
     fclose(f);
+    if (found)
+        atomic_store_explicit(&known, *btime, memory_order_relaxed);
     return found;
 }
 

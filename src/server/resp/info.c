@@ -36,6 +36,8 @@ static void gather(const sld_client_t *c, bool process, sld_figures_t *f) {
     sld_engine_status(d->engine, &f->status);
 }
 
+/* INFO [section ...]: the process figures are read only when their
+ * section is asked for (they cost a walk of /proc/self/fd). */
 void sld_cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     const char *names[MAX_SECTIONS];
     size_t lens[MAX_SECTIONS], n = 0;
@@ -77,6 +79,9 @@ static const sld_policy_counts_t *find(const sld_snapshot_t *s, const sld_arg_t 
     return NULL;
 }
 
+/* SL.STATS [policy ...]: [[policy, allowed, denied, limited], ...], every
+ * policy counted (slot order) or those named, in their order; a name never
+ * counted is an error and nothing else is replied. */
 void sld_cmd_sl_stats(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     sld_snapshot_t s;
     if (sld_snapshot_take(&s, c->d->metrics, NULL) != SL_OK) {
