@@ -338,7 +338,9 @@ static void cmd_hello(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
 
 static void cmd_client(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     if (sld_arg_is(&argv[1], "SETNAME") && argc == 3) {
-        set_name(c, &argv[2]);
+        size_t n = argv[2].len < sizeof c->name - 1 ? argv[2].len : sizeof c->name - 1;
+        memcpy(c->name, argv[2].ptr, n);
+        c->name[n] = '\0';
         sld_reply_ok(c->out);
     } else if (sld_arg_is(&argv[1], "GETNAME")) {
         if (c->name[0])
