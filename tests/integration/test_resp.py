@@ -42,7 +42,7 @@ class Resp(unittest.TestCase):
         hello = self.r.execute_command("HELLO")
         self.assertIn(b"sluice", hello)
         with self.assertRaisesRegex(redis.ResponseError, "NOPROTO"):
-            self.r.execute_command("HELLO", 3)
+            self.r.execute_command("HELLO", 4)  # HELLO 3 is RESP3 now: test_resp3.py
         self.assertTrue(self.r.client_setname("tester"))
         self.assertEqual(self.r.client_getname(), "tester")
         self.assertGreater(self.r.client_id(), 0)

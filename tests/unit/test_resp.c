@@ -174,6 +174,32 @@ static void replies(void **state) {
     sld_buf_free(&b);
 }
 
+/* The types that differ by protocol, in RESP3 and in RESP2's fallback
+ * (Redis's bytes: HELLO 3 on redis-server 7 answers "_", "%N", "~N",
+ * "=N\r\ntxt:..."). */
+static void resp3_replies(void **state) {
+    (void)state;
+    sld_buf_t b = {0};
+    sld_reply_nil(&b, SLD_PROTO_3);
+    sld_reply_map(&b, SLD_PROTO_3, 2);
+    sld_reply_set(&b, SLD_PROTO_3, 0);
+    sld_reply_verbatim(&b, SLD_PROTO_3, "# A\r\nx:1\r\n", 10);
+    sld_reply_verbatim(&b, SLD_PROTO_3, "", 0);
+    const char want3[] = "_\r\n%2\r\n~0\r\n=14\r\ntxt:# A\r\nx:1\r\n\r\n=4\r\ntxt:\r\n";
+    assert_int_equal(b.len, sizeof want3 - 1);
+    assert_memory_equal(b.data, want3, b.len);
+    sld_buf_reset(&b);
+    sld_reply_nil(&b, SLD_PROTO_2);
+    sld_reply_map(&b, SLD_PROTO_2, 2);
+    sld_reply_set(&b, SLD_PROTO_2, 3);
+    sld_reply_verbatim(&b, SLD_PROTO_2, "# A\r\n", 5);
+    const char want2[] = "$-1\r\n*4\r\n*3\r\n$5\r\n# A\r\n\r\n";
+    assert_int_equal(b.len, sizeof want2 - 1);
+    assert_memory_equal(b.data, want2, b.len);
+    assert_false(b.failed);
+    sld_buf_free(&b);
+}
+
 static void argument_helpers(void **state) {
     (void)state;
     sld_arg_t a = {"Cl.Throttle", 11};
@@ -201,6 +227,7 @@ int main(void) {
         cmocka_unit_test(need_hint),
         cmocka_unit_test(protocol_errors),
         cmocka_unit_test(replies),
+        cmocka_unit_test(resp3_replies),
         cmocka_unit_test(argument_helpers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,8 @@ struct conn {
     uint64_t last_active;  /* loop time, ms */
     sld_tcp_stall_t stall; /* whether the client still takes its replies */
     char name[64];
+    uint8_t proto;         /* HELLO's, kept between reads */
+    sld_tx_t *tx;          /* MULTI's queue, kept between reads; freed unrun at the end */
     bool writing;
     bool paused;           /* reading stopped by backpressure */
     bool closing;          /* close once everything owed is written */
@@ -98,6 +100,7 @@ struct sld_server {
 /* ---- connections ---------------------------------------------------------------- */
 
 static void conn_free(conn_t *c) {
+    sld_tx_free(c->tx);
     sld_buf_free(&c->in);
     sld_buf_free(&c->out);
     sld_buf_free(&c->sending);
@@ -217,7 +220,8 @@ static void process(conn_t *c) {
                              .max_inline = max_request < 65536 ? max_request : 65536};
     sld_client_t client = {.d = d, .rt = rt, .out = sld_reply_queue_tail(&c->replies),
                            .counters = c->w->counters, .replies = &c->replies,
-                           .worker = (uint32_t)(c->w->counters - d->counters), .id = c->id};
+                           .worker = (uint32_t)(c->w->counters - d->counters), .id = c->id,
+                           .proto = c->proto, .tx = c->tx};
     memcpy(client.name, c->name, sizeof c->name);
     sld_arg_t argv[MAX_ARGS];
     size_t off = 0;
@@ -257,6 +261,8 @@ static void process(conn_t *c) {
     }
     sld_engine_batch_flush(d->engine, client.worker);
     memcpy(c->name, client.name, sizeof c->name);
+    c->proto = client.proto;
+    c->tx = client.tx;
     sld_buf_consume(&c->in, off);
     if (c->w->stopping && !c->paused)
         c->closing = true; /* what was read is answered (also after a pause); nothing more is */

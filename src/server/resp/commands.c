@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "server/resp/commands.h"
+#include "server/resp/hello.h"
 #include "server/resp/throttle_args.h"
 #include "server/engine/engine.h"
 #include "server/base/log.h"
@@ -165,23 +166,34 @@ static void cmd_gcra(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
 
 /* ---- native commands ------------------------------------------------------------------------ */
 
-/* SL.CHECK / SL.PEEK policy key [cost] */
-static void decide(sld_client_t *c, const sld_arg_t *argv, size_t argc, bool peek) {
-    int64_t cost = 1;
-    if (argc == 4 && (sld_arg_int(&argv[3], &cost) != SL_OK || cost < 0)) {
+/* SL.CHECK / SL.PEEK's arguments: false after an error reply. MULTI checks
+ * them this way too, before it queues the command. */
+static bool decide_args(sld_client_t *c, const sld_arg_t *argv, size_t argc, int64_t *cost,
+                        const sl_policy_t **p, size_t *index) {
+    *cost = 1;
+    if (argc == 4 && (sld_arg_int(&argv[3], cost) != SL_OK || *cost < 0)) {
         sld_reply_error(c->out, "ERR cost must be an integer >= 0");
-        return;
+        return false;
     }
     if (!key_ok(c, &argv[2]))
-        return;
-    size_t index = 0;
-    const sl_policy_t *p = sld_policies_find(c->rt->policies, argv[1].ptr, argv[1].len,
-                                             argv[2].ptr, argv[2].len, NULL, &index);
-    if (p == NULL) {
+        return false;
+    *p = sld_policies_find(c->rt->policies, argv[1].ptr, argv[1].len, argv[2].ptr, argv[2].len,
+                           NULL, index);
+    if (*p == NULL) {
         sld_reply_errorf(c->out, "ERR no policy named '%.*s' (SL.POLICIES lists them)",
                          (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].ptr);
-        return;
+        return false;
     }
+    return true;
+}
+
+/* SL.CHECK / SL.PEEK policy key [cost] */
+static void decide(sld_client_t *c, const sld_arg_t *argv, size_t argc, bool peek) {
+    int64_t cost;
+    size_t index = 0;
+    const sl_policy_t *p;
+    if (!decide_args(c, argv, argc, &cost, &p, &index))
+        return;
     sld_origin_t origin = {.rt = c->rt, .index = index,
                            .slot = sld_policies_slot(c->rt->policies, index)};
     decide_and_reply(c, REPLY_NATIVE, &origin, p, &argv[2], (uint64_t)cost,
@@ -196,15 +208,21 @@ static void cmd_sl_peek(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     decide(c, argv, argc, true);
 }
 
+/* SL.RESET's policy: NULL after an error reply. */
+static const sl_policy_t *reset_policy(sld_client_t *c, const sld_arg_t *argv, size_t *index) {
+    const sl_policy_t *p = sld_policies_find(c->rt->policies, argv[1].ptr, argv[1].len,
+                                             argv[2].ptr, argv[2].len, NULL, index);
+    if (p == NULL)
+        sld_reply_error(c->out, "ERR no such policy");
+    return p;
+}
+
 static void cmd_sl_reset(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     (void)argc;
     size_t index = 0;
-    const sl_policy_t *p = sld_policies_find(c->rt->policies, argv[1].ptr, argv[1].len,
-                                             argv[2].ptr, argv[2].len, NULL, &index);
-    if (p == NULL) {
-        sld_reply_error(c->out, "ERR no such policy");
+    const sl_policy_t *p = reset_policy(c, argv, &index);
+    if (p == NULL)
         return;
-    }
     sld_origin_t origin = {.rt = c->rt, .index = index,
                            .slot = sld_policies_slot(c->rt->policies, index)};
     decide_and_reply(c, REPLY_RESET, &origin, p, &argv[2], 0, 0);
@@ -293,28 +311,28 @@ static void cmd_auth(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
                             "default user. Are you sure your configuration is correct?");
 }
 
-/* HELLO [protover ...]: RESP2 only. */
+static void set_name(sld_client_t *c, const sld_arg_t *name) {
+    size_t n = name->len < sizeof c->name - 1 ? name->len : sizeof c->name - 1;
+    memcpy(c->name, name->ptr, n);
+    c->name[n] = '\0';
+}
+
+/* HELLO [2|3 [AUTH user pass] [SETNAME name]]: the protocol of the replies
+ * that follow, this one included. */
 static void cmd_hello(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
-    int64_t proto = 2;
-    if (argc >= 2 && (sld_arg_int(&argv[1], &proto) != SL_OK || proto != 2)) {
-        sld_reply_error(c->out, "NOPROTO sorry, this protocol version is not supported");
+    sld_hello_t h;
+    char err[160];
+    if (sld_hello_parse(argv, argc, &h, err, sizeof err)) {
+        sld_reply_error(c->out, err);
         return;
     }
-    sld_reply_array(c->out, 14);
-    sld_reply_bulk_str(c->out, "server");
-    sld_reply_bulk_str(c->out, "sluice");
-    sld_reply_bulk_str(c->out, "version");
-    sld_reply_bulk_str(c->out, SL_VERSION_STRING);
-    sld_reply_bulk_str(c->out, "proto");
-    sld_reply_int(c->out, 2);
-    sld_reply_bulk_str(c->out, "id");
-    sld_reply_int(c->out, (int64_t)c->id);
-    sld_reply_bulk_str(c->out, "mode");
-    sld_reply_bulk_str(c->out, "standalone");
-    sld_reply_bulk_str(c->out, "role");
-    sld_reply_bulk_str(c->out, "master");
-    sld_reply_bulk_str(c->out, "modules");
-    sld_reply_array(c->out, 0);
+    if (h.user && sld_auth_check(c, h.user, h.pass) != 0)
+        return; /* refused, and said why */
+    if (h.name)
+        set_name(c, h.name);
+    if (h.proto)
+        c->proto = (uint8_t)h.proto;
+    sld_hello_reply(c->out, sld_proto(c), c->id);
 }
 
 static void cmd_client(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
@@ -327,7 +345,7 @@ static void cmd_client(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
         if (c->name[0])
             sld_reply_bulk_str(c->out, c->name);
         else
-            sld_reply_null(c->out);
+            sld_reply_nil(c->out, sld_proto(c));
     } else if (sld_arg_is(&argv[1], "ID")) {
         sld_reply_int(c->out, (int64_t)c->id);
     } else if (sld_arg_is(&argv[1], "SETINFO") || sld_arg_is(&argv[1], "NO-EVICT") ||
@@ -339,17 +357,21 @@ static void cmd_client(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     }
 }
 
-/* CONFIG GET answers nothing: redis-benchmark asks, and copes. */
+/* CONFIG GET answers nothing (an empty map): redis-benchmark asks, and copes. */
 static void cmd_config(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     (void)argc;
     if (sld_arg_is(&argv[1], "GET"))
-        sld_reply_array(c->out, 0);
+        sld_reply_map(c->out, sld_proto(c), 0);
     else
         sld_reply_error(c->out, "ERR sluice is configured by its YAML file (see SL.POLICIES)");
 }
 
 static void cmd_dbsize(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 static void cmd_command(sld_client_t *c, const sld_arg_t *argv, size_t argc);
+static void cmd_multi(sld_client_t *c, const sld_arg_t *argv, size_t argc);
+static void cmd_exec(sld_client_t *c, const sld_arg_t *argv, size_t argc);
+static void cmd_discard(sld_client_t *c, const sld_arg_t *argv, size_t argc);
+static void cmd_watch(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 
 static const command_t table[] = {
     {"AUTH", -2, cmd_auth, 0, false},
@@ -358,10 +380,13 @@ static const command_t table[] = {
     {"COMMAND", -1, cmd_command, 0, false},
     {"CONFIG", -2, cmd_config, 0, false},
     {"DBSIZE", 1, cmd_dbsize, 0, false},
+    {"DISCARD", 1, cmd_discard, 0, false},
     {"ECHO", 2, cmd_echo, 0, false},
+    {"EXEC", 1, cmd_exec, 0, false},
     {"GCRA", -5, cmd_gcra, 1, false},
     {"HELLO", -1, cmd_hello, 0, false},
     {"INFO", -1, sld_cmd_info, 0, false},
+    {"MULTI", 1, cmd_multi, 0, false},
     {"PING", -1, cmd_ping, 0, false},
     {"QUIT", -1, cmd_quit, 0, false},
     {"SELECT", 2, cmd_select, 0, false},
@@ -371,6 +396,8 @@ static const command_t table[] = {
     {"SL.RESET", 3, cmd_sl_reset, 2, false},
     {"SL.STATS", -1, sld_cmd_sl_stats, 0, false},
     {"SL.TESTCLOCK", -2, cmd_sl_testclock, 0, true},
+    {"UNWATCH", 1, cmd_watch, 0, false},
+    {"WATCH", -2, cmd_watch, 1, false},
 };
 #define NCOMMANDS (sizeof table / sizeof table[0])
 
@@ -386,7 +413,11 @@ static void cmd_command(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
         sld_reply_int(c->out, (int64_t)visible_commands(c));
         return;
     }
-    if (argc >= 2 && !sld_arg_is(&argv[1], "INFO")) { /* DOCS, LIST ...: nothing to say */
+    if (argc >= 2 && sld_arg_is(&argv[1], "DOCS")) { /* a map of command -> docs: none */
+        sld_reply_map(c->out, sld_proto(c), 0);
+        return;
+    }
+    if (argc >= 2 && !sld_arg_is(&argv[1], "INFO")) { /* LIST ...: nothing to say */
         sld_reply_array(c->out, 0);
         return;
     }
@@ -402,7 +433,7 @@ static void cmd_command(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
         sld_reply_array(c->out, 6);
         sld_reply_bulk_str(c->out, lower);
         sld_reply_int(c->out, table[i].arity);
-        sld_reply_array(c->out, 0);
+        sld_reply_set(c->out, sld_proto(c), 0); /* flags */
         sld_reply_int(c->out, table[i].key);
         sld_reply_int(c->out, table[i].key);
         sld_reply_int(c->out, table[i].key ? 1 : 0);
@@ -424,6 +455,130 @@ static const command_t *lookup(const sld_arg_t *name) {
     return NULL;
 }
 
+/* ---- MULTI / EXEC / DISCARD --------------------------------------------------------------- */
+
+/* An error while queueing: the reply now, and EXEC will abort. */
+static void tx_reject(sld_client_t *c) {
+    if (c->tx)
+        sld_tx_fail(c->tx);
+}
+
+/* What can be known wrong before anything is decided, checked when the
+ * command is queued with the handler's own words: false after an error
+ * reply. What depends on the store (a full parameter table, Redis down) is
+ * an error inside EXEC's array instead, as in Redis. */
+static bool queue_check(sld_client_t *c, const command_t *cmd, const sld_arg_t *argv, size_t argc) {
+    if (cmd->run == cmd_cl_throttle || cmd->run == cmd_gcra) {
+        sld_throttle_args_t a;
+        const char *err = cmd->run == cmd_cl_throttle ? sld_throttle_parse(argv, argc, &a)
+                                                      : sld_gcra_parse(argv, argc, &a);
+        if (err)
+            sld_reply_error(c->out, err);
+        return err == NULL && key_ok(c, &a.key);
+    }
+    int64_t cost;
+    const sl_policy_t *p;
+    size_t index;
+    if (cmd->run == cmd_sl_check || cmd->run == cmd_sl_peek)
+        return decide_args(c, argv, argc, &cost, &p, &index);
+    if (cmd->run == cmd_sl_reset)
+        return reset_policy(c, argv, &index) != NULL;
+    if (cmd->run == cmd_hello) {
+        sld_hello_t h;
+        char err[160];
+        if (sld_hello_parse(argv, argc, &h, err, sizeof err) == NULL)
+            return true;
+        sld_reply_error(c->out, err);
+        return false;
+    }
+    return true;
+}
+
+static void tx_queue(sld_client_t *c, const command_t *cmd, const sld_arg_t *argv, size_t argc) {
+    if (!queue_check(c, cmd, argv, argc)) {
+        tx_reject(c);
+        return;
+    }
+    size_t max_bytes = c->rt->cfg->max_request_bytes;
+    switch (sld_tx_add(c->tx, argv, argc, max_bytes)) {
+    case SLD_TX_QUEUED:
+    case SLD_TX_FAILED: /* Redis says QUEUED after an error too; EXEC aborts */
+        sld_reply_simple(c->out, "QUEUED");
+        break;
+    case SLD_TX_TOO_MANY:
+        sld_reply_errorf(c->out, "ERR transaction too long: at most %d commands between MULTI and "
+                         "EXEC (it is discarded)", SLD_TX_MAX_COMMANDS);
+        break;
+    case SLD_TX_TOO_BIG:
+        sld_reply_errorf(c->out, "ERR transaction too large: at most max_request_bytes (%zu) bytes "
+                         "of arguments between MULTI and EXEC (it is discarded)", max_bytes);
+        break;
+    case SLD_TX_NO_MEMORY:
+        sld_reply_error(c->out, "ERR out of memory (the transaction is discarded)");
+        break;
+    }
+}
+
+static void cmd_multi(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    (void)argv, (void)argc;
+    if (c->tx) {
+        sld_reply_error(c->out, "ERR MULTI calls can not be nested");
+    } else if ((c->tx = sld_tx_new()) == NULL) {
+        sld_reply_error(c->out, "ERR out of memory");
+    } else {
+        sld_reply_ok(c->out);
+    }
+}
+
+/* Runs the queued commands in order, one reply each in one array. A reply
+ * that comes later (the Redis store) takes its place in the reply queue as
+ * any pipelined reply does, so it still lands inside the array, in order. */
+static void cmd_exec(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    (void)argv, (void)argc;
+    sld_tx_t *tx = c->tx;
+    if (tx == NULL) {
+        sld_reply_error(c->out, "ERR EXEC without MULTI");
+        return;
+    }
+    c->tx = NULL; /* the commands run as commands, not queued again */
+    if (tx->failed) {
+        sld_reply_error(c->out, "EXECABORT Transaction discarded because of previous errors.");
+    } else {
+        sld_reply_array(c->out, tx->n);
+        sld_arg_t args[SLD_TX_MAX_ARGS];
+        size_t pos = 0, n;
+        while (sld_tx_next(tx, &pos, args, &n))
+            lookup(&args[0])->run(c, args, n); /* found and its arity checked when queued */
+    }
+    sld_tx_free(tx);
+}
+
+static void cmd_discard(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    (void)argv, (void)argc;
+    if (c->tx == NULL) {
+        sld_reply_error(c->out, "ERR DISCARD without MULTI");
+        return;
+    }
+    sld_tx_free(c->tx);
+    c->tx = NULL;
+    sld_reply_ok(c->out);
+}
+
+/* WATCH / UNWATCH: sluice keys are limiter states, changed by every decision,
+ * and EXEC never fails for a change; a client that needs WATCH's optimistic
+ * check cannot get it here, so say so rather than pretend. */
+static void cmd_watch(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    (void)argc;
+    sld_reply_errorf(c->out, "ERR %s is not supported: sluice has no keys to watch; MULTI/EXEC run "
+                     "their commands together without it", sld_arg_is(&argv[0], "WATCH") ? "WATCH" : "UNWATCH");
+}
+
+/* Inside MULTI these act at once; every other command is queued. */
+static bool acts_in_multi(const command_t *cmd) {
+    return cmd->run == cmd_exec || cmd->run == cmd_discard || cmd->run == cmd_multi ||
+           cmd->run == cmd_watch || cmd->run == cmd_quit;
+}
+
 void sld_command(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     sld_count(&c->counters->commands);
     const command_t *cmd = lookup(&argv[0]);
@@ -431,12 +586,17 @@ void sld_command(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
         sld_reply_errorf(c->out, "ERR unknown command '%.*s', with args beginning with: %s",
                          (int)(argv[0].len > 64 ? 64 : argv[0].len), argv[0].ptr,
                          argc > 1 ? "..." : "");
+        tx_reject(c);
         return;
     }
     if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
         (cmd->arity < 0 && argc < (size_t)-cmd->arity)) {
         sld_reply_errorf(c->out, "ERR wrong number of arguments for '%s' command", cmd->name);
+        tx_reject(c);
         return;
     }
-    cmd->run(c, argv, argc);
+    if (c->tx && !acts_in_multi(cmd))
+        tx_queue(c, cmd, argv, argc);
+    else
+        cmd->run(c, argv, argc);
 }

@@ -58,7 +58,7 @@ void sld_cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     if (b.failed)
         sld_reply_error(c->out, "ERR out of memory");
     else
-        sld_reply_bulk(c->out, b.data ? b.data : "", b.len);
+        sld_reply_verbatim(c->out, sld_proto(c), b.data ? b.data : "", b.len);
     sld_buf_free(&b);
 }
 

@@ -1,4 +1,5 @@
-/* resp.c -- RESP2 request parsing and reply encoding (see resp.h).
+/* resp.c -- RESP request parsing and reply encoding, RESP2 and RESP3 (see
+ * resp.h).
  *
  * Not here: what commands mean (commands.c), sockets (server.c).
  */
@@ -221,6 +222,35 @@ void sld_reply_bulk_str(sld_buf_t *out, const char *s) { sld_reply_bulk(out, s, 
 void sld_reply_null(sld_buf_t *out) { sld_buf_append(out, "$-1\r\n", 5); }
 
 void sld_reply_array(sld_buf_t *out, size_t n) { append_number(out, '*', (int64_t)n); }
+
+void sld_reply_nil(sld_buf_t *out, int proto) {
+    if (proto == SLD_PROTO_3)
+        sld_buf_append(out, "_\r\n", 3);
+    else
+        sld_reply_null(out);
+}
+
+void sld_reply_map(sld_buf_t *out, int proto, size_t pairs) {
+    if (proto == SLD_PROTO_3)
+        append_number(out, '%', (int64_t)pairs);
+    else
+        append_number(out, '*', (int64_t)(2 * pairs));
+}
+
+void sld_reply_set(sld_buf_t *out, int proto, size_t n) {
+    append_number(out, proto == SLD_PROTO_3 ? '~' : '*', (int64_t)n);
+}
+
+void sld_reply_verbatim(sld_buf_t *out, int proto, const void *data, size_t len) {
+    if (proto != SLD_PROTO_3) {
+        sld_reply_bulk(out, data, len);
+        return;
+    }
+    append_number(out, '=', (int64_t)(len + 4)); /* the format and its ':' are counted */
+    sld_buf_append(out, "txt:", 4);
+    sld_buf_append(out, data, len);
+    sld_buf_append(out, "\r\n", 2);
+}
 
 int sld_arg_is(const sld_arg_t *a, const char *word) {
     size_t n = strlen(word);

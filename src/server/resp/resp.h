@@ -1,4 +1,5 @@
-/* resp.h -- the Redis protocol (RESP2): parsing requests, encoding replies.
+/* resp.h -- the Redis protocol: parsing requests, encoding replies (RESP2,
+ * and the RESP3 types a connection that said HELLO 3 reads).
  *
  * The parser is pure and stateless, like picohttpparser: give it the bytes
  * received so far, it returns how many make up the next command (and points
@@ -53,8 +54,24 @@ void sld_reply_int(sld_buf_t *out, int64_t n);
 void sld_reply_ints(sld_buf_t *out, const int64_t *v, size_t n);
 void sld_reply_bulk(sld_buf_t *out, const void *data, size_t len);
 void sld_reply_bulk_str(sld_buf_t *out, const char *s);
+/* RESP2's null bulk string ("$-1"); a reply that a RESP3 connection may
+ * read takes sld_reply_nil. */
 void sld_reply_null(sld_buf_t *out);
 void sld_reply_array(sld_buf_t *out, size_t n);
+
+/* The types that differ by protocol: proto is the connection's, 2 or 3
+ * (HELLO). In RESP2 they fall back as Redis's do. */
+#define SLD_PROTO_2 2
+#define SLD_PROTO_3 3
+/* null: "_" (RESP3), "$-1" (RESP2) */
+void sld_reply_nil(sld_buf_t *out, int proto);
+/* A map of `pairs` key/value pairs, written after it: "%n", or an array of
+ * 2n elements. */
+void sld_reply_map(sld_buf_t *out, int proto, size_t pairs);
+/* A set of n elements, written after it: "~n", or an array. */
+void sld_reply_set(sld_buf_t *out, int proto, size_t n);
+/* Text for people (INFO): a verbatim string of format "txt", or a bulk string. */
+void sld_reply_verbatim(sld_buf_t *out, int proto, const void *data, size_t len);
 
 /* Case-insensitive comparison of an argument with a NUL-terminated word. */
 int sld_arg_is(const sld_arg_t *a, const char *word);
