@@ -513,8 +513,9 @@ static void check_denied_reset_never_before_retry(void **state) {
     get(f, "/v1/check?policy=two&key=k");
     expect_status(f, 429);
     assert_string_equal(hval(f, "Retry-After"), "2");
-    /* two-2 alone would say t=1: raised to Retry-After */
-    assert_string_equal(hval(f, "RateLimit"), "\"two-1\";r=0;t=2, \"two-2\";r=99;t=2");
+    /* the denying two-1 says Retry-After; two-2 keeps its own t=1 (raised to
+     * Retry-After it would be past its window, w=1: the draft forbids t > w) */
+    assert_string_equal(hval(f, "RateLimit"), "\"two-1\";r=0;t=2, \"two-2\";r=99;t=1");
     assert_string_equal(hval(f, "X-RateLimit-Reset"), "2");
     assert_string_equal(hval(f, "X-RateLimit-Remaining"), "0");
     assert_string_equal(body(f), "{\"allowed\":false,\"policy\":\"two\",\"limit\":2,\"remaining\":0,"
@@ -526,11 +527,14 @@ static void check_item_names(void **state) {
     get(f, "/v1/check?policy=fw&key=a");
     expect_contains(hval(f, "RateLimit-Policy"), "\"fw\";");
     assert_null(strstr(hval(f, "RateLimit-Policy"), "\"fw-1\""));
-    /* six limits, in configuration order: rich-1 .. rich-6 (the key is in no tier) */
+    /* six limits, in configuration order: rich-1 .. rich-6 (the key is in no tier);
+     * q and w as docs/protocol.md defines them: the sliding window's w is a
+     * period and a sub-window (60 + 10), the leaky bucket's q its burst of 8,
+     * drained at 5/s in w=2 */
     post(f, "/v1/check", "{\"policy\":\"rich\",\"key\":\"nobody\"}");
     expect_status(f, 200);
     assert_string_equal(hval(f, "RateLimit-Policy"),
-                        "\"rich-1\";q=10;w=2, \"rich-2\";q=100;w=60, \"rich-3\";q=5;w=1, "
+                        "\"rich-1\";q=10;w=2, \"rich-2\";q=100;w=70, \"rich-3\";q=8;w=2, "
                         "\"rich-4\";q=7;w=1, \"rich-5\";q=3;w=5400, \"rich-6\";q=4;w=86400");
     const char *rl = hval(f, "RateLimit");
     for (int i = 1; i <= 6; i++) {
@@ -543,7 +547,7 @@ static void check_item_names(void **state) {
     /* a tier's key: named after the policy, its own limits, the tier said */
     post(f, "/v1/check", "{\"policy\":\"rich\",\"key\":\"bob\"}");
     expect_status(f, 200);
-    assert_string_equal(hval(f, "RateLimit-Policy"), "\"rich-1\";q=50;w=1, \"rich-2\";q=500;w=10");
+    assert_string_equal(hval(f, "RateLimit-Policy"), "\"rich-1\";q=50;w=1, \"rich-2\";q=500;w=11");
     expect_contains(body(f), "\"policy\":\"rich\",\"tier\":\"silver\",");
 }
 

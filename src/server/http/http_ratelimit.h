@@ -4,7 +4,10 @@
  *
  * One RateLimit-Policy and one RateLimit item per limit of the policy,
  * named after the policy ("per_user", or "per_user-1", "per_user-2" ... when
- * it has several): q the limit, w its period in seconds.
+ * it has several). For every limit and every state, the item's remaining r
+ * is at most its quota q and its reset t at most its window w: q and w are
+ * chosen per algorithm so that they hold (sld_http_limit_quota; the reasons
+ * are docs/protocol.md's "Rate limit headers").
  *
  * Not here: deciding (the engine), the reply's body (the routes).
  */
@@ -16,8 +19,11 @@
 #include "server/http/http_reply.h"
 #include "sluice.h"
 
-/* A limit's quota policy: q quota units per window of w seconds. soft_percent:
- * the policy's soft tolerance (0 unless its mode is soft). */
+/* A limit's quota policy: q quota units per window of w seconds (w >= 1).
+ * q is the limit, or the burst capacity when that is larger; w is the time
+ * q takes at the limit's rate, or the longest the limit can take to be full
+ * again when that is longer. soft_percent: the policy's soft tolerance (0
+ * unless its mode is soft), which stretches how long a limit takes. */
 void sld_http_limit_quota(const sl_limit_t *l, uint32_t soft_percent, uint64_t *q, int64_t *w);
 
 /* Writes RateLimit-Policy, RateLimit, X-RateLimit-Limit, -Remaining, -Reset
