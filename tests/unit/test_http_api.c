@@ -1252,6 +1252,56 @@ static void admin_reload_and_methods(void **state) {
     expect_status(f, 200);
 }
 
+/* The route table's order of questions: the admin gate before the method,
+ * the row that owns a path before any method, 404 for no row. */
+static void routes_gate_then_method(void **state) {
+    fx_t *f = *state;
+    /* without the token a wrong method or an unknown admin path says 401 only */
+    call(f, "PATCH", "/v1/admin/reset", NULL, NULL);
+    expect_error(f, 401, "unauthorized", NULL);
+    expect_no_header(f, "Allow");
+    call(f, "GET", "/v1/admin/nothing", NULL, NULL);
+    expect_error(f, 401, "unauthorized", NULL);
+    /* with it: 405 for a known path, the admin 404 for an unknown one */
+    admin(f, "PATCH", "/v1/admin/reset", NULL);
+    expect_error(f, 405, "method_not_allowed", NULL);
+    assert_string_equal(hval(f, "Allow"), "POST");
+    admin(f, "GET", "/v1/admin/nothing", NULL);
+    expect_error(f, 404, "not_found", NULL);
+    expect_contains(body(f), "admin paths:");
+    admin(f, "GET", "/v1/admin", NULL);
+    expect_error(f, 404, "not_found", NULL);
+    expect_contains(body(f), "admin paths:");
+    admin(f, "GET", "/v1/admin/policies/", NULL);
+    expect_contains(body(f), "admin paths:");
+    /* a path that cannot be a policy's name: 404 whatever the method */
+    admin(f, "POST", "/v1/admin/policies/a/b", "{}");
+    expect_error(f, 404, "unknown_policy", "policy");
+    char target[128];
+    snprintf(target, sizeof target, "/v1/admin/policies/%065d", 0);
+    admin(f, "GET", target, NULL);
+    expect_error(f, 404, "unknown_policy", "policy");
+    snprintf(target, sizeof target, "/v1/admin/policies/%064d", 0);
+    admin(f, "GET", target, NULL);
+    expect_error(f, 404, "unknown_policy", "policy");
+    expect_contains(body(f), "no policy named");
+    /* the other fronts: their rows' methods, and no row at all */
+    call(f, "OPTIONS", "/metrics", NULL, NULL);
+    expect_error(f, 405, "method_not_allowed", NULL);
+    assert_string_equal(hval(f, "Allow"), "GET");
+    call(f, "HEAD", "/healthz", NULL, NULL);
+    expect_status(f, 200);
+    call(f, "get", "/healthz", NULL, NULL); /* methods are case-sensitive */
+    expect_status(f, 405);
+    get(f, "/v1/adminx");
+    expect_error(f, 404, "not_found", NULL);
+    expect_contains(body(f), "no such path");
+    get(f, "/v1/check/");
+    expect_error(f, 404, "not_found", NULL);
+    call(f, "BREW", "/v1/auth/", NULL, NULL); /* forward-auth takes any method */
+    expect_error(f, 404, "unknown_policy", "policy");
+}
+
 /* ---- 9. the round trip ------------------------------------------------------------ */
 
 /* GET a policy, drop its "name", PUT it back: the same GET, one generation on. */
@@ -1370,6 +1420,7 @@ int main(void) {
         T(admin_delete_last, setup_solo),
         T(admin_reset_key, setup_main),
         T(admin_reload_and_methods, setup_main),
+        T(routes_gate_then_method, setup_main),
         T(admin_round_trip, setup_main),
         T(admin_round_trip_long_tier_key, setup_long_keys),
         T(admin_put_tier_key_over_max_key_bytes, setup_main),
