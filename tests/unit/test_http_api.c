@@ -1,5 +1,5 @@
 /* test_http_api.c -- the HTTP endpoints, apart from the wire
- * (src/server/http/http_api.c, src/server/http/http_admin.c; docs/protocol.md "HTTP").
+ * (src/server/http/: the dispatcher http_api.c and its route groups; docs/protocol.md "HTTP").
  *
  * Each test builds a daemon as sluiced's main() does (configuration parsed
  * from YAML, metrics, runtime, memory store, limiter, per-worker counters)
