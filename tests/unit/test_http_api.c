@@ -1,5 +1,5 @@
 /* test_http_api.c -- the HTTP endpoints, apart from the wire
- * (src/server/http/http_api.c, src/server/http/http_admin.c; docs/protocol.md "HTTP").
+ * (src/server/http/: the dispatcher http_api.c and its route groups; docs/protocol.md "HTTP").
  *
  * Each test builds a daemon as sluiced's main() does (configuration parsed
  * from YAML, metrics, runtime, memory store, limiter, per-worker counters)
@@ -513,8 +513,9 @@ static void check_denied_reset_never_before_retry(void **state) {
     get(f, "/v1/check?policy=two&key=k");
     expect_status(f, 429);
     assert_string_equal(hval(f, "Retry-After"), "2");
-    /* two-2 alone would say t=1: raised to Retry-After */
-    assert_string_equal(hval(f, "RateLimit"), "\"two-1\";r=0;t=2, \"two-2\";r=99;t=2");
+    /* the denying two-1 says Retry-After; two-2 keeps its own t=1 (raised to
+     * Retry-After it would be past its window, w=1: the draft forbids t > w) */
+    assert_string_equal(hval(f, "RateLimit"), "\"two-1\";r=0;t=2, \"two-2\";r=99;t=1");
     assert_string_equal(hval(f, "X-RateLimit-Reset"), "2");
     assert_string_equal(hval(f, "X-RateLimit-Remaining"), "0");
     assert_string_equal(body(f), "{\"allowed\":false,\"policy\":\"two\",\"limit\":2,\"remaining\":0,"
@@ -526,11 +527,14 @@ static void check_item_names(void **state) {
     get(f, "/v1/check?policy=fw&key=a");
     expect_contains(hval(f, "RateLimit-Policy"), "\"fw\";");
     assert_null(strstr(hval(f, "RateLimit-Policy"), "\"fw-1\""));
-    /* six limits, in configuration order: rich-1 .. rich-6 (the key is in no tier) */
+    /* six limits, in configuration order: rich-1 .. rich-6 (the key is in no tier);
+     * q and w as docs/protocol.md defines them: the sliding window's w is a
+     * period and a sub-window (60 + 10), the leaky bucket's q its burst of 8,
+     * drained at 5/s in w=2 */
     post(f, "/v1/check", "{\"policy\":\"rich\",\"key\":\"nobody\"}");
     expect_status(f, 200);
     assert_string_equal(hval(f, "RateLimit-Policy"),
-                        "\"rich-1\";q=10;w=2, \"rich-2\";q=100;w=60, \"rich-3\";q=5;w=1, "
+                        "\"rich-1\";q=10;w=2, \"rich-2\";q=100;w=70, \"rich-3\";q=8;w=2, "
                         "\"rich-4\";q=7;w=1, \"rich-5\";q=3;w=5400, \"rich-6\";q=4;w=86400");
     const char *rl = hval(f, "RateLimit");
     for (int i = 1; i <= 6; i++) {
@@ -543,7 +547,7 @@ static void check_item_names(void **state) {
     /* a tier's key: named after the policy, its own limits, the tier said */
     post(f, "/v1/check", "{\"policy\":\"rich\",\"key\":\"bob\"}");
     expect_status(f, 200);
-    assert_string_equal(hval(f, "RateLimit-Policy"), "\"rich-1\";q=50;w=1, \"rich-2\";q=500;w=10");
+    assert_string_equal(hval(f, "RateLimit-Policy"), "\"rich-1\";q=50;w=1, \"rich-2\";q=500;w=11");
     expect_contains(body(f), "\"policy\":\"rich\",\"tier\":\"silver\",");
 }
 
@@ -1248,6 +1252,56 @@ static void admin_reload_and_methods(void **state) {
     expect_status(f, 200);
 }
 
+/* The route table's order of questions: the admin gate before the method,
+ * the row that owns a path before any method, 404 for no row. */
+static void routes_gate_then_method(void **state) {
+    fx_t *f = *state;
+    /* without the token a wrong method or an unknown admin path says 401 only */
+    call(f, "PATCH", "/v1/admin/reset", NULL, NULL);
+    expect_error(f, 401, "unauthorized", NULL);
+    expect_no_header(f, "Allow");
+    call(f, "GET", "/v1/admin/nothing", NULL, NULL);
+    expect_error(f, 401, "unauthorized", NULL);
+    /* with it: 405 for a known path, the admin 404 for an unknown one */
+    admin(f, "PATCH", "/v1/admin/reset", NULL);
+    expect_error(f, 405, "method_not_allowed", NULL);
+    assert_string_equal(hval(f, "Allow"), "POST");
+    admin(f, "GET", "/v1/admin/nothing", NULL);
+    expect_error(f, 404, "not_found", NULL);
+    expect_contains(body(f), "admin paths:");
+    admin(f, "GET", "/v1/admin", NULL);
+    expect_error(f, 404, "not_found", NULL);
+    expect_contains(body(f), "admin paths:");
+    admin(f, "GET", "/v1/admin/policies/", NULL);
+    expect_contains(body(f), "admin paths:");
+    /* a path that cannot be a policy's name: 404 whatever the method */
+    admin(f, "POST", "/v1/admin/policies/a/b", "{}");
+    expect_error(f, 404, "unknown_policy", "policy");
+    char target[128];
+    snprintf(target, sizeof target, "/v1/admin/policies/%065d", 0);
+    admin(f, "GET", target, NULL);
+    expect_error(f, 404, "unknown_policy", "policy");
+    snprintf(target, sizeof target, "/v1/admin/policies/%064d", 0);
+    admin(f, "GET", target, NULL);
+    expect_error(f, 404, "unknown_policy", "policy");
+    expect_contains(body(f), "no policy named");
+    /* the other fronts: their rows' methods, and no row at all */
+    call(f, "OPTIONS", "/metrics", NULL, NULL);
+    expect_error(f, 405, "method_not_allowed", NULL);
+    assert_string_equal(hval(f, "Allow"), "GET");
+    call(f, "HEAD", "/healthz", NULL, NULL);
+    expect_status(f, 200);
+    call(f, "get", "/healthz", NULL, NULL); /* methods are case-sensitive */
+    expect_status(f, 405);
+    get(f, "/v1/adminx");
+    expect_error(f, 404, "not_found", NULL);
+    expect_contains(body(f), "no such path");
+    get(f, "/v1/check/");
+    expect_error(f, 404, "not_found", NULL);
+    call(f, "BREW", "/v1/auth/", NULL, NULL); /* forward-auth takes any method */
+    expect_error(f, 404, "unknown_policy", "policy");
+}
+
 /* ---- 9. the round trip ------------------------------------------------------------ */
 
 /* GET a policy, drop its "name", PUT it back: the same GET, one generation on. */
@@ -1366,6 +1420,7 @@ int main(void) {
         T(admin_delete_last, setup_solo),
         T(admin_reset_key, setup_main),
         T(admin_reload_and_methods, setup_main),
+        T(routes_gate_then_method, setup_main),
         T(admin_round_trip, setup_main),
         T(admin_round_trip_long_tier_key, setup_long_keys),
         T(admin_put_tier_key_over_max_key_bytes, setup_main),

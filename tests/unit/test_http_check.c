@@ -1,5 +1,5 @@
 /* test_http_check.c -- check requests from query strings and JSON bodies, and
- * JSON string literals (src/server/http/http_check.c).
+ * JSON string literals (src/server/http/http_check.c, http_json.c).
  *
  * Every input is parsed from a copy that ends on a guard page, into a scratch
  * buffer of exactly the input's length that ends on one too. Every truncated

@@ -15,9 +15,11 @@
 #include <strings.h>
 
 #include "server/engine/engine.h"
-#include "server/http/http_api.h"
+#include "server/http/http_decide.h"
+#include "server/http/http_routes.h"
 
 #define MAX_POLICY_NAME 64
+_Static_assert(MAX_POLICY_NAME == SLD_ROUTE_NAME_MAX, "the router checks the names this file copies");
 
 /* ---- authorisation ------------------------------------------------------------------------ */
 
@@ -148,7 +150,7 @@ static void on_shared(void *arg, int rc) {
  * a pending answer given when the store confirms. */
 static void share_edit(sld_daemon_t *d, uint32_t worker, const char *name, const char *json, size_t json_len,
                        sld_http_reply_t *r, sld_http_pending_t **later) {
-    sld_http_pending_t *pd = sld_http_pending_new();
+    sld_http_pending_t *pd = sld_http_pending_new(0);
     if (pd == NULL) {
         sld_http_error(r, 503, "out_of_memory", NULL, "out of memory");
         return;
@@ -231,19 +233,20 @@ static void delete_policy(sld_daemon_t *d, uint32_t worker, const char *name, sl
         share_edit(d, worker, name, NULL, 0, r, later);
 }
 
-static void policy_endpoint(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
-                            const sld_http_request_t *req, sld_span_t name, sld_http_reply_t *r,
-                            sld_http_pending_t **later) {
+/* /v1/admin/policies/<name>: a name the router has checked (1 to 64 bytes, no '/'). */
+static void policy_endpoint(const sld_http_call_t *c) {
+    sld_span_t name = c->rest;
+    const sld_http_request_t *req = c->req;
+    sld_http_reply_t *r = c->reply;
     char cname[MAX_POLICY_NAME + 1];
-    bool ok = name.len >= 1 && name.len <= MAX_POLICY_NAME && memchr(name.ptr, '/', name.len) == NULL;
-    if (!ok) {
-        sld_http_error(r, 404, "unknown_policy", "policy", "policy names are 1 to 64 of A-Z a-z 0-9 _ . -");
-        return;
-    }
     memcpy(cname, name.ptr, name.len);
     cname[name.len] = '\0';
-    if (sld_span_is(req->method, "GET") || sld_span_is(req->method, "HEAD")) {
-        const sld_policy_t *p = find_config(rt->cfg, cname);
+    if (sld_span_is(req->method, "PUT")) {
+        put_policy(c->d, c->worker, c->rt, cname, req, r, c->later);
+    } else if (sld_span_is(req->method, "DELETE")) {
+        delete_policy(c->d, c->worker, cname, r, c->later);
+    } else {
+        const sld_policy_t *p = find_config(c->rt->cfg, cname);
         if (p == NULL) {
             sld_http_unknown_policy(r, name);
             return;
@@ -251,14 +254,12 @@ static void policy_endpoint(sld_daemon_t *d, uint32_t worker, const sld_runtime_
         ok_json(r, 200);
         policy_json(&r->body, p);
         sld_buf_append_str(&r->body, "\n");
-    } else if (sld_span_is(req->method, "PUT")) {
-        put_policy(d, worker, rt, cname, req, r, later);
-    } else if (sld_span_is(req->method, "DELETE")) {
-        delete_policy(d, worker, cname, r, later);
-    } else {
-        sld_http_error(r, 405, "method_not_allowed", NULL, "this path takes GET, PUT, DELETE");
-        sld_http_add_header(r, SLD_H_ALLOW, "GET, PUT, DELETE");
     }
+}
+
+/* /v1/admin/policies/<anything else>: no policy is called that. */
+static void bad_policy_name(const sld_http_call_t *c) {
+    sld_http_error(c->reply, 404, "unknown_policy", "policy", "policy names are 1 to 64 of A-Z a-z 0-9 _ . -");
 }
 
 static void reset_answer(sld_http_reply_t *r, int rc, const char *policy) {
@@ -313,7 +314,7 @@ static void reset_key(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
                         .p = p, .key = key.ptr, .key_len = key.len};
     sld_http_pending_t *pd = NULL;
     if (sld_engine_defers(d->engine, p)) { /* the answer comes later: only an asynchronous caller can wait */
-        if (later == NULL || (pd = sld_http_pending_new()) == NULL) {
+        if (later == NULL || (pd = sld_http_pending_new(0)) == NULL) {
             sld_http_error(r, 503, "unavailable", NULL, "cannot wait for the store here");
             return;
         }
@@ -346,44 +347,43 @@ static void reload(sld_daemon_t *d, sld_http_reply_t *r) {
     sld_buf_printf(&r->body, "{\"reloaded\":true,\"generation\":%llu}\n", (unsigned long long)generation);
 }
 
-static bool post_only(const sld_http_request_t *req, sld_http_reply_t *r) {
-    if (sld_span_is(req->method, "POST"))
-        return true;
-    sld_http_error(r, 405, "method_not_allowed", NULL, "this path takes POST");
-    sld_http_add_header(r, SLD_H_ALLOW, "POST");
-    return false;
+static void admin_list(const sld_http_call_t *c) { list_policies(c->rt, c->reply); }
+
+static void admin_reset(const sld_http_call_t *c) {
+    reset_key(c->d, c->worker, c->rt, c->req, c->reply, c->later);
 }
 
-void sld_http_admin(sld_daemon_t *d, uint32_t worker, const sld_runtime_t *rt,
-                    const sld_http_request_t *req, sld_span_t rest, sld_http_reply_t *r,
-                    sld_http_pending_t **later) {
-    const sld_config_t *cfg = rt->cfg;
-    if (cfg->admin_token == NULL) {
-        sld_http_error(r, 404, "not_found", NULL, "the admin API is off: configure admin_token to turn it on");
-        return;
-    }
-    if (!authorised(cfg, req)) {
-        sld_http_error(r, 401, "unauthorized", NULL, "the admin API needs Authorization: Bearer <admin_token>");
-        sld_http_add_header(r, SLD_H_WWW_AUTHENTICATE, "Bearer realm=\"sluice admin\"");
-        return;
-    }
-    if (sld_span_is(rest, "/policies")) {
-        if (sld_span_is(req->method, "GET") || sld_span_is(req->method, "HEAD")) {
-            list_policies(rt, r);
-        } else {
-            sld_http_error(r, 405, "method_not_allowed", NULL, "this path takes GET");
-            sld_http_add_header(r, SLD_H_ALLOW, "GET");
-        }
-    } else if (rest.len > 10 && memcmp(rest.ptr, "/policies/", 10) == 0) {
-        policy_endpoint(d, worker, rt, req, (sld_span_t){rest.ptr + 10, rest.len - 10}, r, later);
-    } else if (sld_span_is(rest, "/reset")) {
-        if (post_only(req, r))
-            reset_key(d, worker, rt, req, r, later);
-    } else if (sld_span_is(rest, "/reload")) {
-        if (post_only(req, r))
-            reload(d, r);
-    } else {
-        sld_http_error(r, 404, "not_found", NULL, "admin paths: /v1/admin/policies[/NAME], /v1/admin/reset, "
-                                                  "/v1/admin/reload");
-    }
+static void admin_reload(const sld_http_call_t *c) { reload(c->d, c->reply); }
+
+static void admin_unknown(const sld_http_call_t *c) {
+    sld_http_error(c->reply, 404, "not_found", NULL, "admin paths: /v1/admin/policies[/NAME], /v1/admin/reset, "
+                                                     "/v1/admin/reload");
 }
+
+bool sld_http_admin_gate(const sld_http_call_t *c) {
+    const sld_config_t *cfg = c->rt->cfg;
+    if (cfg->admin_token == NULL) {
+        sld_http_error(c->reply, 404, "not_found", NULL, "the admin API is off: configure admin_token to turn it on");
+        return false;
+    }
+    if (!authorised(cfg, c->req)) {
+        sld_http_error(c->reply, 401, "unauthorized", NULL, "the admin API needs Authorization: Bearer <admin_token>");
+        sld_http_add_header(c->reply, SLD_H_WWW_AUTHENTICATE, "Bearer realm=\"sluice admin\"");
+        return false;
+    }
+    return true;
+}
+
+/* Every row is SLD_ROUTE_ADMIN: with the API off or without the token, no
+ * path under /v1/admin says whether it exists. */
+const sld_http_route_t sld_http_admin_routes[] = {
+    {SLD_M_GET | SLD_M_HEAD, SLD_MATCH_EXACT, "/v1/admin/policies", admin_list, SLD_ROUTE_ADMIN},
+    {SLD_M_GET | SLD_M_HEAD | SLD_M_PUT | SLD_M_DELETE, SLD_MATCH_NAME, "/v1/admin/policies/", policy_endpoint,
+     SLD_ROUTE_ADMIN},
+    {SLD_M_ANY, SLD_MATCH_UNDER, "/v1/admin/policies/", bad_policy_name, SLD_ROUTE_ADMIN},
+    {SLD_M_POST, SLD_MATCH_EXACT, "/v1/admin/reset", admin_reset, SLD_ROUTE_ADMIN},
+    {SLD_M_POST, SLD_MATCH_EXACT, "/v1/admin/reload", admin_reload, SLD_ROUTE_ADMIN},
+    {SLD_M_ANY, SLD_MATCH_EXACT, "/v1/admin", admin_unknown, SLD_ROUTE_ADMIN},
+    {SLD_M_ANY, SLD_MATCH_PREFIX, "/v1/admin/", admin_unknown, SLD_ROUTE_ADMIN},
+    {0, SLD_MATCH_EXACT, NULL, NULL, 0},
+};

@@ -1,6 +1,6 @@
 /* http_check.c -- the parsing of sluiced's HTTP check requests (see
  * http_check.h): a query string or a JSON body in, an sld_check_request_t
- * out; and sld_json_string, the JSON string literal of any bytes.
+ * out (sld_json_string, the JSON string literal of any bytes, is http_json.c).
  *
  * Query string: "policy=per_user&key=alice&cost=2"
  *   - '&'-separated name=value pairs; '+' is a space and %XX (hex digits of
@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "server/http/http_check.h"
+#include "server/http/http_json.h"
 #include "sluice.h"
 
 #define COST_RANGE "must be a whole number from 0 to 9223372036854775807"
@@ -88,41 +89,6 @@ static bool parse_cost(const char *p, size_t n, uint64_t *out) {
     }
     *out = v;
     return true;
-}
-
-/* The UTF-8 sequence at s[0..n) (n >= 1), by the Unicode table of well-formed
- * sequences (no overlong forms, no surrogates, nothing above U+10FFFF):
- * its length, 1 to 4, or 0 if it is not one, with *bad = how many bytes one
- * U+FFFD replaces (the "maximal subpart": the lead byte and the continuation
- * bytes that fit it, at least 1). */
-static size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad) {
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    size_t more;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        more = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        more = 2;
-        lo = c == 0xE0 ? 0xA0 : 0x80; /* E0 80..9F would be overlong */
-        hi = c == 0xED ? 0x9F : 0xBF; /* ED A0..BF would be a surrogate */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        more = 3;
-        lo = c == 0xF0 ? 0x90 : 0x80; /* F0 80..8F would be overlong */
-        hi = c == 0xF4 ? 0x8F : 0xBF; /* F4 90.. would be above U+10FFFF */
-    } else {
-        *bad = 1; /* a continuation byte, C0, C1 (overlong), F5..FF */
-        return 0;
-    }
-    size_t i = 1;
-    for (; i <= more && i < n && s[i] >= lo && s[i] <= hi; i++) {
-        lo = 0x80; /* only the second byte has narrower bounds */
-        hi = 0xBF;
-    }
-    if (i == more + 1)
-        return i;
-    *bad = i;
-    return 0;
 }
 
 /* ---- query strings -------------------------------------------------------------- */
@@ -390,7 +356,7 @@ static int json_string(json_t *j, sld_span_t *out) {
             continue;
         }
         size_t k = 1, bad;
-        if (c >= 0x80 && (k = utf8_seq((const unsigned char *)p + i, j->len - i, &bad)) == 0)
+        if (c >= 0x80 && (k = sld_utf8_seq((const unsigned char *)p + i, j->len - i, &bad)) == 0)
             return jfail(j, "body", "a string is not valid UTF-8");
         if (d != NULL) {
             memcpy(d + dn, p + i, k);
@@ -574,53 +540,4 @@ int sld_check_parse_json(const char *body, size_t len, char *scratch, sld_check_
     if (!(seen & J_POLICY))
         return jfail(&j, "policy", "required");
     return SL_OK;
-}
-
-/* ---- writing JSON strings ------------------------------------------------------- */
-
-void sld_json_string(sld_buf_t *out, const char *s, size_t len) {
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *u = (const unsigned char *)s;
-    size_t run = 0; /* start of the bytes copied as they are */
-    sld_buf_append(out, "\"", 1);
-    for (size_t i = 0; i < len;) {
-        unsigned char c = u[i];
-        size_t k = 1, bad = 1;
-        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c >= 0x80 && (k = utf8_seq(u + i, len - i, &bad)) != 0) {
-            i += k;
-            continue;
-        }
-        sld_buf_append(out, s + run, i - run);
-        if (c >= 0x80) {
-            sld_buf_append(out, "\xEF\xBF\xBD", 3); /* U+FFFD for the maximal subpart */
-        } else {
-            char esc[6] = {'\\', 0, 0, 0, 0, 0};
-            size_t n = 2;
-            switch (c) {
-            case '"': esc[1] = '"'; break;
-            case '\\': esc[1] = '\\'; break;
-            case '\b': esc[1] = 'b'; break;
-            case '\f': esc[1] = 'f'; break;
-            case '\n': esc[1] = 'n'; break;
-            case '\r': esc[1] = 'r'; break;
-            case '\t': esc[1] = 't'; break;
-            default:
-                memcpy(esc + 1, "u00", 3);
-                esc[4] = hex[c >> 4];
-                esc[5] = hex[c & 15];
-                n = 6;
-                break;
-            }
-            sld_buf_append(out, esc, n);
-        }
-        i += bad;
-        run = i;
-    }
-    if (len > run)
-        sld_buf_append(out, s + run, len - run);
-    sld_buf_append(out, "\"", 1);
 }

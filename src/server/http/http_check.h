@@ -18,6 +18,7 @@
 
 #include "server/base/buf.h"
 #include "server/base/span.h"
+#include "server/http/http_json.h" /* sld_json_string, for the answers to these requests */
 
 #define SLD_CHECK_MAX_ATTRS 8
 
@@ -48,9 +49,5 @@ int sld_check_parse_query(const char *query, size_t len, char *scratch, sld_chec
  * syntax is an error with *param = "body". Same return convention. */
 int sld_check_parse_json(const char *body, size_t len, char *scratch, sld_check_request_t *out,
                          const char **param, const char **why);
-
-/* Appends s[0..len) as a JSON string literal (quotes and escapes included;
- * bytes that are not valid UTF-8 become U+FFFD). */
-void sld_json_string(sld_buf_t *out, const char *s, size_t len);
 
 #endif

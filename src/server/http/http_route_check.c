@@ -1,0 +1,101 @@
+/* http_route_check.c -- POST and GET /v1/check (docs/protocol.md "HTTP"):
+ * the request parsed (http_check.c), its policy and key found, decided
+ * (http_decide.c), answered with a JSON body.
+ *
+ * Not HEAD: it would be charged like a GET, and HEAD must change nothing.
+ */
+#include "server/http/http_decide.h"
+#include "server/http/http_routes.h"
+
+#define USEC_PER_MS 1000
+
+static int64_t ms_up(sl_usec_t us) {
+    return us <= 0 ? 0 : us / USEC_PER_MS + (us % USEC_PER_MS != 0);
+}
+
+static void check_body(sld_http_reply_t *r, const sld_http_decision_t *f, const sl_decision_t *dec) {
+    const sld_policy_t *pc = sld_policies_config(f->rt->policies, f->index);
+    const char *tier = f->tier;
+    const sl_policy_t *p = f->p;
+    sld_http_json_reply(r, dec->allowed ? 200 : 429);
+    sld_buf_t *b = &r->body;
+    if (dec->allowed)
+        sld_buf_append_lit(b, "{\"allowed\":true,\"policy\":\"");
+    else
+        sld_buf_append_lit(b, "{\"allowed\":false,\"policy\":\"");
+    sld_buf_append_str(b, pc->name); /* [A-Za-z0-9_.-]: nothing to escape */
+    if (tier) {
+        sld_buf_append_lit(b, "\",\"tier\":\"");
+        sld_buf_append_str(b, tier);
+    }
+    sld_buf_append_lit(b, "\",\"limit\":");
+    sld_buf_append_u64(b, dec->limit);
+    sld_buf_append_lit(b, ",\"remaining\":");
+    sld_buf_append_u64(b, dec->remaining);
+    sld_buf_append_lit(b, ",\"reset_after_ms\":");
+    sld_buf_append_i64(b, ms_up(dec->reset_after));
+    sld_buf_append_lit(b, ",\"retry_after_ms\":");
+    sld_buf_append_i64(b, dec->retry_after == SL_NEVER ? -1 : ms_up(dec->retry_after));
+    if (dec->limited)
+        sld_buf_append_lit(b, ",\"limited\":true");
+    else
+        sld_buf_append_lit(b, ",\"limited\":false");
+    bool shaper = false;
+    for (size_t i = 0; i < sl_policy_limit_count(p); i++)
+        shaper |= sl_policy_limit(p, i)->shaper;
+    if (shaper) { /* a shaper's clients look for it on every answer, 0 included */
+        sld_buf_append_lit(b, ",\"delay_ms\":");
+        sld_buf_append_i64(b, ms_up(dec->delay));
+    }
+    sld_buf_append_str(b, "}\n");
+}
+
+static void check(const sld_http_call_t *c) {
+    const sld_http_request_t *req = c->req;
+    const sld_runtime_t *rt = c->rt;
+    sld_http_reply_t *r = c->reply;
+    bool get = sld_span_is(req->method, "GET");
+    sld_span_t in = get ? req->query : req->body;
+    if (!sld_buf_reserve(&r->scratch, in.len + 1)) {
+        sld_http_error(r, 503, "out_of_memory", NULL, "out of memory");
+        return;
+    }
+    sld_check_request_t cr;
+    const char *param = NULL, *why = NULL;
+    int rc = get ? sld_check_parse_query(in.ptr ? in.ptr : "", in.len, r->scratch.data, &cr, &param, &why)
+                 : sld_check_parse_json(in.ptr ? in.ptr : "", in.len, r->scratch.data, &cr, &param, &why);
+    if (rc != SL_OK) {
+        sld_http_error(r, 400, "bad_request", param, "%s: %s", param, why);
+        return;
+    }
+    size_t index = 0;
+    const char *tier = NULL;
+    const sl_policy_t *p = NULL;
+    const sld_policy_t *pc;
+    sld_span_t key;
+    if (cr.nattrs == 0 && cr.has_key) { /* the common case: one lookup finds policy and tier */
+        p = sld_policies_find(rt->policies, cr.policy.ptr, cr.policy.len, cr.key.ptr, cr.key.len, &tier, &index);
+        pc = p ? sld_policies_config(rt->policies, index) : NULL;
+    } else {
+        pc = sld_http_policy_named(rt, cr.policy, &index);
+    }
+    if (pc == NULL) {
+        sld_http_unknown_policy(r, cr.policy);
+        return;
+    }
+    if (!sld_http_check_key(rt, pc, &cr, r, &key))
+        return;
+    if (p == NULL)
+        p = sld_policies_find(rt->policies, cr.policy.ptr, cr.policy.len, key.ptr, key.len, &tier, &index);
+    if (p == NULL) { /* cannot be: the policy was found above, in this same runtime */
+        sld_http_unknown_policy(r, cr.policy);
+        return;
+    }
+    sld_http_decision_t f = {.rt = rt, .index = index, .p = p, .tier = tier, .answer = check_body};
+    sld_http_decide(c, &f, key, cr.cost);
+}
+
+const sld_http_route_t sld_http_check_routes[] = {
+    {SLD_M_GET | SLD_M_POST, SLD_MATCH_EXACT, "/v1/check", check, 0},
+    {0, SLD_MATCH_EXACT, NULL, NULL, 0},
+};
