@@ -27,6 +27,7 @@
 #include "server/daemon/daemon.h"
 #include "server/base/log.h"
 #include "server/daemon/persist.h"
+#include "server/daemon/wiring.h"
 #include "server/engine/decide.h"
 #include "server/engine/remote.h"
 #include "server/engine/write_back.h"
@@ -348,11 +349,11 @@ int main(int argc, char **argv) {
     sld_persist_start(&D, loop);
 
     if (D.remote && cfg->store_write_back &&
-        (rc = sld_write_back_start(&D, loop, &D.write_back)) != SL_OK) {
+        (rc = sld_daemon_write_back_start(&D, loop)) != SL_OK) {
         fprintf(stderr, "sluiced: cannot start write-back: %s\n", sl_strerror(rc));
         return 1;
     }
-    if (D.remote && (rc = sld_rules_start(&D, loop, &D.rules)) != SL_OK)
+    if (D.remote && (rc = sld_daemon_rules_start(&D, loop)) != SL_OK)
         sld_error("cannot follow the policies kept in Redis: %s", sl_strerror(rc));
     /* serve the policies kept in Redis from the first request: wait for
      * them, no longer than a Redis call may take (twice, with its connect) */
@@ -367,7 +368,7 @@ int main(int argc, char **argv) {
     }
     D.config = (sld_config_hooks_t){.edit = sld_runtime_edit, .reload = sld_runtime_reload};
     D.workers = (sld_workers_hooks_t){.ctx = &server, .wake = wake_workers, .quiescent = workers_quiescent};
-    if ((rc = sld_decide_engine_new(&D, &D.engine)) != SL_OK) {
+    if ((rc = sld_daemon_engine_new(&D)) != SL_OK) {
         fprintf(stderr, "sluiced: cannot start the decision engine: %s\n", sl_strerror(rc));
         return 1;
     }

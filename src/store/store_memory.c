@@ -25,6 +25,10 @@
  * (every allocation counted as the allocator rounds it: mem_cost.h); when it
  * is used up, recovered states go first, then CLOCK eviction (counted).
  *
+ * Its insides (slots, shards, the store) are in store_memory_private.h;
+ * the operations over the whole store (statistics, sweep, snapshots) in
+ * store_memory_bulk.c.
+ *
  * Not here: what a state means (core), the file format (snapshot.c).
  */
 #define _GNU_SOURCE
@@ -42,92 +46,11 @@
 #include "../core/arith.h"
 #include "../core/policy.h"
 #include "mem_cost.h"
-#include "snapshot.h"
 #include "store.h"
 #include "journal.h"
-
-#define SLOT_USED UINT64_C(1)
-#define SLOT_REF UINT64_C(2)
-#define SLOT_BLOCK UINT64_C(4)
-#define SLOT_FLAGS UINT64_C(7)
-#define SHARD_SHIFT 3
-#define SHARD_BITS UINT64_C(0xffff)
-#define MAX_SHARDS 65536u
-#define DEFAULT_SHARDS 256u
-#define MIN_CAP 16u
-#define PAGE_BYTES SL__PAGE_BYTES
-/* Below this a shard's table grows without sweeping first: recovered
- * states stay for their keys to reuse (64 MiB over 256 shards). */
-#define SWEEP_BEFORE_GROW_BYTES (256u * 1024u)
-
-typedef struct slot {
-    uint64_t tag;         /* 0 = empty */
-    sl_usec_t expire_at;  /* recovered at and after this instant */
-    uint64_t word;        /* inline state, or the sl__block_t pointer */
-} slot_t;
-
-typedef struct shard {
-    _Alignas(64) pthread_mutex_t lock;
-    slot_t *slots;
-    uint32_t cap, count;
-    /* slots and cap as last published, for prefetching without the lock:
-     * possibly stale, only ever used as a cache hint. */
-    _Atomic uintptr_t hint_slots;
-    _Atomic uint32_t hint_cap;
-    uint32_t sweep, hand;  /* incremental sweep cursor; CLOCK hand */
-    uint64_t moves;        /* bumped whenever slots change place */
-    size_t table_bytes;    /* what the table costs (mem_cost.h) */
-    size_t block_bytes;
-    uint64_t evictions, reclaimed;
-} shard_t;
-
-typedef struct memory_store {
-    sl_store_t base;
-    shard_t *shards;
-    uint32_t nshards;
-    _Atomic uint64_t seed;
-    size_t max_memory;
-    size_t fixed;   /* this header and the shard headers (locks included), as allocated */
-    size_t budget;  /* per shard: tables and blocks; 0 = unbounded */
-    sl__journal_fn journal;  /* write-back: told what was charged */
-    sl__unsynced_fn unsynced;
-    void *journal_ctx;
-} memory_store_t;
+#include "store_memory_private.h"
 
 /* ---- slots ---------------------------------------------------------------------- */
-
-static inline uint64_t ident(uint64_t tag) { return tag & ~SLOT_FLAGS; }
-
-static inline uint32_t home_of(uint64_t tag, uint32_t cap) {
-    return (uint32_t)(((sl__u128)(tag & ~SLOT_FLAGS) * cap) >> 64);
-}
-
-static inline uint32_t dist_of(const shard_t *sh, uint32_t i) {
-    uint32_t h = home_of(sh->slots[i].tag, sh->cap);
-    return i >= h ? i - h : i + sh->cap - h;
-}
-
-static inline uint32_t shard_of(const memory_store_t *m, uint64_t tag) {
-    return (uint32_t)((tag >> SHARD_SHIFT) & (m->nshards - 1));
-}
-
-static inline uint64_t mix64(uint64_t x) {
-    x ^= x >> 30;
-    x *= UINT64_C(0xbf58476d1ce4e5b9);
-    x ^= x >> 27;
-    x *= UINT64_C(0x94d049bb133111eb);
-    return x ^ (x >> 31);
-}
-
-static inline uint64_t make_tag(uint64_t key_hash, uint64_t limit_id) {
-    uint64_t shard_sel = (key_hash >> 40) & SHARD_BITS;
-    uint64_t t = mix64(key_hash ^ limit_id) & ~(SLOT_FLAGS | (SHARD_BITS << SHARD_SHIFT));
-    return t | shard_sel << SHARD_SHIFT | SLOT_USED;
-}
-
-static inline sl__block_t *slot_block(const slot_t *s) {
-    return (s->tag & SLOT_BLOCK) ? (sl__block_t *)(uintptr_t)s->word : NULL;
-}
 
 static size_t block_cost_of(uint32_t kind, uint32_t cap) {
     return sl__heap_cost(sl__block_size(kind, cap));
@@ -623,142 +546,21 @@ static int mem_reset(sl_store_t *s, const sl_policy_t *p, const void *key, size_
     return SL_OK;
 }
 
-/* ---- whole-store operations ---------------------------------------------------- */
+/* ---- for store_memory_bulk.c: the table operations, out of line ----------------- */
 
-static int mem_stats(sl_store_t *s, sl_store_stats_t *out) {
-    memory_store_t *m = (memory_store_t *)s;
-    memset(out, 0, sizeof *out);
-    out->max_memory = m->max_memory;
-    out->bytes = m->fixed;
-    for (uint32_t i = 0; i < m->nshards; i++) {
-        shard_t *sh = &m->shards[i];
-        pthread_mutex_lock(&sh->lock);
-        out->states += sh->count;
-        out->bytes += sh->table_bytes + sh->block_bytes;
-        out->evictions += sh->evictions;
-        out->reclaimed += sh->reclaimed;
-        pthread_mutex_unlock(&sh->lock);
-    }
-    return SL_OK;
+int64_t sl__mem_find(const shard_t *sh, uint64_t tag) { return find(sh, tag); }
+void sl__mem_place(shard_t *sh, slot_t item) { place(sh, item); }
+void sl__mem_remove_at(shard_t *sh, uint32_t i) { remove_at(sh, i); }
+int sl__mem_resize(shard_t *sh, uint32_t cap) { return resize(sh, cap); }
+size_t sl__mem_table_cost(uint32_t cap) { return table_cost(cap); }
+uint32_t sl__mem_page_fit(uint32_t cap) { return page_fit(cap); }
+size_t sl__mem_block_cost(const sl__block_t *b) { return block_cost(b); }
+size_t sl__mem_reclaim(shard_t *sh, sl_usec_t now, uint32_t budget) { return reclaim(sh, now, budget, NULL); }
+int sl__mem_make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, uint64_t tag) {
+    return make_room(m, sh, now, NULL, tag);
 }
-
-static int mem_sweep(sl_store_t *s, sl_usec_t now, size_t budget, size_t *reclaimed) {
-    memory_store_t *m = (memory_store_t *)s;
-    size_t freed = 0;
-    for (uint32_t i = 0; i < m->nshards; i++) {
-        shard_t *sh = &m->shards[i];
-        pthread_mutex_lock(&sh->lock);
-        /* A budgeted (background) sweep leaves small tables alone, for the
-         * reason they grow without sweeping: their keys reuse recovered
-         * states for nothing. */
-        if (budget > 0 && sh->table_bytes < SWEEP_BEFORE_GROW_BYTES) {
-            pthread_mutex_unlock(&sh->lock);
-            continue;
-        }
-        uint32_t share = budget == 0 ? 0 : (uint32_t)sl__minu64(sh->cap, budget / m->nshards + 1);
-        freed += reclaim(sh, now, share, NULL);
-        /* A table left mostly empty by a burst gives its memory back. */
-        if (sh->cap > MIN_CAP && (uint64_t)sh->count * 4 < sh->cap)
-            resize(sh, sh->count * 2 > MIN_CAP ? sh->count * 2 : MIN_CAP);
-        pthread_mutex_unlock(&sh->lock);
-    }
-    if (reclaimed)
-        *reclaimed = freed;
-    return SL_OK;
-}
-
-static int mem_save(sl_store_t *s, const char *path, sl_usec_t now) {
-    memory_store_t *m = (memory_store_t *)s;
-    sl__snapshot_writer_t *w = NULL;
-    int rc = sl__snapshot_begin(path, atomic_load(&m->seed), now, &w);
-    for (uint32_t i = 0; rc == SL_OK && i < m->nshards; i++) {
-        shard_t *sh = &m->shards[i];
-        pthread_mutex_lock(&sh->lock);
-        for (uint32_t k = 0; rc == SL_OK && k < sh->cap; k++) {
-            const slot_t *slot = &sh->slots[k];
-            if (slot->tag == 0 || slot->expire_at <= now)
-                continue;
-            sl__record_t r = {ident(slot->tag) | SLOT_USED, slot->expire_at, slot->word,
-                              slot_block(slot)};
-            if (r.block)
-                r.word = 0;
-            rc = sl__snapshot_add(w, &r);
-        }
-        pthread_mutex_unlock(&sh->lock);
-        if (rc == SL_OK) /* the disk is written outside the lock */
-            rc = sl__snapshot_flush(w);
-    }
-    if (rc == SL_OK)
-        return sl__snapshot_finish(w);
-    if (w)
-        sl__snapshot_abandon(w);
-    return rc;
-}
-
-/* A snapshot lists each shard's states in table order, that is in hash
- * order: inserted one by one into a table that grows as they come, they
- * would all crowd into its first slots (quadratic). Each table is sized for
- * what is coming first, so their homes spread over the final table. */
-static void presize(memory_store_t *m, const sl__snapshot_t *snap) {
-    uint32_t *incoming = calloc(m->nshards, sizeof *incoming);
-    if (incoming == NULL)
-        return; /* only slower */
-    for (size_t i = 0; i < snap->count; i++)
-        incoming[shard_of(m, snap->records[i].tag)]++;
-    for (uint32_t i = 0; i < m->nshards; i++) {
-        shard_t *sh = &m->shards[i];
-        uint64_t want = ((uint64_t)sh->count + incoming[i]) * 25 / 23 + 1;
-        if (incoming[i] == 0 || want <= sh->cap || want > UINT32_MAX)
-            continue;
-        if (m->budget == 0 || table_cost(page_fit((uint32_t)want)) + sh->block_bytes <= m->budget)
-            resize(sh, (uint32_t)want);
-    }
-    free(incoming);
-}
-
-static int mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded) {
-    memory_store_t *m = (memory_store_t *)s;
-    sl__snapshot_t snap;
-    int rc = sl__snapshot_read(path, now, &snap);
-    if (rc != SL_OK)
-        return rc;
-    for (uint32_t i = 0; i < m->nshards; i++)
-        pthread_mutex_lock(&m->shards[i].lock);
-    bool empty = true;
-    for (uint32_t i = 0; i < m->nshards; i++)
-        empty = empty && m->shards[i].count == 0;
-    if (!empty && snap.seed != atomic_load(&m->seed)) {
-        rc = SL_ESEED;
-    } else {
-        atomic_store(&m->seed, snap.seed);
-        presize(m, &snap);
-        for (size_t i = 0; rc == SL_OK && i < snap.count; i++) {
-            sl__record_t *r = &snap.records[i];
-            shard_t *sh = &m->shards[shard_of(m, r->tag)];
-            int64_t at = find(sh, r->tag);
-            if (at >= 0)
-                remove_at(sh, (uint32_t)at);
-            rc = make_room(m, sh, now, NULL, r->tag);
-            if (rc == SL_OK && r->block)
-                rc = make_bytes(m, sh, block_cost(r->block), now, NULL);
-            if (rc != SL_OK)
-                break;
-            slot_t slot = {ident(r->tag) | SLOT_USED, r->expire_at, r->word};
-            if (r->block) {
-                slot.tag |= SLOT_BLOCK;
-                slot.word = (uint64_t)(uintptr_t)r->block;
-                sh->block_bytes += block_cost(r->block);
-                r->block = NULL;
-            }
-            place(sh, slot);
-        }
-    }
-    for (uint32_t i = m->nshards; i-- > 0;)
-        pthread_mutex_unlock(&m->shards[i].lock);
-    if (loaded)
-        *loaded = rc == SL_OK ? snap.count : 0;
-    sl__snapshot_release(&snap);
-    return rc;
+int sl__mem_make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now) {
+    return make_bytes(m, sh, extra, now, NULL);
 }
 
 static void mem_destroy(sl_store_t *s) {
@@ -780,10 +582,10 @@ static const sl__store_ops_t memory_ops = {
     .evaluate = mem_evaluate,
     .reset = mem_reset,
     .prefetch = mem_prefetch,
-    .stats = mem_stats,
-    .sweep = mem_sweep,
-    .save = mem_save,
-    .load = mem_load,
+    .stats = sl__mem_stats,
+    .sweep = sl__mem_sweep,
+    .save = sl__mem_save,
+    .load = sl__mem_load,
     .destroy = mem_destroy,
 };
 

@@ -21,7 +21,7 @@
 #include "rig.h"
 #include "server/http/http_api.h"
 #include "server/daemon/runtime.h"
-#include "server/engine/decide.h"
+#include "server/daemon/wiring.h"
 
 #define WORKERS 2
 #define MAX_OWNED 32
@@ -186,7 +186,7 @@ static fx_t *fx_new(const char *yaml) {
     assert_non_null(f->d.counters);
     memset(f->d.counters, 0, sizeof(sld_counters_t) * WORKERS);
     f->d.ncounters = WORKERS;
-    assert_int_equal(sld_decide_engine_new(&f->d, &f->d.engine), SL_OK);
+    assert_int_equal(sld_daemon_engine_new(&f->d), SL_OK);
     f->d.config = (sld_config_hooks_t){.edit = sld_runtime_edit, .reload = sld_runtime_reload};
     fake_now = SEC(1000);
     set_peer(f, "127.0.0.1");

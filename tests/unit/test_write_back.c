@@ -17,6 +17,7 @@
 #include "server/daemon/runtime.h"
 #include "server/engine/policies.h"
 #include "server/engine/remote.h"
+#include "server/daemon/wiring.h"
 #include "server/engine/write_back.h"
 #include "server/observe/metrics.h"
 
@@ -54,7 +55,8 @@ static void node_start(node_t *n, uint32_t nodes) {
     assert_int_equal(sl_limiter_new(n->d.store, &lo, &n->d.limiter), SL_OK);
     if (sld_remote_new(rt->cfg, 1, &n->d.remote, err, sizeof err) != SL_OK)
         fail_msg("store refused: %s", err);
-    assert_int_equal(sld_write_back_start(&n->d, &loop, &n->w), SL_OK);
+    sld_runtime_hooks_t hooks = sld_daemon_runtime_hooks(&n->d);
+    assert_int_equal(sld_write_back_start(&hooks, n->d.store, n->d.remote, &loop, &n->w), SL_OK);
     n->p = sld_policies_find(rt->policies, "p", 1, "k", 1, NULL, NULL);
     assert_non_null(n->p);
 }

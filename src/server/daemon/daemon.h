@@ -17,6 +17,7 @@
 #include "server/keys/forward.h"
 #include "server/observe/metrics.h"
 #include "server/observe/stats.h"
+#include "server/engine/decide.h"
 #include "server/engine/policies.h"
 #include "sluice.h"
 #include "server/engine/throttle.h"
@@ -79,6 +80,7 @@ typedef struct sld_daemon {
     struct sld_rules *rules;                /* policies kept in Redis (with remote) */
     struct sld_write_back *write_back;      /* store.sync: write_back (with remote) */
     struct sld_engine *engine;              /* decides for every front, whatever the store (engine.h) */
+    sld_decide_ctx_t decide;                /* the engine's store kind's context (wiring.h) */
     _Atomic(sld_runtime_t *) runtime;
     sld_throttles_t *throttles;             /* CL.THROTTLE / GCRA parameter sets */
     sld_stats_t stats;

@@ -6,17 +6,15 @@
 
 #include "core/policy.h"
 #include "server/engine/decide.h"
-#include "server/engine/remote.h"
-#include "server/engine/write_back.h"
 #include "store/redis/script.h"
 
 /* ---- counting (the engine's hooks) ------------------------------------------------------------ */
 
 static void account(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned flags,
                     const sl_decision_t *out) {
-    sld_daemon_t *d = ctx;
-    if (rc != SL_OK && rc != SL_EINVAL && rc != SL_ERANGE) /* not the client's mistake */
-        atomic_fetch_add(&d->stats.decision_errors, 1);
+    sld_decide_ctx_t *d = ctx;
+    if (rc != SL_OK && rc != SL_EINVAL && rc != SL_ERANGE && d->stats) /* not the client's mistake */
+        atomic_fetch_add(&d->stats->decision_errors, 1);
     if (rc != SL_OK || (flags & SL_DECIDE_PEEK))
         return;
     if (d->metrics) /* INFO's totals are these, summed */
@@ -28,13 +26,13 @@ static void account(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned 
 static int memory_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
                          sl_limit_report_t *limits, sld_job_t *job) {
     (void)worker, (void)job;
-    sld_daemon_t *d = ctx;
+    sld_decide_ctx_t *d = ctx;
     return sl_decide(d->limiter, r->p, r->key, r->key_len, r->cost, r->flags, out, limits);
 }
 
 static int memory_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job) {
     (void)worker, (void)job;
-    sld_daemon_t *d = ctx;
+    sld_decide_ctx_t *d = ctx;
     return sl_reset(d->limiter, r->p, r->key, r->key_len);
 }
 
@@ -42,12 +40,16 @@ static int memory_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_
  * turn (remote.c), one round trip per node. */
 static void batch_begin(void *ctx, uint32_t worker) {
     (void)worker;
-    sld_batch_begin(ctx);
+    sld_decide_ctx_t *d = ctx;
+    if (d->batch_begin)
+        d->batch_begin(d->rt.ctx);
 }
 
 static void batch_flush(void *ctx, uint32_t worker) {
-    (void)ctx, (void)worker;
-    sld_batch_end();
+    (void)worker;
+    sld_decide_ctx_t *d = ctx;
+    if (d->batch_end)
+        d->batch_end();
 }
 
 const sld_store_kind_t sld_kind_memory = {
@@ -61,12 +63,12 @@ const sld_store_kind_t sld_kind_memory = {
 /* ---- Redis strict ------------------------------------------------------------------------------ */
 
 /* Answers without the shared store, by the policy's on_store_failure. */
-static int fall_back(sld_daemon_t *d, const sld_request_t *r, sl_decision_t *out,
+static int fall_back(sld_decide_ctx_t *d, const sld_request_t *r, sl_decision_t *out,
                      sl_limit_report_t *limits) {
     const sld_origin_t *o = &r->origin;
     const sl_policy_t *p = r->p;
     sld_store_failure_t mode;
-    const sl_policy_t *local = sld_policies_fallback(o->rt->policies, o->index, p, &mode);
+    const sl_policy_t *local = sld_policies_fallback(d->rt.policies(o->rt), o->index, p, &mode);
     if (o->index == SIZE_MAX && o->local)
         local = o->local;
     sld_remote_count_fallback(d->remote, mode);
@@ -74,7 +76,7 @@ static int fall_back(sld_daemon_t *d, const sld_request_t *r, sl_decision_t *out
         return sl_decide(d->limiter, local, r->key, r->key_len, r->cost, r->flags, out, limits);
     /* open or closed: no state anywhere says more than the limits themselves */
     bool open = mode == SLD_FAIL_OPEN;
-    sl_usec_t retry = open ? 0 : o->rt->cfg->breaker_cooldown;
+    sl_usec_t retry = open ? 0 : d->rt.config(o->rt)->breaker_cooldown;
     memset(out, 0, sizeof *out);
     out->allowed = open;
     out->limited = !open;
@@ -95,45 +97,39 @@ static int fall_back(sld_daemon_t *d, const sld_request_t *r, sl_decision_t *out
     return SL_OK;
 }
 
-static void pin(const struct sld_runtime *rt, int delta) {
-    if (delta > 0)
-        atomic_fetch_add(&((sld_runtime_t *)rt)->pins, 1);
-    else
-        atomic_fetch_sub(&((sld_runtime_t *)rt)->pins, 1);
-}
-
 static void on_remote(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *limits) {
     sld_job_t *job = arg;
     const sld_request_t *r = sld_job_request(job);
     const struct sld_runtime *rt = r->origin.rt;
+    sld_decide_ctx_t *d = sld_job_store(job);
     sl_decision_t out;
     sl_limit_report_t reports[SL_MAX_LIMITS];
     if (rc == SL_OK) {
         out = *dec;
         memcpy(reports, limits, sl_policy_limit_count(r->p) * sizeof *reports);
     } else {
-        rc = fall_back(sld_job_store(job), r, &out, reports);
+        rc = fall_back(d, r, &out, reports);
     }
     sld_job_done(job, rc, &out, reports);
-    pin(rt, -1);
+    d->rt.pin(rt, -1);
 }
 
 static int redis_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
                         sl_limit_report_t *limits, sld_job_t *job) {
-    sld_daemon_t *d = ctx;
+    sld_decide_ctx_t *d = ctx;
     if (job == NULL) /* the caller cannot wait: this daemon's memory */
         return memory_decide(ctx, worker, r, out, limits, NULL);
     sld_job_t *kept = sld_job_keep(job);
     if (kept == NULL)
         return SL_ENOMEM;
-    sl_usec_t now = sld_remote_clock_local(d->remote) ? sld_now(d) : SL__REDIS_SERVER_TIME;
-    pin(r->origin.rt, +1);
+    sl_usec_t now = sld_remote_clock_local(d->remote) ? d->rt.now(d->rt.ctx) : SL__REDIS_SERVER_TIME;
+    d->rt.pin(r->origin.rt, +1);
     const sld_request_t *kr = sld_job_request(kept);
     if (sld_remote_evaluate(d->remote, worker, kr->p, kr->key, kr->key_len, kr->cost,
                             (kr->flags & SL_DECIDE_PEEK) != 0, now, on_remote, kept) == SL_OK)
         return SLD_PENDING;
     /* not even sent (breaker open, no connection): the fallback answers now */
-    pin(r->origin.rt, -1);
+    d->rt.pin(r->origin.rt, -1);
     sld_job_drop(kept);
     return fall_back(d, r, out, limits);
 }
@@ -143,10 +139,10 @@ static void on_reset(void *arg, int rc) {
 }
 
 static int redis_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job) {
-    sld_daemon_t *d = ctx;
+    sld_decide_ctx_t *d = ctx;
     /* the local fallback's state goes too, so a reset key is new everywhere */
     sld_store_failure_t mode;
-    sl_reset(d->limiter, sld_policies_fallback(r->origin.rt->policies, r->origin.index, r->p, &mode),
+    sl_reset(d->limiter, sld_policies_fallback(d->rt.policies(r->origin.rt), r->origin.index, r->p, &mode),
              r->key, r->key_len);
     if (job == NULL)
         return SL_EIO; /* Redis answers later, and nobody can wait */
@@ -160,12 +156,12 @@ static int redis_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_j
 }
 
 static int redis_attach(void *ctx, uint32_t worker, struct uv_loop_s *loop) {
-    sld_daemon_t *d = ctx;
+    sld_decide_ctx_t *d = ctx;
     return sld_remote_attach(d->remote, worker, loop);
 }
 
 static void redis_detach(void *ctx, uint32_t worker, void (*done)(void *arg), void *arg) {
-    sld_daemon_t *d = ctx;
+    sld_decide_ctx_t *d = ctx;
     sld_remote_detach(d->remote, worker, done, arg);
 }
 
@@ -180,7 +176,7 @@ static bool redis_supports(void *ctx, const sl_policy_t *p, const char **why) {
 }
 
 static void redis_status(void *ctx, sld_store_status_t *out) {
-    sld_daemon_t *d = ctx;
+    sld_decide_ctx_t *d = ctx;
     sld_remote_stats_t rs;
     sld_remote_stats(d->remote, &rs);
     out->shared = true;
@@ -199,7 +195,7 @@ static void redis_status(void *ctx, sld_store_status_t *out) {
 
 static int redis_share_rules(void *ctx, uint32_t worker, const char *name, const char *json,
                              size_t json_len, void (*fn)(void *arg, int rc), void *arg) {
-    sld_daemon_t *d = ctx;
+    sld_decide_ctx_t *d = ctx;
     return sld_remote_share_rule(d->remote, worker, name, json, json_len, fn, arg);
 }
 
@@ -229,7 +225,7 @@ static int write_back_decide(void *ctx, uint32_t worker, const sld_request_t *r,
 
 /* Here, in the journal and in Redis; the others' copies at their next sync. */
 static int write_back_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job) {
-    sld_daemon_t *d = ctx;
+    sld_decide_ctx_t *d = ctx;
     if (!r->p->write_back)
         return redis_reset(ctx, worker, r, job);
     sl_reset(d->limiter, r->p, r->key, r->key_len);
@@ -255,7 +251,7 @@ static int write_back_reset(void *ctx, uint32_t worker, const sld_request_t *r, 
 }
 
 static void write_back_status(void *ctx, sld_store_status_t *out) {
-    sld_daemon_t *d = ctx;
+    sld_decide_ctx_t *d = ctx;
     redis_status(ctx, out);
     if (d->write_back == NULL)
         return;
@@ -285,7 +281,7 @@ const sld_store_kind_t sld_kind_write_back = {
     .share_rules = redis_share_rules,
 };
 
-int sld_decide_engine_new(sld_daemon_t *d, sld_engine_t **out) {
+int sld_decide_engine_new(sld_decide_ctx_t *d, sld_engine_t **out) {
     const sld_store_kind_t *kind = d->remote == NULL ? &sld_kind_memory
                                    : d->write_back   ? &sld_kind_write_back
                                                      : &sld_kind_redis;

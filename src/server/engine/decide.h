@@ -10,17 +10,38 @@
 #ifndef SL_SERVER_DECIDE_H
 #define SL_SERVER_DECIDE_H
 
-#include "server/daemon/daemon.h"
 #include "server/engine/engine.h"
+#include "server/engine/remote.h"
+#include "server/engine/runtime_hooks.h"
+#include "server/engine/write_back.h"
+#include "server/observe/metrics.h"
+#include "server/observe/stats.h"
+#include "sluice.h"
 
-/* The memory store, Redis strict, write-back. ctx: the daemon. */
+/* What the store kinds work with, built by the daemon at start (it keeps
+ * it: the engine holds a pointer to it). */
+typedef struct sld_decide_ctx {
+    sl_limiter_t *limiter;           /* the memory store, and the fallback's */
+    sld_remote_t *remote;            /* the Redis store; NULL: memory only */
+    sld_write_back_t *write_back;    /* with remote: store.sync write_back */
+    sld_metrics_t *metrics;          /* decisions counted for /metrics; NULL: none */
+    sld_stats_t *stats;              /* decision_errors; NULL: not counted */
+    sld_runtime_hooks_t rt;          /* a request's runtime (pin, policies, config), the clock */
+    /* Requests of one read are decided at one instant: one clock read
+     * between these (rt.ctx; NULL: a clock read per decision). */
+    void (*batch_begin)(void *ctx);
+    void (*batch_end)(void);
+} sld_decide_ctx_t;
+
+/* The memory store, Redis strict, write-back. ctx: an sld_decide_ctx_t. */
 extern const sld_store_kind_t sld_kind_memory;
 extern const sld_store_kind_t sld_kind_redis;
 extern const sld_store_kind_t sld_kind_write_back;
 
-/* An engine over d's store: memory without d->remote, else Redis strict,
- * or write-back with d->write_back. Decisions are counted in d's counters,
- * stats and metrics. */
-int sld_decide_engine_new(sld_daemon_t *d, sld_engine_t **out);
+/* An engine over ctx's store: memory without ctx->remote, else Redis
+ * strict, or write-back with ctx->write_back. Decisions are counted in
+ * ctx's stats and metrics. ctx is kept, not copied: it must outlive the
+ * engine. */
+int sld_decide_engine_new(sld_decide_ctx_t *ctx, sld_engine_t **out);
 
 #endif

@@ -4,9 +4,9 @@
  * Every front (RESP, HTTP, and the gateway and gRPC to come) decides here
  * and never learns which store is behind. The store is a *kind*: a small
  * table of hooks (sld_store_kind_t) with its context, in the manner of
- * hiredis's adapter hooks (async.h). Three kinds exist (decide.h): memory,
- * Redis strict, and write-back; the daemon picks one at start. A test gives
- * its own (tests/unit/test_engine.c).
+ * the Redis C client's event-loop adapter hooks. Three kinds exist
+ * (decide.h): memory, Redis strict, and write-back; the daemon picks one at
+ * start. A test gives its own (tests/unit/test_engine.c).
  *
  * A decision either comes back at once (the call returns SL_OK or an error
  * with *out filled, and the callback is never called) or later: the call

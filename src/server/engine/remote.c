@@ -1,8 +1,10 @@
 /* remote.c -- the daemon's side of the Redis store (see remote.h).
  *
- * One client per worker loop; an evaluation is built by script.c, sent by
- * client.c and read back by script.c. This file only ties them to the
- * workers and counts what happens; the fallbacks are decide.c's.
+ * One client per worker loop; an evaluation is built and read back in
+ * store/redis/ (evaluate_call.c over script.c) and sent by client.c. This
+ * file only ties them to the workers, batches by instant and slot, and
+ * counts what happens; the fallbacks are decide.c's. It reads no Redis
+ * reply itself.
  */
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -12,12 +14,13 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include <hiredis/hiredis.h>
-
 #include "server/base/log.h"
 #include "server/engine/remote.h"
 #include "store/redis/client.h"
+#include "store/redis/command.h"
+#include "store/redis/evaluate_call.h"
 #include "store/redis/resolve.h"
+#include "store/redis/rules_feed.h"
 #include "store/redis/script.h"
 #include "store/redis/url.h"
 
@@ -268,43 +271,25 @@ static void answer(sld_remote_t *r, queued_t *q, int rc, const sl_decision_t *d,
     fn(arg, rc, d, limits);
 }
 
-static void on_batch_reply(void *arg, sl__redis_status_t status, const redisReply *reply) {
+/* One request's answer (evaluate_call.h): the batch's own bookkeeping at
+ * the first, then the request's caller. */
+static void on_batch_answer(void *arg, size_t i, sl__redis_status_t status, int rc,
+                            const sl_decision_t *d, const sl_limit_report_t *limits, const char *why) {
     batch_t *b = arg;
     sld_remote_t *r = b->r;
-    sl__redis_eval_req_t reqs[SL__REDIS_MAX_BATCH];
-    for (size_t i = 0; i < b->n; i++)
-        reqs[i] = b->items[i]->req;
-    if (status == SL__REDIS_TIMEOUT)
-        atomic_fetch_add_explicit(&r->timeouts, b->n, memory_order_relaxed);
-    if (status != SL__REDIS_OK || !atomic_load_explicit(&b->w->up, memory_order_relaxed))
-        publish(b->w);
-    size_t offsets[SL__REDIS_MAX_BATCH];
-    const char *batch_why = NULL;
-    int batch_rc = status != SL__REDIS_OK ? SL_EIO
-                   : b->n == 1           ? SL_OK
-                                         : sl__redis_batch_offsets(reqs, b->n, reply, offsets, &batch_why);
-    for (size_t i = 0; i < b->n; i++) {
-        sl_decision_t d;
-        sl_limit_report_t limits[SL_MAX_LIMITS];
-        int rc = SL_EIO;
-        if (status == SL__REDIS_OK) {
-            const char *why = batch_why;
-            rc = batch_rc != SL_OK ? batch_rc
-                 : b->n == 1       ? sl__redis_parse_evaluate(reqs[0].p, reply, &d, limits, &why)
-                                   : sl__redis_parse_evaluate_at(&reqs[i], reply, offsets[i], &d, limits, &why);
-            if (rc != SL_OK) {
-                rc = SL_EIO;
-                if (!atomic_exchange(&r->warned_reply, true))
-                    sld_error("store: unusable answer from Redis (%s%s%.*s); deciding by "
-                              "on_store_failure (logged once)", why ? why : "?",
-                              reply && reply->type == REDIS_REPLY_ERROR ? ": " : "",
-                              reply && reply->type == REDIS_REPLY_ERROR ? (int)(reply->len > 200 ? 200 : reply->len) : 0,
-                              reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "");
-            }
-        }
-        answer(r, b->items[i], rc, &d, limits);
+    if (i == 0) {
+        if (status == SL__REDIS_TIMEOUT)
+            atomic_fetch_add_explicit(&r->timeouts, b->n, memory_order_relaxed);
+        if (status != SL__REDIS_OK || !atomic_load_explicit(&b->w->up, memory_order_relaxed))
+            publish(b->w);
     }
-    free(b);
+    if (rc != SL_OK && status == SL__REDIS_OK && !atomic_exchange(&r->warned_reply, true))
+        sld_error("store: unusable answer from Redis (%s); deciding by on_store_failure (logged once)",
+                  why ? why : "?");
+    bool last = i + 1 == b->n;
+    answer(r, b->items[i], rc, d, limits);
+    if (last)
+        free(b);
 }
 
 /* Sends what the worker has gathered as one EVALSHA. What cannot be sent is
@@ -320,26 +305,19 @@ static void flush_batch(sld_remote_t *r, remote_worker_t *w, bool answer_now) {
     memcpy(items, w->queue, n * sizeof *items);
     w->nqueued = 0;
     batch_t *b = malloc(sizeof *b);
-    sl__redis_eval_req_t reqs[SL__REDIS_MAX_BATCH];
-    for (size_t i = 0; i < n; i++)
-        reqs[i] = items[i]->req;
-    sl__redis_call_t call;
-    int rc = b == NULL || w->client == NULL ? SL_ENOMEM
-             : n == 1 ? sl__redis_build_evaluate(reqs[0].p, reqs[0].key, reqs[0].key_len, reqs[0].cost,
-                                                 w->batch_now, reqs[0].peek, &call)
-                      : sl__redis_build_evaluate_batch(reqs, n, w->batch_now, &call);
-    if (rc == SL_OK) {
+    if (b != NULL && w->client != NULL) {
+        sl__redis_eval_req_t reqs[SL__REDIS_MAX_BATCH];
+        for (size_t i = 0; i < n; i++)
+            reqs[i] = items[i]->req;
         b->r = r;
         b->w = w;
         b->n = n;
         memcpy(b->items, items, n * sizeof *b->items);
-        int st = sl__redis_client_send(w->client, call.key, call.key_len, call.argc, call.argv,
-                                       call.argvlen, sl__redis_evaluate_lua,
-                                       sl__redis_evaluate_lua_len, on_batch_reply, b);
-        sl__redis_call_free(&call);
+        int st = sl__redis_evaluate_send(w->client, reqs, n, w->batch_now, on_batch_answer, b);
         if (st == 0)
             return;
-        publish(w);
+        if (st > 0) /* not sent: the client's state tells why */
+            publish(w);
     }
     free(b);
     for (size_t i = 0; i < n; i++) {
@@ -409,61 +387,32 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
     return SL_OK;
 }
 
-typedef void (*raw_fn_t)(void *arg, const redisReply *reply);
-
-typedef struct raw_call {
-    remote_worker_t *w;
-    raw_fn_t fn;
-    void *arg;
-} raw_call_t;
-
-static void on_raw_reply(void *arg, sl__redis_status_t status, const redisReply *reply) {
-    raw_call_t *c = arg;
-    if (status != SL__REDIS_OK || !atomic_load_explicit(&c->w->up, memory_order_relaxed))
-        publish(c->w);
-    raw_fn_t fn = c->fn;
-    void *fn_arg = c->arg;
-    free(c);
-    fn(fn_arg, status == SL__REDIS_OK ? reply : NULL);
-}
-
-/* Any command from worker `worker`: fn gets the reply, or NULL when there
- * is none (timeout, down). */
-static int remote_command(sld_remote_t *r, uint32_t worker, const char *key, size_t key_len, int argc,
-                          const char *const *argv, const size_t *argvlen, raw_fn_t fn, void *arg) {
-    remote_worker_t *w = &r->workers[worker];
-    raw_call_t *c = malloc(sizeof *c);
-    if (c == NULL || w->client == NULL) {
-        free(c);
-        return SL_EIO;
-    }
-    *c = (raw_call_t){w, fn, arg};
-    if (sl__redis_client_send(w->client, key, key_len, argc, argv, argvlen, NULL, 0, on_raw_reply, c) != 0) {
-        free(c);
-        return SL_EIO;
-    }
-    return SL_OK;
-}
-
 typedef struct int_call {
+    remote_worker_t *w;
     sld_remote_done_fn fn;
     void *arg;
 } int_call_t;
 
-static void on_int_reply(void *arg, const redisReply *reply) {
+static void on_int_reply(void *arg, sl__redis_status_t status, bool ok, long long value) {
+    (void)value;
     int_call_t c = *(int_call_t *)arg;
     free(arg);
-    c.fn(c.arg, reply && reply->type == REDIS_REPLY_INTEGER ? SL_OK : SL_EIO);
+    if (status != SL__REDIS_OK || !atomic_load_explicit(&c.w->up, memory_order_relaxed))
+        publish(c.w);
+    c.fn(c.arg, ok ? SL_OK : SL_EIO);
 }
 
 int sld_remote_command_int(sld_remote_t *r, uint32_t worker, const char *key, size_t key_len, int argc,
                            const char *const *argv, const size_t *argvlen, sld_remote_done_fn fn,
                            void *arg) {
+    remote_worker_t *w = &r->workers[worker];
     int_call_t *c = malloc(sizeof *c);
-    if (c == NULL)
+    if (c == NULL || w->client == NULL) {
+        free(c);
         return SL_EIO;
-    *c = (int_call_t){fn, arg};
-    if (remote_command(r, worker, key, key_len, argc, argv, argvlen, on_int_reply, c) != SL_OK) {
+    }
+    *c = (int_call_t){w, fn, arg};
+    if (sl__redis_send_int(w->client, key, key_len, argc, argv, argvlen, on_int_reply, c) != 0) {
         free(c);
         return SL_EIO;
     }
@@ -471,51 +420,31 @@ int sld_remote_command_int(sld_remote_t *r, uint32_t worker, const char *key, si
 }
 
 typedef struct share {
+    remote_worker_t *w;
     sld_remote_done_fn fn;
     void *arg;
-    int replies;       /* of the three commands */
-    bool failed;
 } share_t;
 
-static void on_shared(void *arg, int rc) {
-    share_t *sh = arg;
-    if (rc != SL_OK)
-        sh->failed = true;
-    if (++sh->replies < 3)
-        return;
-    sh->fn(sh->arg, sh->failed ? SL_EIO : SL_OK);
-    free(sh);
+static void on_shared(void *arg, bool ok) {
+    share_t sh = *(share_t *)arg;
+    free(arg);
+    if (!ok)
+        publish(sh.w);
+    sh.fn(sh.arg, ok ? SL_OK : SL_EIO);
 }
 
 int sld_remote_share_rule(sld_remote_t *r, uint32_t worker, const char *name, const char *json,
                           size_t json_len, sld_remote_done_fn fn, void *arg) {
-    size_t nlen = strlen(name);
-    const char *argv[3][4] = {{"HSET", SLD_RULES_KEY, name, json ? json : ""},
-                              {"INCR", SLD_RULES_VERSION_KEY},
-                              {"PUBLISH", SLD_RULES_CHANNEL, name}};
-    const size_t argvlen[3][4] = {{4, sizeof SLD_RULES_KEY - 1, nlen, json ? json_len : 0},
-                                  {4, sizeof SLD_RULES_VERSION_KEY - 1},
-                                  {7, sizeof SLD_RULES_CHANNEL - 1, nlen}};
-    const int argc[3] = {4, 2, 3};
-    share_t *sh = calloc(1, sizeof *sh);
-    if (sh == NULL)
-        return SL_EIO;
-    *sh = (share_t){.fn = fn, .arg = arg};
-    int sent = 0;
-    for (int i = 0; i < 3; i++) {
-        /* one slot (the {sluice} tag), one connection: they arrive in order */
-        if (sld_remote_command_int(r, worker, SLD_RULES_KEY, sizeof SLD_RULES_KEY - 1, argc[i], argv[i],
-                                   argvlen[i], on_shared, sh) != SL_OK)
-            break;
-        sent++;
-    }
-    if (sent == 0) {
+    remote_worker_t *w = &r->workers[worker];
+    share_t *sh = malloc(sizeof *sh);
+    if (sh == NULL || w->client == NULL) {
         free(sh);
         return SL_EIO;
     }
-    if (sent < 3) {
-        sh->failed = true;
-        sh->replies += 3 - sent; /* the last reply still to come answers */
+    *sh = (share_t){w, fn, arg};
+    if (sl__redis_rules_share(w->client, name, json, json_len, on_shared, sh) != 0) {
+        free(sh);
+        return SL_EIO;
     }
     return SL_OK;
 }

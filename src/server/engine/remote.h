@@ -95,13 +95,9 @@ int sld_remote_command_int(sld_remote_t *r, uint32_t worker, const char *key, si
 int sld_remote_reset(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
                      size_t key_len, sld_remote_done_fn fn, void *arg);
 
-/* Where the policies kept in Redis live (rules.h follows them). */
-#define SLD_RULES_KEY "{sluice}:rules"
-#define SLD_RULES_VERSION_KEY "{sluice}:rules:version"
-#define SLD_RULES_CHANNEL "sluice:rules"
-
 /* Stores policy `name` as `json` (NULL: its removal) in the rules of every
- * daemon: HSET, INCR of the version, PUBLISH, in order on one connection.
+ * daemon (store/redis/rules_feed.h): HSET, INCR of the version, PUBLISH,
+ * in order on one connection.
  * SL_OK: fn(arg, SL_OK) once Redis has all three, or fn(arg, SL_EIO);
  * SL_EIO: nothing could be sent (fn is not called). */
 int sld_remote_share_rule(sld_remote_t *r, uint32_t worker, const char *name, const char *json,

@@ -9,7 +9,8 @@
  * version moves (read every RULES_POLL_MS). The admin API writes there.
  *
  * Not here: the policies' format (config.c), applying a configuration
- * (runtime.c).
+ * (the daemon's runtime.c, reached through runtime_hooks.h), reading Redis
+ * (store/redis/rules_feed.c).
  */
 #ifndef SL_SERVER_RULES_H
 #define SL_SERVER_RULES_H
@@ -20,14 +21,18 @@
 
 #include <uv.h>
 
-#include "server/daemon/daemon.h"
-#include "server/engine/remote.h" /* SLD_RULES_KEY ... */
+#include "server/config/config.h"
+#include "server/engine/remote.h"
+#include "server/engine/runtime_hooks.h"
 
 
 typedef struct sld_rules sld_rules_t;
 
-/* Starts following the rules in d's Redis store, on `loop` (the main one). */
-int sld_rules_start(sld_daemon_t *d, uv_loop_t *loop, sld_rules_t **out);
+/* Starts following the rules in remote's Redis store, on `loop` (the main
+ * one), with a client of its own; rules read are applied through rt (the
+ * configuration in force, checking and applying one), copied. */
+int sld_rules_start(const sld_runtime_hooks_t *rt, const sld_remote_t *remote, uv_loop_t *loop,
+                    sld_rules_t **out);
 /* Whether the rules have been read from Redis once (or Redis could not be
  * asked): the daemon waits for it, briefly, before it serves. */
 bool sld_rules_read_once(const sld_rules_t *r);

@@ -23,7 +23,6 @@
 
 #include "server/base/log.h"
 #include "server/engine/remote.h"
-#include "server/daemon/runtime.h"
 #include "store/redis/client.h"
 #include "store/redis/cluster.h"
 #include "store/redis/url.h"
@@ -42,8 +41,11 @@ _Static_assert(SLD_JOURNAL_VERSION_BYTES == SL__REDIS_CAS_VERSION_BYTES, "one ve
 
 typedef sld_journal_entry_t entry_t;
 
+typedef const struct sld_runtime runtime_t; /* opaque: reached through w->rt */
+
 struct sld_write_back {
-    sld_daemon_t *d;
+    sld_runtime_hooks_t rt;          /* the policies in force, the clock */
+    sl_store_t *store;               /* the memory store the journal is on */
     uv_loop_t *loop;
     uv_timer_t tick;
     sl__redis_client_t *client;
@@ -98,9 +100,9 @@ static int match(void *ctx, const sl_policy_t *p) {
 
 /* The policy (or pool) an entry was journaled for, as the runtime has it
  * now; NULL when a reload removed it. */
-static const sl_policy_t *policy_of(const sld_runtime_t *rt, const entry_t *e) {
+static const sl_policy_t *policy_of(const sld_write_back_t *w, runtime_t *rt, const entry_t *e) {
     find_t f = {e->bytes, e->name_len, e->policy_id, NULL};
-    sld_policies_each(rt->policies, match, &f);
+    sld_policies_each(w->rt.policies(rt), match, &f);
     return f.found;
 }
 
@@ -109,7 +111,7 @@ static const sl_policy_t *policy_of(const sld_runtime_t *rt, const entry_t *e) {
 typedef struct job {
     sld_write_back_t *w;
     entry_t *e;
-    sld_runtime_t *rt;           /* pinned while the job lives */
+    runtime_t *rt;               /* pinned while the job lives */
     const sl_policy_t *p;
     int attempts;
     unsigned char version[VERSION_BYTES];
@@ -136,7 +138,7 @@ typedef struct batch {
 static void send_job(job_t *j);
 
 static void end_job(job_t *j) {
-    atomic_fetch_sub(&j->rt->pins, 1);
+    j->w->rt.pin(j->rt, -1);
     free(j->merged);
     free(j->key);
     free(j);
@@ -168,8 +170,8 @@ static void written(job_t *j) {
     e->known = true;
     sl__cell_t cells[SL_MAX_LIMITS];
     if (sl__cells_decode(j->p, e->shared, e->shared_len, cells) == SL_OK)
-        sl__memory_import(w->d->store, j->p, e->bytes + e->name_len, e->key_len, cells,
-                          sld_now(w->d), sld_charge_journal_pending, w->journal);
+        sl__memory_import(w->store, j->p, e->bytes + e->name_len, e->key_len, cells,
+                          w->rt.now(w->rt.ctx), sld_charge_journal_pending, w->journal);
     sld_charge_journal_written(w->journal, e);
     atomic_fetch_add_explicit(&w->syncs, 1, memory_order_relaxed);
     atomic_store_explicit(&w->last_sync, sl_clock_realtime(NULL), memory_order_relaxed);
@@ -272,7 +274,7 @@ static void fail_job(job_t *j, int st) {
 static bool prepare_job(job_t *j) {
     sld_write_back_t *w = j->w;
     entry_t *e = j->e;
-    sl_usec_t now = sld_now(w->d), recovered = 0;
+    sl_usec_t now = w->rt.now(w->rt.ctx), recovered = 0;
     free(j->merged);
     j->merged = NULL;
     free(j->key);
@@ -348,15 +350,16 @@ static void send_batch(sld_write_back_t *w, job_t **jobs, size_t n) {
 /* One key again (after a lost race): merge and send, with the policy as
  * the runtime has it now (a reload may have come since the round). */
 static void send_job(job_t *j) {
-    sld_runtime_t *rt = (sld_runtime_t *)sld_runtime(j->w->d);
+    sld_write_back_t *w = j->w;
+    runtime_t *rt = w->rt.current(w->rt.ctx);
     if (rt != j->rt) {
-        const sl_policy_t *p = policy_of(rt, j->e);
+        const sl_policy_t *p = policy_of(w, rt, j->e);
         if (p == NULL || p->nlimits > j->e->cap) {
             fail_job(j, -1);
             return;
         }
-        atomic_fetch_add(&rt->pins, 1);
-        atomic_fetch_sub(&j->rt->pins, 1);
+        w->rt.pin(rt, +1);
+        w->rt.pin(j->rt, -1);
         j->rt = rt;
         j->p = p;
     }
@@ -387,7 +390,7 @@ static void send_round(sld_write_back_t *w, job_t **jobs, size_t n) {
 
 static void on_tick(uv_timer_t *t) {
     sld_write_back_t *w = t->data;
-    sld_runtime_t *rt = (sld_runtime_t *)sld_runtime(w->d);
+    runtime_t *rt = w->rt.current(w->rt.ctx);
     entry_t *batch = NULL;
     /* a bounded round keeps the main loop responsive and the replies within
      * their deadline; what is left goes next round */
@@ -397,7 +400,7 @@ static void on_tick(uv_timer_t *t) {
     while (batch) {
         entry_t *e = batch;
         batch = e->round_next;
-        const sl_policy_t *p = policy_of(rt, e);
+        const sl_policy_t *p = policy_of(w, rt, e);
         if (p && p->nlimits > e->cap) { /* a reload outgrew the entry: a new one comes */
             sld_charge_journal_retire(w->journal, e);
             continue;
@@ -411,7 +414,7 @@ static void on_tick(uv_timer_t *t) {
             sld_charge_journal_give_back(w->journal, e);
             continue;
         }
-        atomic_fetch_add(&rt->pins, 1);
+        w->rt.pin(rt, +1);
         *j = (job_t){.w = w, .e = e, .rt = rt, .p = p};
         if (prepare_job(j))
             jobs[njobs++] = j;
@@ -424,21 +427,23 @@ static void on_tick(uv_timer_t *t) {
 
 /* ---- life -------------------------------------------------------------------------------------- */
 
-int sld_write_back_start(sld_daemon_t *d, uv_loop_t *loop, sld_write_back_t **out) {
+int sld_write_back_start(const sld_runtime_hooks_t *rt, sl_store_t *store, const sld_remote_t *remote,
+                         uv_loop_t *loop, sld_write_back_t **out) {
     sld_write_back_t *w = calloc(1, sizeof *w);
     if (w == NULL)
         return SL_ENOMEM;
-    w->d = d;
-    w->cluster = sld_remote_url(d->remote)->kind == SL__REDIS_CLUSTER;
+    w->rt = *rt;
+    w->store = store;
+    w->cluster = sld_remote_url(remote)->kind == SL__REDIS_CLUSTER;
     w->loop = loop;
-    w->interval = sld_runtime(d)->cfg->store_sync_interval;
+    w->interval = rt->config(rt->current(rt->ctx))->store_sync_interval;
     if (sld_charge_journal_new(w->interval, &w->journal) != SL_OK) {
         free(w);
         return SL_ENOMEM;
     }
     if (getrandom(&w->version_seed, sizeof w->version_seed, 0) != sizeof w->version_seed)
         w->version_seed = (uint64_t)sl_clock_realtime(NULL) * UINT64_C(0x9e3779b97f4a7c15);
-    if (sl__redis_client_new(loop, sld_remote_url(d->remote), sld_remote_options(d->remote),
+    if (sl__redis_client_new(loop, sld_remote_url(remote), sld_remote_options(remote),
                              &w->client) != 0) {
         sld_charge_journal_free(w->journal);
         free(w);
@@ -448,7 +453,7 @@ int sld_write_back_start(sld_daemon_t *d, uv_loop_t *loop, sld_write_back_t **ou
     uv_timer_init(loop, &w->tick);
     w->tick.data = w;
     uv_timer_start(&w->tick, on_tick, ms ? ms : 1, ms ? ms : 1);
-    sld_charge_journal_attach(w->journal, d->store);
+    sld_charge_journal_attach(w->journal, store);
     *out = w;
     return SL_OK;
 }
@@ -467,7 +472,7 @@ void sld_write_back_stop(sld_write_back_t *w) {
 void sld_write_back_free(sld_write_back_t *w) {
     if (w == NULL)
         return;
-    sld_charge_journal_detach(w->d->store);
+    sld_charge_journal_detach(w->store);
     sld_charge_journal_free(w->journal);
     free(w);
 }

@@ -28,11 +28,9 @@
 
 #include <uv.h>
 
+#include "server/engine/remote.h"
+#include "server/engine/runtime_hooks.h"
 #include "sluice.h"
-
-/* The daemon it syncs for (server/daemon/daemon.h, which this header does
- * not include: the daemon is a room above the engine). */
-typedef struct sld_daemon sld_daemon_t;
 
 typedef struct sld_write_back sld_write_back_t;
 
@@ -46,10 +44,12 @@ typedef struct sld_write_back_stats {
     sl_usec_t last_sync; /* us, wall clock, of the last successful sync; 0 = none */
 } sld_write_back_stats_t;
 
-/* Starts syncing d's write-back policies on `loop` (the main loop), with a
- * client of d->remote's store. Installs the journal on d->store: call it
- * before the workers serve. */
-int sld_write_back_start(sld_daemon_t *d, uv_loop_t *loop, sld_write_back_t **out);
+/* Starts syncing the write-back policies in force (rt, copied: the
+ * policies, pinned while a sync holds them, and the clock) on `loop` (the
+ * main loop), with a client of remote's store. Installs the journal on
+ * store: call it before the workers serve. */
+int sld_write_back_start(const sld_runtime_hooks_t *rt, sl_store_t *store, const sld_remote_t *remote,
+                         uv_loop_t *loop, sld_write_back_t **out);
 
 /* Stops the timer and closes the client; the loop must run on until its
  * handles are closed. Charges not synced by then stay local. */
