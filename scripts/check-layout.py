@@ -54,7 +54,7 @@ KNOWN_UPWARD = {
     ("src/server/engine/decide.h", "src/server/daemon/daemon.h"),
     ("src/server/http/http.h", "src/server/daemon/daemon.h"),
     ("src/server/http/http_api.h", "src/server/daemon/daemon.h"),
-    ("src/server/resp/commands.h", "src/server/daemon/daemon.h"),
+    ("src/server/resp/client.h", "src/server/daemon/daemon.h"),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)

@@ -57,6 +57,7 @@ struct conn {
     uint64_t last_active;  /* loop time, ms */
     sld_tcp_stall_t stall; /* whether the client still takes its replies */
     char name[64];
+    bool authed;           /* AUTH passed (requirepass) */
     bool writing;
     bool paused;           /* reading stopped by backpressure */
     bool closing;          /* close once everything owed is written */
@@ -219,6 +220,7 @@ static void process(conn_t *c) {
                            .counters = c->w->counters, .replies = &c->replies,
                            .worker = (uint32_t)(c->w->counters - d->counters), .id = c->id};
     memcpy(client.name, c->name, sizeof c->name);
+    client.authed = c->authed;
     sld_arg_t argv[MAX_ARGS];
     size_t off = 0;
     sld_engine_batch_begin(d->engine, client.worker);
@@ -257,6 +259,7 @@ static void process(conn_t *c) {
     }
     sld_engine_batch_flush(d->engine, client.worker);
     memcpy(c->name, client.name, sizeof c->name);
+    c->authed = client.authed;
     sld_buf_consume(&c->in, off);
     if (c->w->stopping && !c->paused)
         c->closing = true; /* what was read is answered (also after a pause); nothing more is */

@@ -206,6 +206,8 @@ void sld_metrics_render(sld_metrics_t *m, const sld_figures_t *f, const sld_stor
          (double)atomic_load(&stats->connections_rejected)},
         {"sluice_protocol_errors_total", "counter", "RESP connections closed for bad input.",
          (double)atomic_load(&stats->protocol_errors)},
+        {"sluice_auth_failures_total", "counter", "RESP AUTH attempts with a wrong password.",
+         (double)atomic_load(&stats->auth_failures)},
         {"sluice_decision_errors_total", "counter", "Decisions the store could not make (full, failing).",
          (double)atomic_load(&stats->decision_errors)},
         {"sluice_idle_timeouts_total", "counter", "Connections closed for idleness.",

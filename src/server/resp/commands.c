@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "server/resp/commands.h"
+#include "server/resp/auth.h"
 #include "server/resp/throttle_args.h"
 #include "server/engine/engine.h"
 #include "server/base/log.h"
@@ -288,12 +289,6 @@ static void cmd_select(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
         sld_reply_error(c->out, "ERR DB index is out of range (sluice has database 0 only)");
 }
 
-static void cmd_auth(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
-    (void)argv, (void)argc;
-    sld_reply_error(c->out, "ERR AUTH <password> called without any password configured for the "
-                            "default user. Are you sure your configuration is correct?");
-}
-
 /* HELLO [protover ...]: RESP2 only. */
 static void cmd_hello(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     int64_t proto = 2;
@@ -301,6 +296,9 @@ static void cmd_hello(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
         sld_reply_error(c->out, "NOPROTO sorry, this protocol version is not supported");
         return;
     }
+    for (size_t i = 2; i + 2 < argc; i++) /* AUTH user pass: the reply is written on failure */
+        if (sld_arg_is(&argv[i], "AUTH") && sld_auth_check(c, &argv[i + 1], &argv[i + 2]) != SL_OK)
+            return;
     sld_reply_array(c->out, 14);
     sld_reply_bulk_str(c->out, "server");
     sld_reply_bulk_str(c->out, "sluice");
@@ -354,7 +352,7 @@ static void cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 static void cmd_command(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 
 static const command_t table[] = {
-    {"AUTH", -2, cmd_auth, 0, false},
+    {"AUTH", -2, sld_cmd_auth, 0, false},
     {"CL.THROTTLE", -5, cmd_cl_throttle, 1, false},
     {"CLIENT", -2, cmd_client, 0, false},
     {"COMMAND", -1, cmd_command, 0, false},
@@ -469,13 +467,14 @@ static void cmd_info(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
         sld_buf_printf(&b,
                        "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
                        "rejected_connections:%llu\r\ndecisions_allowed:%llu\r\ndecisions_denied:%llu\r\n"
-                       "protocol_errors:%llu\r\nidle_timeouts:%llu\r\nconfig_reloads:%llu\r\n"
+                       "protocol_errors:%llu\r\nauth_failures:%llu\r\nidle_timeouts:%llu\r\nconfig_reloads:%llu\r\n"
                        "config_reload_failures:%llu\r\nconfig_generation:%llu\r\npolicies:%zu\r\n\r\n",
                        (unsigned long long)atomic_load(&s->connections_received),
                        (unsigned long long)commands,
                        (unsigned long long)atomic_load(&s->connections_rejected),
                        (unsigned long long)allowed, (unsigned long long)denied,
                        (unsigned long long)atomic_load(&s->protocol_errors),
+                       (unsigned long long)atomic_load(&s->auth_failures),
                        (unsigned long long)atomic_load(&s->idle_closed),
                        (unsigned long long)atomic_load(&s->reloads),
                        (unsigned long long)atomic_load(&s->reload_failures),
@@ -543,6 +542,8 @@ static const command_t *lookup(const sld_arg_t *name) {
 
 void sld_command(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     sld_count(&c->counters->commands);
+    if (!sld_auth_gate(c, argv, argc))
+        return;
     const command_t *cmd = lookup(&argv[0]);
     if (cmd == NULL || (cmd->test_only && !c->d->test_clock)) {
         sld_reply_errorf(c->out, "ERR unknown command '%.*s', with args beginning with: %s",
