@@ -45,7 +45,7 @@ KNOWN_UPWARD = {
     ("src/server/net/server.h", "src/server/daemon/daemon.h"),
     ("src/server/http/http.h", "src/server/daemon/daemon.h"),
     ("src/server/http/http_api.h", "src/server/daemon/daemon.h"),
-    ("src/server/resp/commands.h", "src/server/daemon/daemon.h"),
+    ("src/server/resp/client.h", "src/server/daemon/daemon.h"),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)

@@ -27,6 +27,29 @@ static void test_one_policy_per_parameter_set(void **state) {
     sld_throttles_free(t);
 }
 
+static void test_list_every_set(void **state) {
+    (void)state;
+    sld_throttles_t *t;
+    assert_int_equal(sld_throttles_new(2, &t), SL_OK);
+    const sl_policy_t *got[8], *locals[8], *p[3], *l[3];
+    assert_int_equal(sld_throttles_list(t, got, locals, 8), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(sld_throttles_get(t, 10 + i, 1000000000, &p[i], &l[i]), SL_OK);
+    assert_int_equal(sld_throttles_list(t, got, locals, 8), 3);
+    for (int i = 0; i < 3; i++) { /* each set once, with its own share */
+        int seen = 0;
+        for (int k = 0; k < 3; k++)
+            if (got[k] == p[i]) {
+                seen++;
+                assert_ptr_equal(locals[k], l[i]);
+                assert_ptr_not_equal(locals[k], got[k]);
+            }
+        assert_int_equal(seen, 1);
+    }
+    assert_int_equal(sld_throttles_list(t, got, locals, 2), 2); /* bounded by max */
+    sld_throttles_free(t);
+}
+
 static void test_distinct_sets_are_bounded(void **state) {
     (void)state;
     sld_throttles_t *t;
@@ -107,6 +130,7 @@ static void test_threads_racing_share_one_policy(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_policy_per_parameter_set),
+        cmocka_unit_test(test_list_every_set),
         cmocka_unit_test(test_distinct_sets_are_bounded),
         cmocka_unit_test(test_out_of_range_parameters),
         cmocka_unit_test(test_one_node_share),

@@ -35,7 +35,10 @@
 #define DEFAULT_HTTP "127.0.0.1:8090"
 #define DEFAULT_USER_HEADER "Authorization"
 
-static int get_admin_token(ctx_t *c, const char *text, char **out) {
+/* A secret (admin_token, requirepass): a literal, or "env:NAME" read from
+ * the environment now. `field` names it in messages, which never quote the
+ * secret itself. */
+static int get_secret(ctx_t *c, const char *field, const char *text, char **out) {
     const char *token = text;
     if (strncmp(text, "env:", 4) == 0) {
         const char *var = text + 4;
@@ -44,25 +47,24 @@ static int get_admin_token(ctx_t *c, const char *text, char **out) {
             ok = isalnum((unsigned char)*s) || *s == '_';
         char b[SHOW_MAX + 8];
         if (!ok)
-            return sld__cfg_bad(c, "admin_token", "\"%s\" is not an environment variable name",
+            return sld__cfg_bad(c, field, "\"%s\" is not an environment variable name",
                                 sld__cfg_show(var, b));
         token = getenv(var);
         if (token == NULL)
-            return sld__cfg_bad(c, "admin_token", "environment variable %s is not set", var);
+            return sld__cfg_bad(c, field, "environment variable %s is not set", var);
         if (token[0] == '\0')
-            return sld__cfg_bad(c, "admin_token", "environment variable %s is empty", var);
+            return sld__cfg_bad(c, field, "environment variable %s is empty", var);
     }
-    /* never quote the token itself in a message */
+    const char *what = strcmp(field, "requirepass") == 0 ? "a password" : "a token";
     size_t n = strlen(token);
     if (n < MIN_TOKEN)
-        return sld__cfg_bad(c, "admin_token",
-                            "a token needs at least %d characters (this one has %zu)", MIN_TOKEN,
-                            n);
+        return sld__cfg_bad(c, field, "%s needs at least %d characters (this one has %zu)", what,
+                            MIN_TOKEN, n);
     if (n > MAX_TOKEN)
-        return sld__cfg_bad(c, "admin_token", "a token has at most %d characters", MAX_TOKEN);
+        return sld__cfg_bad(c, field, "%s has at most %d characters", what, MAX_TOKEN);
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)token[i] <= 0x20 || (unsigned char)token[i] >= 0x7f)
-            return sld__cfg_bad(c, "admin_token", "a token is printable ASCII without spaces");
+            return sld__cfg_bad(c, field, "%s is printable ASCII without spaces", what);
     return (*out = sld__cfg_dup(c, token)) ? SL_OK : SL_ENOMEM;
 }
 
@@ -276,7 +278,9 @@ static int get_config(ctx_t *c, const raw_config_t *r, sld_config_t *cfg) {
         if ((cfg->user_header = sld__cfg_dup(c, r->user_header)) == NULL)
             return SL_ENOMEM;
     }
-    if (r->admin_token && (rc = get_admin_token(c, r->admin_token, &cfg->admin_token)))
+    if (r->admin_token && (rc = get_secret(c, "admin_token", r->admin_token, &cfg->admin_token)))
+        return rc;
+    if (r->requirepass && (rc = get_secret(c, "requirepass", r->requirepass, &cfg->requirepass)))
         return rc;
 
     if (r->policies_count == 0)
@@ -458,5 +462,6 @@ void sld_config_free(sld_config_t *config) {
     free(config->store_url);
     free(config->user_header);
     free(config->admin_token);
+    free(config->requirepass);
     free(config);
 }

@@ -95,6 +95,8 @@ typedef struct sld_config {
     uint32_t ipv6_prefix;            /* key IPv6 clients by this prefix; default 64 */
     char *user_header;               /* HTTP header naming the user; default "Authorization" */
     char *admin_token;               /* NULL = admin API off; "env:NAME" reads $NAME at load */
+    char *requirepass;               /* the RESP front's password (AUTH), as admin_token;
+                                        NULL = no password */
     uint32_t auth_deny_status;       /* forward-auth's answer to a denied request: 401, 403,
                                         429 (default) or 503 */
 

@@ -68,6 +68,7 @@ sld_config_t *sld_config_edit(const sld_config_t *cfg, const sld_policy_t *put,
     c->store_url = dup_or_null(cfg->store_url, &ok);
     c->user_header = dup_or_null(cfg->user_header, &ok);
     c->admin_token = dup_or_null(cfg->admin_token, &ok);
+    c->requirepass = dup_or_null(cfg->requirepass, &ok);
     if (cfg->ntrusted_proxies &&
         (c->trusted_proxies = calloc(cfg->ntrusted_proxies, sizeof(char *))) == NULL)
         ok = false;

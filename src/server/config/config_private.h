@@ -100,7 +100,7 @@ typedef struct raw_config {
     raw_store_t *store;
     char **trusted_proxies;
     unsigned trusted_proxies_count;
-    char *ipv6_prefix, *user_header, *admin_token, *auth_deny_status;
+    char *ipv6_prefix, *user_header, *admin_token, *requirepass, *auth_deny_status;
     raw_policy_t *policies;
     unsigned policies_count;
 } raw_config_t;

@@ -118,6 +118,7 @@ static const cyaml_schema_field_t config_fields[] = {
     STR("ipv6_prefix", OPT, raw_config_t, ipv6_prefix),
     STR("user_header", OPT, raw_config_t, user_header),
     STR("admin_token", OPT, raw_config_t, admin_token),
+    STR("requirepass", OPT, raw_config_t, requirepass),
     STR("auth_deny_status", OPT, raw_config_t, auth_deny_status),
     CYAML_FIELD_SEQUENCE("policies", NULLABLE, raw_config_t, policies, &policy_entry, 0,
                          MAX_POLICIES),

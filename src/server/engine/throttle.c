@@ -129,3 +129,16 @@ int sld_throttles_get(sld_throttles_t *t, int64_t max_burst, int64_t interval_ns
     }
     return rc;
 }
+
+size_t sld_throttles_list(sld_throttles_t *t, const sl_policy_t **policies,
+                          const sl_policy_t **locals, size_t max) {
+    size_t n = 0;
+    for (size_t i = 0; i < SLOTS && n < max; i++) {
+        entry_t *e = atomic_load_explicit(&t->slots[i], memory_order_acquire);
+        if (e) {
+            policies[n] = e->policy;
+            locals[n++] = e->local ? e->local : e->policy;
+        }
+    }
+    return n;
+}

@@ -30,4 +30,12 @@ void sld_throttles_free(sld_throttles_t *t);
 int sld_throttles_get(sld_throttles_t *t, int64_t max_burst, int64_t interval_ns,
                       const sl_policy_t **out, const sl_policy_t **local);
 
+/* Every parameter set compiled so far, at most max: its policy in
+ * policies[i] and its local share in locals[i] (the policy itself with one
+ * node). Returns how many were written. For commands that act on a
+ * CL.THROTTLE key under every set (DEL, EXISTS, TTL); sets added meanwhile
+ * may be missed. */
+size_t sld_throttles_list(sld_throttles_t *t, const sl_policy_t **policies,
+                          const sl_policy_t **locals, size_t max);
+
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "server/base/secret.h"
 #include "server/engine/engine.h"
 #include "server/http/http_decide.h"
 #include "server/http/http_routes.h"
@@ -22,18 +23,6 @@
 _Static_assert(MAX_POLICY_NAME == SLD_ROUTE_NAME_MAX, "the router checks the names this file copies");
 
 /* ---- authorisation ------------------------------------------------------------------------ */
-
-static bool same_secret(const char *a, size_t alen, const char *b, size_t blen) {
-    /* Every byte of the longer one is looked at, whatever matched. */
-    size_t n = alen > blen ? alen : blen;
-    unsigned char diff = (unsigned char)(alen != blen);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char x = i < alen ? (unsigned char)a[i] : 0;
-        unsigned char y = i < blen ? (unsigned char)b[i] : 0;
-        diff |= (unsigned char)(x ^ y);
-    }
-    return diff == 0;
-}
 
 static bool authorised(const sld_config_t *cfg, const sld_http_request_t *req) {
     sld_span_t h = req->header ? req->header(req->header_ctx, "authorization", 13) : (sld_span_t){NULL, 0};
@@ -45,7 +34,7 @@ static bool authorised(const sld_config_t *cfg, const sld_http_request_t *req) {
     size_t end = h.len;
     while (end > i && (h.ptr[end - 1] == ' ' || h.ptr[end - 1] == '\t'))
         end--;
-    return same_secret(h.ptr + i, end - i, cfg->admin_token, strlen(cfg->admin_token));
+    return sld_same_secret(h.ptr + i, end - i, cfg->admin_token, strlen(cfg->admin_token));
 }
 
 /* ---- policies as JSON ----------------------------------------------------------------------- */

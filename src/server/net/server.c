@@ -59,6 +59,7 @@ struct conn {
     char name[64];
     uint8_t proto;         /* HELLO's, kept between reads */
     sld_tx_t *tx;          /* MULTI's queue, kept between reads; freed unrun at the end */
+    bool authed;           /* AUTH passed (requirepass) */
     bool writing;
     bool paused;           /* reading stopped by backpressure */
     bool closing;          /* close once everything owed is written */
@@ -223,6 +224,7 @@ static void process(conn_t *c) {
                            .worker = (uint32_t)(c->w->counters - d->counters), .id = c->id,
                            .proto = c->proto, .tx = c->tx};
     memcpy(client.name, c->name, sizeof c->name);
+    client.authed = c->authed;
     sld_arg_t argv[MAX_ARGS];
     size_t off = 0;
     sld_engine_batch_begin(d->engine, client.worker);
@@ -263,6 +265,7 @@ static void process(conn_t *c) {
     memcpy(c->name, client.name, sizeof c->name);
     c->proto = client.proto;
     c->tx = client.tx;
+    c->authed = client.authed;
     sld_buf_consume(&c->in, off);
     if (c->w->stopping && !c->paused)
         c->closing = true; /* what was read is answered (also after a pause); nothing more is */

@@ -7,13 +7,16 @@
 #include "server/observe/snapshot.h"
 
 const char *const sld_section_titles[SLD_SECTIONS] = {
-    "Server", "Clients", "Memory", "Persistence", "Stats", "Process", "Store", "Write-back", "Keyspace"};
+    "Server", "Clients", "Memory", "Persistence", "Stats", "Process", "Store", "Write-back", "Cluster",
+    "Keyspace"};
 const char *const sld_section_names[SLD_SECTIONS] = {
-    "server", "clients", "memory", "persistence", "stats", "process", "store", "store", "keyspace"};
+    "server", "clients", "memory", "persistence", "stats", "process", "store", "store", "cluster",
+    "keyspace"};
 
 int sld_snapshot_take(sld_snapshot_t *s, sld_metrics_t *m, const sld_figures_t *f) {
     memset(s, 0, sizeof *s);
     s->wb_last_sync_ms_ago = -1;
+    s->cluster_enabled = 1; /* redis-py's RedisCluster asks before CLUSTER SLOTS */
     int rc = m ? sld_metrics_read(m, &s->counts) : SL_OK;
     if (rc != SL_OK || f == NULL)
         return rc;
@@ -23,6 +26,7 @@ int sld_snapshot_take(sld_snapshot_t *s, sld_metrics_t *m, const sld_figures_t *
         s->connections_received = atomic_load(&st->connections_received);
         s->connections_rejected = atomic_load(&st->connections_rejected);
         s->protocol_errors = atomic_load(&st->protocol_errors);
+        s->auth_failures = atomic_load(&st->auth_failures);
         s->decision_errors = atomic_load(&st->decision_errors);
         s->idle_closed = atomic_load(&st->idle_closed);
         s->reloads = atomic_load(&st->reloads);
@@ -128,6 +132,8 @@ const sld_stat_t sld_stat_table[] = {
      SLD_ALWAYS},
     {SLD_SEC_STATS, "protocol_errors", "sluice_protocol_errors_total", C,
      "RESP connections closed for bad input.", NULL, SLD_V_U64, AT(protocol_errors), SLD_ALWAYS},
+    {SLD_SEC_STATS, "auth_failures", "sluice_auth_failures_total", C,
+     "RESP AUTH attempts with a wrong password.", NULL, SLD_V_U64, AT(auth_failures), SLD_ALWAYS},
     {SLD_SEC_STATS, "idle_timeouts", "sluice_idle_timeouts_total", C, "Connections closed for idleness.",
      NULL, SLD_V_U64, AT(idle_closed), SLD_ALWAYS},
     {SLD_SEC_STATS, "config_reloads", "sluice_config_reloads_total", C,
@@ -201,6 +207,9 @@ const sld_stat_t sld_stat_table[] = {
      SLD_WRITE_BACK},
     {SLD_SEC_WRITE_BACK, "write_back_last_sync_ms_ago", NULL, NULL, NULL, NULL, SLD_V_I64,
      AT(wb_last_sync_ms_ago), SLD_WRITE_BACK},
+
+    {SLD_SEC_CLUSTER, "cluster_enabled", NULL, NULL, NULL, NULL, SLD_V_U64, AT(cluster_enabled),
+     SLD_ALWAYS},
 
     {SLD_SEC_KEYSPACE, "db0", NULL, NULL, NULL, NULL, SLD_V_KEYSPACE, AT(f.store.states), SLD_ALWAYS},
 };

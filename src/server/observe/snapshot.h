@@ -48,7 +48,7 @@ typedef struct sld_snapshot {
     sld_counts_t counts;          /* decisions, latency, HTTP statuses */
     sld_process_t process;        /* ok = false unless f.process */
     /* the daemon's counters (stats.h), read once */
-    uint64_t connections_received, connections_rejected, protocol_errors, decision_errors;
+    uint64_t connections_received, connections_rejected, protocol_errors, auth_failures, decision_errors;
     uint64_t idle_closed, reloads, reload_failures, snapshot_saves, snapshot_failures;
     int64_t connected;
     sl_usec_t snapshot_last_at;   /* us, 0 = never */
@@ -58,6 +58,7 @@ typedef struct sld_snapshot {
     int64_t pid;
     int64_t wb_last_sync_ms_ago;  /* -1 = never */
     uint64_t loading;             /* INFO's loading: always 0 (snapshots load before the ports open) */
+    uint64_t cluster_enabled;     /* INFO's: always 1, one node owning every slot (CLUSTER SLOTS) */
     const char *version, *redis_version, *redis_mode, *store_type, *store_url;
 } sld_snapshot_t;
 
@@ -72,7 +73,7 @@ void sld_snapshot_free(sld_snapshot_t *s);
 /* The INFO sections, in INFO's order. */
 typedef enum sld_section {
     SLD_SEC_SERVER, SLD_SEC_CLIENTS, SLD_SEC_MEMORY, SLD_SEC_PERSISTENCE, SLD_SEC_STATS,
-    SLD_SEC_PROCESS, SLD_SEC_STORE, SLD_SEC_WRITE_BACK, SLD_SEC_KEYSPACE, SLD_SECTIONS
+    SLD_SEC_PROCESS, SLD_SEC_STORE, SLD_SEC_WRITE_BACK, SLD_SEC_CLUSTER, SLD_SEC_KEYSPACE, SLD_SECTIONS
 } sld_section_t;
 
 /* Each section's title ("Write-back") and the name INFO asks for it by

@@ -17,6 +17,7 @@ typedef struct sld_stats {
     _Atomic uint64_t connections_rejected;  /* over max_connections */
     _Atomic int64_t connected;
     _Atomic uint64_t protocol_errors;       /* connections closed for bad input */
+    _Atomic uint64_t auth_failures;         /* AUTH / HELLO AUTH with a wrong password */
     _Atomic uint64_t decision_errors;       /* the store could not decide (full, failing) */
     _Atomic uint64_t idle_closed;
     _Atomic uint64_t reloads;

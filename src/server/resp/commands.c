@@ -11,7 +11,10 @@
 #include <time.h>
 
 #include "server/resp/commands.h"
+#include "server/resp/auth.h"
+#include "server/resp/connection_commands.h"
 #include "server/resp/hello.h"
+#include "server/resp/keyspace.h"
 #include "server/resp/throttle_args.h"
 #include "server/engine/engine.h"
 #include "server/base/log.h"
@@ -24,6 +27,7 @@ typedef struct command {
     handler_t run;
     int key;           /* position of the key argument (COMMAND INFO), 0 = none */
     bool test_only;    /* exists only with the manual test clock */
+    bool keys_to_end;  /* every argument from `key` on is a key (DEL, EXISTS) */
 } command_t;
 
 static bool key_ok(sld_client_t *c, const sld_arg_t *key) {
@@ -296,21 +300,6 @@ static void cmd_quit(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     c->quit = true;
 }
 
-static void cmd_select(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
-    (void)argc;
-    int64_t db;
-    if (sld_arg_int(&argv[1], &db) == SL_OK && db == 0)
-        sld_reply_ok(c->out);
-    else
-        sld_reply_error(c->out, "ERR DB index is out of range (sluice has database 0 only)");
-}
-
-static void cmd_auth(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
-    (void)argv, (void)argc;
-    sld_reply_error(c->out, "ERR AUTH <password> called without any password configured for the "
-                            "default user. Are you sure your configuration is correct?");
-}
-
 static void set_name(sld_client_t *c, const sld_arg_t *name) {
     size_t n = name->len < sizeof c->name - 1 ? name->len : sizeof c->name - 1;
     memcpy(c->name, name->ptr, n);
@@ -335,28 +324,6 @@ static void cmd_hello(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     sld_hello_reply(c->out, sld_proto(c), c->id);
 }
 
-static void cmd_client(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
-    if (sld_arg_is(&argv[1], "SETNAME") && argc == 3) {
-        size_t n = argv[2].len < sizeof c->name - 1 ? argv[2].len : sizeof c->name - 1;
-        memcpy(c->name, argv[2].ptr, n);
-        c->name[n] = '\0';
-        sld_reply_ok(c->out);
-    } else if (sld_arg_is(&argv[1], "GETNAME")) {
-        if (c->name[0])
-            sld_reply_bulk_str(c->out, c->name);
-        else
-            sld_reply_nil(c->out, sld_proto(c));
-    } else if (sld_arg_is(&argv[1], "ID")) {
-        sld_reply_int(c->out, (int64_t)c->id);
-    } else if (sld_arg_is(&argv[1], "SETINFO") || sld_arg_is(&argv[1], "NO-EVICT") ||
-               sld_arg_is(&argv[1], "NO-TOUCH") || sld_arg_is(&argv[1], "REPLY")) {
-        sld_reply_ok(c->out);
-    } else {
-        sld_reply_errorf(c->out, "ERR unknown subcommand '%.*s' for 'client' (sluice has SETNAME, "
-                         "GETNAME, ID, SETINFO)", (int)(argv[1].len > 32 ? 32 : argv[1].len), argv[1].ptr);
-    }
-}
-
 /* CONFIG GET answers nothing (an empty map): redis-benchmark asks, and copes. */
 static void cmd_config(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     (void)argc;
@@ -374,30 +341,37 @@ static void cmd_discard(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 static void cmd_watch(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 
 static const command_t table[] = {
-    {"AUTH", -2, cmd_auth, 0, false},
-    {"CL.THROTTLE", -5, cmd_cl_throttle, 1, false},
-    {"CLIENT", -2, cmd_client, 0, false},
-    {"COMMAND", -1, cmd_command, 0, false},
-    {"CONFIG", -2, cmd_config, 0, false},
-    {"DBSIZE", 1, cmd_dbsize, 0, false},
-    {"DISCARD", 1, cmd_discard, 0, false},
-    {"ECHO", 2, cmd_echo, 0, false},
-    {"EXEC", 1, cmd_exec, 0, false},
-    {"GCRA", -5, cmd_gcra, 1, false},
-    {"HELLO", -1, cmd_hello, 0, false},
-    {"INFO", -1, sld_cmd_info, 0, false},
-    {"MULTI", 1, cmd_multi, 0, false},
-    {"PING", -1, cmd_ping, 0, false},
-    {"QUIT", -1, cmd_quit, 0, false},
-    {"SELECT", 2, cmd_select, 0, false},
-    {"SL.CHECK", -3, cmd_sl_check, 2, false},
-    {"SL.PEEK", -3, cmd_sl_peek, 2, false},
-    {"SL.POLICIES", 1, cmd_sl_policies, 0, false},
-    {"SL.RESET", 3, cmd_sl_reset, 2, false},
-    {"SL.STATS", -1, sld_cmd_sl_stats, 0, false},
-    {"SL.TESTCLOCK", -2, cmd_sl_testclock, 0, true},
-    {"UNWATCH", 1, cmd_watch, 0, false},
-    {"WATCH", -2, cmd_watch, 1, false},
+    {"AUTH", -2, sld_cmd_auth, 0, false, false},
+    {"CL.THROTTLE", -5, cmd_cl_throttle, 1, false, false},
+    {"CLIENT", -2, sld_cmd_client, 0, false, false},
+    {"CLUSTER", -2, sld_cmd_cluster, 0, false, false},
+    {"COMMAND", -1, cmd_command, 0, false, false},
+    {"CONFIG", -2, cmd_config, 0, false, false},
+    {"DBSIZE", 1, cmd_dbsize, 0, false, false},
+    {"DEL", -2, sld_cmd_del, 1, false, true},
+    {"DISCARD", 1, cmd_discard, 0, false, false},
+    {"ECHO", 2, cmd_echo, 0, false, false},
+    {"EXEC", 1, cmd_exec, 0, false, false},
+    {"EXISTS", -2, sld_cmd_exists, 1, false, true},
+    {"GCRA", -5, cmd_gcra, 1, false, false},
+    {"HELLO", -1, cmd_hello, 0, false, false},
+    {"INFO", -1, sld_cmd_info, 0, false, false},
+    {"MULTI", 1, cmd_multi, 0, false, false},
+    {"PING", -1, cmd_ping, 0, false, false},
+    {"PTTL", 2, sld_cmd_pttl, 1, false, false},
+    {"QUIT", -1, cmd_quit, 0, false, false},
+    {"SELECT", 2, sld_cmd_select, 0, false, false},
+    {"SL.CHECK", -3, cmd_sl_check, 2, false, false},
+    {"SL.PEEK", -3, cmd_sl_peek, 2, false, false},
+    {"SL.POLICIES", 1, cmd_sl_policies, 0, false, false},
+    {"SL.RESET", 3, cmd_sl_reset, 2, false, false},
+    {"SL.STATS", -1, sld_cmd_sl_stats, 0, false, false},
+    {"SL.TESTCLOCK", -2, cmd_sl_testclock, 0, true, false},
+    {"TIME", 1, sld_cmd_time, 0, false, false},
+    {"TTL", 2, sld_cmd_ttl, 1, false, false},
+    {"UNLINK", -2, sld_cmd_del, 1, false, true},
+    {"UNWATCH", 1, cmd_watch, 0, false, false},
+    {"WATCH", -2, cmd_watch, 1, false, true},
 };
 #define NCOMMANDS (sizeof table / sizeof table[0])
 
@@ -408,6 +382,24 @@ static size_t visible_commands(const sld_client_t *c) {
     return n;
 }
 
+/* name, arity, flags, first key, last key, step */
+static void reply_command_info(sld_client_t *c, const command_t *cmd) {
+    char lower[32];
+    size_t n = strlen(cmd->name);
+    for (size_t k = 0; k <= n; k++)
+        lower[k] = (char)(cmd->name[k] >= 'A' && cmd->name[k] <= 'Z' ? cmd->name[k] + 32 : cmd->name[k]);
+    sld_reply_array(c->out, 6);
+    sld_reply_bulk_str(c->out, lower);
+    sld_reply_int(c->out, cmd->arity);
+    sld_reply_set(c->out, sld_proto(c), 0); /* flags */
+    sld_reply_int(c->out, cmd->key);
+    sld_reply_int(c->out, cmd->keys_to_end ? -1 : cmd->key);
+    sld_reply_int(c->out, cmd->key ? 1 : 0);
+}
+
+static const command_t *lookup(const sld_arg_t *name);
+
+/* COMMAND [INFO [name ...]] | COUNT | DOCS [name ...]: DOCS has nothing to say. */
 static void cmd_command(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     if (argc >= 2 && sld_arg_is(&argv[1], "COUNT")) {
         sld_reply_int(c->out, (int64_t)visible_commands(c));
@@ -421,23 +413,21 @@ static void cmd_command(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
         sld_reply_array(c->out, 0);
         return;
     }
-    /* COMMAND, COMMAND INFO: name, arity, flags, first key, last key, step. */
-    sld_reply_array(c->out, visible_commands(c));
-    for (size_t i = 0; i < NCOMMANDS; i++) {
-        if (table[i].test_only && !c->d->test_clock)
-            continue;
-        char lower[32];
-        size_t n = strlen(table[i].name);
-        for (size_t k = 0; k <= n; k++)
-            lower[k] = (char)(table[i].name[k] >= 'A' && table[i].name[k] <= 'Z' ? table[i].name[k] + 32 : table[i].name[k]);
-        sld_reply_array(c->out, 6);
-        sld_reply_bulk_str(c->out, lower);
-        sld_reply_int(c->out, table[i].arity);
-        sld_reply_set(c->out, sld_proto(c), 0); /* flags */
-        sld_reply_int(c->out, table[i].key);
-        sld_reply_int(c->out, table[i].key);
-        sld_reply_int(c->out, table[i].key ? 1 : 0);
+    if (argc >= 3) { /* COMMAND INFO name ...: one entry each, null when unknown */
+        sld_reply_array(c->out, argc - 2);
+        for (size_t i = 2; i < argc; i++) {
+            const command_t *cmd = lookup(&argv[i]);
+            if (cmd == NULL || (cmd->test_only && !c->d->test_clock))
+                sld_reply_nil(c->out, sld_proto(c));
+            else
+                reply_command_info(c, cmd);
+        }
+        return;
     }
+    sld_reply_array(c->out, visible_commands(c));
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!table[i].test_only || c->d->test_clock)
+            reply_command_info(c, &table[i]);
 }
 
 static void cmd_dbsize(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
@@ -581,6 +571,8 @@ static bool acts_in_multi(const command_t *cmd) {
 
 void sld_command(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     sld_count(&c->counters->commands);
+    if (!sld_auth_gate(c, argv, argc))
+        return;
     const command_t *cmd = lookup(&argv[0]);
     if (cmd == NULL || (cmd->test_only && !c->d->test_clock)) {
         sld_reply_errorf(c->out, "ERR unknown command '%.*s', with args beginning with: %s",
