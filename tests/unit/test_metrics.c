@@ -452,10 +452,11 @@ static void test_info_on_fixed_figures(void **state) {
                        "snapshot_saves:9\r\nsnapshot_failures:0\r\nlast_snapshot_time:1700000000\r\n\r\n");
     expect_contains(t, "# Stats\r\ntotal_connections_received:7\r\ntotal_commands_processed:42\r\n"
                        "rejected_connections:1\r\ndecisions_allowed:1\r\ndecisions_denied:1\r\n"
-                       "decisions_limited:2\r\ndecision_errors:5\r\nprotocol_errors:4\r\nidle_timeouts:0\r\n"
+                       "decisions_limited:2\r\ndecision_errors:5\r\nprotocol_errors:4\r\nauth_failures:0\r\n"
+                       "idle_timeouts:0\r\n"
                        "config_reloads:2\r\nconfig_reload_failures:0\r\nconfig_generation:3\r\npolicies:2\r\n\r\n");
     expect_lacks(t, "# Process"); /* not read */
-    expect_contains(t, "\r\n\r\n# Store\r\nstore_type:memory\r\n\r\n# Keyspace\r\n"
+    expect_contains(t, "\r\n\r\n# Store\r\nstore_type:memory\r\n\r\n# Cluster\r\ncluster_enabled:1\r\n\r\n# Keyspace\r\n"
                        "db0:keys=11,expires=11,avg_ttl=0\r\n");
     assert_true(strncmp(t, "# Server\r\n", 10) == 0);
     assert_int_equal(strlen(t) - (size_t)(strstr(t, "avg_ttl=0\r\n") - t), strlen("avg_ttl=0\r\n"));

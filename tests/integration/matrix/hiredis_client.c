@@ -118,7 +118,10 @@ static void scenario(void) {
 
     freeReplyObject(redisCommand(ctx, "MULTI"));
     freeReplyObject(cmd("CL.THROTTLE %s 5 1 60", "d"));
-    freeReplyObject(redisCommand(ctx, "DISCARD"));
+    r = redisCommand(ctx, "DISCARD");
+    begin("discard");
+    json_reply(r);
+    freeReplyObject(r);
     step("after_discard", "CL.THROTTLE %s 5 1 60", "d");
 
     step("del", "DEL %s", "k");
