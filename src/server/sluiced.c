@@ -24,7 +24,7 @@
 #include <uv.h>
 
 #include "server/config/state_location.h"
-#include "server/daemon/daemon.h"
+#include "server/state/daemon.h"
 #include "server/base/log.h"
 #include "server/daemon/persist.h"
 #include "server/engine/decide.h"

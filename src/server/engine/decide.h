@@ -10,7 +10,7 @@
 #ifndef SL_SERVER_DECIDE_H
 #define SL_SERVER_DECIDE_H
 
-#include "server/daemon/daemon.h"
+#include "server/state/daemon.h"
 #include "server/engine/engine.h"
 
 /* The memory store, Redis strict, write-back. ctx: the daemon. */

@@ -20,7 +20,7 @@
 
 #include <uv.h>
 
-#include "server/daemon/daemon.h"
+#include "server/state/daemon.h"
 #include "server/engine/remote.h" /* SLD_RULES_KEY ... */
 
 

@@ -30,7 +30,7 @@
 
 #include "sluice.h"
 
-/* The daemon it syncs for (server/daemon/daemon.h, which this header does
+/* The daemon it syncs for (server/state/daemon.h, which this header does
  * not include: the daemon is a room above the engine). */
 typedef struct sld_daemon sld_daemon_t;
 

@@ -14,7 +14,7 @@
 
 #include <uv.h>
 
-#include "server/daemon/daemon.h"
+#include "server/state/daemon.h"
 
 typedef struct sld_http sld_http_t;               /* shared: h2o's global configuration */
 typedef struct sld_http_worker sld_http_worker_t; /* one per worker loop */

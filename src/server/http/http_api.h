@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 
 #include "server/base/buf.h"
-#include "server/daemon/daemon.h"
+#include "server/state/daemon.h"
 #include "server/http/http_check.h"
 
 #define SLD_HTTP_MAX_HEADERS 8

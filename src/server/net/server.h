@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/daemon/daemon.h"
+#include "server/state/daemon.h"
 
 typedef struct sld_server sld_server_t;
 
