@@ -2,8 +2,8 @@
  *
  * A handler reads its arguments, asks the library, and writes one reply into
  * the client's output buffer. Client mistakes are error replies, never
- * failures of the connection. The connection layer (server.c) owns parsing,
- * buffers and sockets.
+ * failures of the connection. The connection layer (resp_connection.c)
+ * owns parsing, buffers and sockets.
  */
 #ifndef SL_SERVER_COMMANDS_H
 #define SL_SERVER_COMMANDS_H

@@ -1,6 +1,6 @@
 /* resp.c -- RESP2 request parsing and reply encoding (see resp.h).
  *
- * Not here: what commands mean (commands.c), sockets (server.c).
+ * Not here: what commands mean (commands.c), sockets (resp_connection.c).
  */
 #include <stdarg.h>
 #include <stdbool.h>
