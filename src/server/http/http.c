@@ -44,6 +44,7 @@
 #include "server/http/http_framing.h"
 #include "server/net/admission.h"
 #include "server/net/linger.h"
+#include "server/net/listener.h"
 #include "server/base/log.h"
 #include "server/net/tcp_stall.h"
 
@@ -392,13 +393,7 @@ static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void
     h2o_context_init(&w->ctx, loop, &h->config);
     w->accept.ctx = &w->ctx;
     w->accept.hosts = h->config.hosts;
-    int rc = uv_tcp_init(loop, &w->listener);
-    w->listener.data = w;
-    w->listening = rc == 0;
-    if (rc == 0 && (rc = uv_tcp_open(&w->listener, fd)) != 0)
-        close(fd);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&w->listener, 511, on_accept);
+    int rc = sld_listener_serve(loop, &w->listener, fd, w, on_accept, &w->listening);
     if (rc != 0) {
         snprintf(err, err_len, "cannot serve HTTP: %s", uv_strerror(rc));
         *out = w; /* the caller stops and disposes it like any other */
@@ -413,8 +408,7 @@ static void worker_begin_stop(void *arg) {
     if (w->stopping)
         return;
     w->stopping = true;
-    if (w->listening && !uv_is_closing((uv_handle_t *)&w->listener))
-        uv_close((uv_handle_t *)&w->listener, NULL);
+    sld_listener_close(&w->listener, w->listening);
     /* Replies say "Connection: close" from now on. Not through
      * h2o_context_request_shutdown(): it arms an HTTP/2 goaway timer that
      * keeps the context from being disposed for a second, and every
@@ -460,8 +454,7 @@ static void worker_dispose(void *arg) {
     if (w->disposed)
         return;
     w->disposed = true;
-    if (w->listening && !uv_is_closing((uv_handle_t *)&w->listener))
-        uv_close((uv_handle_t *)&w->listener, NULL);
+    sld_listener_close(&w->listener, w->listening);
     h2o_context_dispose(&w->ctx);
     sld_linger_close_all(&w->linger);
     sld_http_reply_free(&w->reply);

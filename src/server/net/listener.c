@@ -1,4 +1,5 @@
-/* listener.c -- listening sockets shared by the workers (see listener.h). */
+/* listener.c -- listening sockets shared by the workers, and serving one
+ * on a loop (see listener.h). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -80,4 +81,23 @@ int sld_listener_open(const char *addr, int port_override, int *port_out, char *
     *port_out = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                  : ((struct sockaddr_in *)&ss)->sin_port);
     return fd;
+}
+
+int sld_listener_serve(uv_loop_t *loop, uv_tcp_t *l, int fd, void *data, uv_connection_cb on_connection,
+                       bool *opened) {
+    int rc = uv_tcp_init(loop, l);
+    l->data = data;
+    *opened = rc == 0;
+    if (rc == 0)
+        rc = uv_tcp_open(l, fd);
+    if (rc != 0) {
+        close(fd);
+        return rc;
+    }
+    return uv_listen((uv_stream_t *)l, 511, on_connection);
+}
+
+void sld_listener_close(uv_tcp_t *l, bool opened) {
+    if (opened && !uv_is_closing((uv_handle_t *)l))
+        uv_close((uv_handle_t *)l, NULL);
 }

@@ -26,6 +26,7 @@
 #include "server/engine/engine.h"
 #include "server/net/admission.h"
 #include "server/net/linger.h"
+#include "server/net/listener.h"
 #include "server/net/reply_queue.h"
 #include "server/net/tcp_stall.h"
 #include "server/resp/commands.h"
@@ -367,15 +368,7 @@ static int front_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void 
     w->index = index;
     w->counters = &f->d->counters[index];
     *out = w; /* even on failure: the caller stops and disposes it like any other */
-    int rc = uv_tcp_init(loop, &w->listener);
-    w->listener.data = w;
-    w->listening = rc == 0;
-    if (rc == 0)
-        rc = uv_tcp_open(&w->listener, fd);
-    if (rc != 0)
-        close(fd);
-    else
-        rc = uv_listen((uv_stream_t *)&w->listener, 511, on_connection);
+    int rc = sld_listener_serve(loop, &w->listener, fd, w, on_connection, &w->listening);
     if (rc != 0) {
         snprintf(err, err_len, "cannot serve RESP: %s", uv_strerror(rc));
         return SL_EIO;
@@ -388,8 +381,7 @@ static void front_begin_stop(void *arg) {
     if (w->stopping)
         return;
     w->stopping = true;
-    if (w->listening && !uv_is_closing((uv_handle_t *)&w->listener))
-        uv_close((uv_handle_t *)&w->listener, NULL);
+    sld_listener_close(&w->listener, w->listening);
     for (conn_t *c = w->conns, *next; c; c = next) {
         next = c->next;
         stop_reading(c);
@@ -444,8 +436,7 @@ static bool front_idle(void *arg) {
 
 static void front_dispose(void *arg) {
     worker_t *w = arg;
-    if (w->listening && !uv_is_closing((uv_handle_t *)&w->listener))
-        uv_close((uv_handle_t *)&w->listener, NULL);
+    sld_listener_close(&w->listener, w->listening);
     sld_linger_close_all(&w->linger);
 }
 
