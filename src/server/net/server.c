@@ -83,14 +83,13 @@ static void on_tick(uv_timer_t *t) {
         front_worker_t *fw = &w->fronts[k];
         if (fw->state == NULL)
             continue;
+        const sld_front_ops_t *ops = fw->front->ops;
         if (force)
-            fw->front->ops->force_close(fw->state);
+            ops->force_close(fw->state);
         else
-            fw->front->ops->tick(fw->state, now);
+            ops->tick(fw->state, now);
+        idle = idle && ops->idle(fw->state);
     }
-    for (size_t k = 0; k < s->nfronts; k++)
-        if (w->fronts[k].state != NULL && !w->fronts[k].front->ops->idle(w->fronts[k].state))
-            idle = false;
     if (w->stopping && idle) {
         /* Decisions still waiting on Redis held their connections open
          * until now; what is left of the client can go. */
