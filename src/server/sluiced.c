@@ -5,7 +5,8 @@
  *           [--test-clock[=US]]
  *
  * The main thread owns the lifecycle and the slow work (reload, snapshots,
- * sweeping); worker threads (server.c) serve clients. SIGTERM and SIGINT stop
+ * sweeping); worker threads (net/server.c) serve clients through the fronts
+ * (resp/resp_connection.c, http/http.c), wired here. SIGTERM and SIGINT stop
  * gracefully: no new connections, replies owed are sent, the snapshot is
  * saved (persist.c), exit 0. SIGHUP reloads the configuration file: the
  * whole new file is validated first and swapped in atomically; a bad one is
@@ -24,7 +25,7 @@
 #include <uv.h>
 
 #include "server/config/state_location.h"
-#include "server/daemon/daemon.h"
+#include "server/state/daemon.h"
 #include "server/base/log.h"
 #include "server/daemon/persist.h"
 #include "server/daemon/wiring.h"
@@ -33,7 +34,9 @@
 #include "server/engine/write_back.h"
 #include "server/engine/rules.h"
 #include "server/daemon/runtime.h"
+#include "server/http/http.h"
 #include "server/net/server.h"
+#include "server/resp/resp_connection.h"
 
 #define MAINTENANCE_MS 1000
 #define SWEEP_BUDGET 65536  /* slots examined per maintenance tick */
@@ -52,6 +55,8 @@ typedef struct overrides {
 
 static sld_daemon_t D;
 static sld_server_t *server;
+static sld_resp_front_t resp_front;
+static sld_http_t *http_front;  /* NULL when the HTTP front is off */
 static overrides_t overrides = {NULL, NULL, -1, NULL, NULL};
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t maintenance;
@@ -275,6 +280,25 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
     return 0;
 }
 
+/* Serves the fronts that are on (apply_overrides made sure one is) on the
+ * workers' loops. */
+static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
+    sld_front_t fronts[2];
+    size_t n = 0;
+    if (cfg->resp_listen[0] != '\0') {
+        sld_resp_front_init(&resp_front, &D);
+        fronts[n++] = (sld_front_t){&sld_resp_front_ops, &resp_front, cfg->resp_listen, &D.resp_port};
+    }
+    if (cfg->http_listen[0] != '\0') {
+        if (sld_http_new(&D, &http_front) != SL_OK) {
+            snprintf(err, err_len, "out of memory");
+            return SL_ENOMEM;
+        }
+        fronts[n++] = (sld_front_t){&sld_http_front_ops, http_front, cfg->http_listen, &D.http_port};
+    }
+    return sld_server_start(&D, fronts, n, cfg->threads, &server, err, err_len);
+}
+
 int main(int argc, char **argv) {
     bool check_only = false;
     int64_t test_start = 0;
@@ -372,7 +396,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sluiced: cannot start the decision engine: %s\n", sl_strerror(rc));
         return 1;
     }
-    rc = sld_server_start(&D, cfg->resp_listen, cfg->http_listen, cfg->threads, &server, err, sizeof err);
+    rc = start_server(cfg, err, sizeof err);
     if (rc != SL_OK) {
         fprintf(stderr, "sluiced: %s\n", err);
         return 1;
@@ -389,6 +413,8 @@ int main(int argc, char **argv) {
     sld_rules_stop(D.rules);
     sld_server_stop(server, STOP_GRACE_MS);
     server = NULL;
+    sld_http_free(http_front);
+    http_front = NULL;
     sld_write_back_stop(D.write_back);
     sld_persist_finish(&D);
     uv_close((uv_handle_t *)&sig_term, NULL);

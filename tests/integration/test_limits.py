@@ -3,6 +3,7 @@ get an error and a closed connection while the daemon and the stored state
 carry on; max_connections, idle_timeout, backpressure, 1000 clients."""
 import os
 import random
+import re
 import resource
 import socket
 import time
@@ -103,6 +104,31 @@ class Bounds(unittest.TestCase):
                 s.close()
             time.sleep(0.2)
             self.assertGreaterEqual(d.client().info()["rejected_connections"], 1)
+
+    def test_max_connections_counts_both_fronts(self):
+        """One count for RESP and HTTP together (net/admission.c): with two
+        connections held, one on each front, a third is refused on either."""
+        cfg = BASE_CONFIG.replace("threads: 2\n", "threads: 2\nlimits:\n  max_connections: 2\n")
+        with Daemon(cfg, args=["--http", "127.0.0.1:0"]) as d:
+            http_port = int(re.search(r"http_port=(\d+)", d.output()).group(1))
+            resp = d.raw()
+            resp.sendall(b"PING\r\n")
+            self.assertEqual(read_reply(resp), b"+PONG\r\n")
+            web = socket.create_connection(("127.0.0.1", http_port), timeout=10)
+            web.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertTrue(read_reply(web).startswith(b"HTTP/1.1 200"))
+            extra = d.raw()
+            self.assertIn(b"max number of clients reached", read_reply(extra))
+            self.assertTrue(closed_by_peer(extra))
+            extra_web = socket.create_connection(("127.0.0.1", http_port), timeout=10)
+            self.assertTrue(read_reply(extra_web).startswith(b"HTTP/1.1 503"))
+            self.assertTrue(closed_by_peer(extra_web))
+            resp.sendall(b"INFO\r\n")
+            info = read_reply(resp)
+            self.assertIn(b"connected_clients:2\r\n", info)
+            self.assertIn(b"rejected_connections:2\r\n", info)
+            for s in (resp, web, extra, extra_web):
+                s.close()
 
     def test_idle_timeout(self):
         cfg = BASE_CONFIG.replace("threads: 2\n", "threads: 2\nlimits:\n  idle_timeout: 1s\n")

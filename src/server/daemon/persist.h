@@ -13,7 +13,7 @@
 
 #include <uv.h>
 
-#include "server/daemon/daemon.h"
+#include "server/state/daemon.h"
 
 /* Loads the snapshot into d->store, before the workers start, and logs where
  * the state is kept and what was found (N states, nothing yet, or a file

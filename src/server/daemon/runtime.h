@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/daemon/daemon.h"
+#include "server/state/daemon.h"
 
 /* Compiles cfg into a runtime (which takes cfg over on success). */
 int sld_runtime_build(sld_daemon_t *d, sld_config_t *cfg, uint64_t generation, sld_runtime_t **out,

@@ -10,7 +10,7 @@
 
 #include <uv.h>
 
-#include "server/daemon/daemon.h"
+#include "server/state/daemon.h"
 #include "server/engine/runtime_hooks.h"
 
 /* d's runtime (runtime.c) and clock (sld_now) as the engine's hooks. */

@@ -2,8 +2,8 @@
  *
  * h2o parses and writes HTTP; one handler on "/" hands every request to
  * sld_http_handle() and puts its reply back. Connections are counted with
- * RESP's against max_connections; over it, a connection gets a bare 503 and
- * is closed. Limits: a request target up to 8 KiB (414), a request line
+ * RESP's against max_connections (net/admission.h); over it, a connection
+ * gets a bare 503 and is closed. Limits: a request target up to 8 KiB (414), a request line
  * and headers up to 64 KiB or max_request_bytes if less (431; past about
  * 400 KiB h2o itself closes the connection), a body up to
  * max_request_bytes (413); a request that takes longer than idle_timeout
@@ -20,7 +20,7 @@
  * reply waits per connection (HTTP/2: its streams' replies, up to
  * max_concurrent_streams); what h2o lacks is a bound in time, so a
  * connection whose client has not taken a byte of its replies for
- * write_timeout (tcp_stall.h) is reset (sld_http_worker_tick).
+ * write_timeout (tcp_stall.h) is reset (the front's tick).
  *
  * Stopping: no new connections, h2o stops keeping connections alive, and
  * connections waiting for a request close now (their timeouts run at 0; a
@@ -42,13 +42,17 @@
 #include "server/http/http.h"
 #include "server/http/http_api.h"
 #include "server/http/http_framing.h"
+#include "server/net/admission.h"
 #include "server/net/linger.h"
+#include "server/net/listener.h"
 #include "server/base/log.h"
 #include "server/net/tcp_stall.h"
 
 #define FOREVER_MS (24u * 3600 * 1000)
 #define MAX_URI_BYTES 8192   /* the request target, query included */
 #define MAX_HEAD_BYTES 65536 /* request line and headers (or max_request_bytes if less) */
+
+typedef struct sld_http_worker sld_http_worker_t; /* one per worker loop */
 
 typedef struct http_conn {
     uv_tcp_t tcp;  /* first: h2o's close callback hands us the handle */
@@ -277,16 +281,20 @@ static void on_conn_closed(uv_handle_t *handle) {
     http_conn_t *c = (http_conn_t *)handle;
     unlink_conn(c);
     sld_linger_add(&c->w->linger, c->linger_fd); /* -1: nothing */
-    atomic_fetch_sub(&c->w->h->d->stats.connected, 1);
+    sld_conn_release(c->w->h->d);
     free(c);
 }
 
 static void on_refused_closed(uv_handle_t *handle) { free(handle); }
 
-uint64_t sld_http_worker_tick(sld_http_worker_t *w, uint64_t now, sl_usec_t timeout) {
+/* Resets every connection whose client has not taken a byte of its replies
+ * for write_timeout -- a client that does not read -- and moves lingering
+ * closes on. */
+static void worker_tick(void *arg, uint64_t now) {
+    sld_http_worker_t *w = arg;
+    sld_daemon_t *d = w->h->d;
+    sl_usec_t timeout = sld_runtime(d)->cfg->write_timeout;
     uint64_t reaped = 0;
-    if (w == NULL)
-        return 0;
     sld_linger_poll(&w->linger);
     for (http_conn_t *c = w->conns; c; c = c->next) {
         uv_os_fd_t fd;
@@ -303,7 +311,7 @@ uint64_t sld_http_worker_tick(sld_http_worker_t *w, uint64_t now, sl_usec_t time
         c->aborted = true;
         reaped++;
     }
-    return reaped;
+    atomic_fetch_add(&d->stats.idle_closed, reaped);
 }
 
 static void on_accept(uv_stream_t *listener, int status) {
@@ -320,13 +328,9 @@ static void on_accept(uv_stream_t *listener, int status) {
         uv_close((uv_handle_t *)&c->tcp, on_refused_closed);
         return;
     }
-    atomic_fetch_add(&d->stats.connections_received, 1);
-    int64_t now_connected = atomic_fetch_add(&d->stats.connected, 1) + 1;
-    if (now_connected > (int64_t)sld_runtime(d)->cfg->max_connections) {
+    if (!sld_conn_admit(d)) {
         static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
                                    "Content-Length: 24\r\nConnection: close\r\n\r\nmax connections reached\n";
-        atomic_fetch_add(&d->stats.connections_rejected, 1);
-        atomic_fetch_sub(&d->stats.connected, 1);
         uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1);
         uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
         uv_close((uv_handle_t *)&c->tcp, on_refused_closed);
@@ -372,10 +376,14 @@ void sld_http_free(sld_http_t *h) {
     free(h);
 }
 
-int sld_http_worker_start(sld_http_t *h, uv_loop_t *loop, int fd, uint32_t index,
-                          sld_http_worker_t **out, char *err, size_t err_len) {
+/* ---- the front's hooks (net/front.h) ------------------------------------------------------ */
+
+static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void **out, char *err,
+                        size_t err_len) {
+    sld_http_t *h = ctx;
     sld_http_worker_t *w = calloc(1, sizeof *w);
     if (w == NULL) {
+        close(fd);
         snprintf(err, err_len, "out of memory");
         return SL_ENOMEM;
     }
@@ -385,13 +393,7 @@ int sld_http_worker_start(sld_http_t *h, uv_loop_t *loop, int fd, uint32_t index
     h2o_context_init(&w->ctx, loop, &h->config);
     w->accept.ctx = &w->ctx;
     w->accept.hosts = h->config.hosts;
-    int rc = uv_tcp_init(loop, &w->listener);
-    w->listener.data = w;
-    w->listening = rc == 0;
-    if (rc == 0 && (rc = uv_tcp_open(&w->listener, fd)) != 0)
-        close(fd);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&w->listener, 511, on_accept);
+    int rc = sld_listener_serve(loop, &w->listener, fd, w, on_accept, &w->listening);
     if (rc != 0) {
         snprintf(err, err_len, "cannot serve HTTP: %s", uv_strerror(rc));
         *out = w; /* the caller stops and disposes it like any other */
@@ -401,12 +403,12 @@ int sld_http_worker_start(sld_http_t *h, uv_loop_t *loop, int fd, uint32_t index
     return SL_OK;
 }
 
-void sld_http_worker_begin_stop(sld_http_worker_t *w) {
-    if (w == NULL || w->stopping)
+static void worker_begin_stop(void *arg) {
+    sld_http_worker_t *w = arg;
+    if (w->stopping)
         return;
     w->stopping = true;
-    if (w->listening && !uv_is_closing((uv_handle_t *)&w->listener))
-        uv_close((uv_handle_t *)&w->listener, NULL);
+    sld_listener_close(&w->listener, w->listening);
     /* Replies say "Connection: close" from now on. Not through
      * h2o_context_request_shutdown(): it arms an HTTP/2 goaway timer that
      * keeps the context from being disposed for a second, and every
@@ -432,9 +434,8 @@ void sld_http_worker_begin_stop(sld_http_worker_t *w) {
     h2o_timeout_run(w->loop, &w->ctx.http2.idle_timeout, uv_now(w->loop));
 }
 
-void sld_http_worker_force_close(sld_http_worker_t *w) {
-    if (w == NULL)
-        return;
+static void worker_force_close(void *arg) {
+    sld_http_worker_t *w = arg;
     sld_linger_close_all(&w->linger);
     for (http_conn_t *c = w->conns; c; c = c->next) {
         uv_os_fd_t fd;
@@ -443,19 +444,31 @@ void sld_http_worker_force_close(sld_http_worker_t *w) {
     }
 }
 
-bool sld_http_worker_idle(const sld_http_worker_t *w) {
-    return w == NULL || (w->conns == NULL && sld_linger_empty(&w->linger));
+static bool worker_idle(void *arg) {
+    const sld_http_worker_t *w = arg;
+    return w->conns == NULL && sld_linger_empty(&w->linger);
 }
 
-void sld_http_worker_dispose(sld_http_worker_t *w) {
-    if (w == NULL || w->disposed)
+static void worker_dispose(void *arg) {
+    sld_http_worker_t *w = arg;
+    if (w->disposed)
         return;
     w->disposed = true;
-    if (w->listening && !uv_is_closing((uv_handle_t *)&w->listener))
-        uv_close((uv_handle_t *)&w->listener, NULL);
+    sld_listener_close(&w->listener, w->listening);
     h2o_context_dispose(&w->ctx);
     sld_linger_close_all(&w->linger);
     sld_http_reply_free(&w->reply);
 }
 
-void sld_http_worker_free(sld_http_worker_t *w) { free(w); }
+static void worker_free(void *arg) { free(arg); }
+
+const sld_front_ops_t sld_http_front_ops = {
+    .name = "http",
+    .start = worker_start,
+    .begin_stop = worker_begin_stop,
+    .tick = worker_tick,
+    .force_close = worker_force_close,
+    .idle = worker_idle,
+    .dispose = worker_dispose,
+    .free = worker_free,
+};

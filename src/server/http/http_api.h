@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "server/daemon/daemon.h"
+#include "server/state/daemon.h"
 #include "server/http/http_check.h"
 #include "server/http/http_reply.h"
 

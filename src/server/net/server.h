@@ -1,10 +1,13 @@
-/* server.h -- the worker threads, their listeners, and RESP connections
- * (HTTP connections are http.c's, on the same loops).
+/* server.h -- the worker threads, their loops and listening sockets; the
+ * fronts (RESP, HTTP) serve connections on them through their hooks
+ * (front.h).
  *
- * One libuv loop per worker thread, each with its own listening socket on the
- * same address (SO_REUSEPORT: the kernel spreads connections). Connections
- * stay on the worker that accepted them. Commands are run as they are
- * parsed, in order, and their replies written back in one write per batch.
+ * One libuv loop per worker thread; on it, each front has its own listening
+ * socket on the front's address (SO_REUSEPORT: the kernel spreads
+ * connections). Connections stay on the worker that accepted them.
+ *
+ * Not here: connections, parsing, replies (the fronts'), configuration and
+ * signals (sluiced.c).
  */
 #ifndef SL_SERVER_SERVER_H
 #define SL_SERVER_SERVER_H
@@ -13,15 +16,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/daemon/daemon.h"
+#include "server/net/front.h"
+#include "server/state/daemon.h"
 
 typedef struct sld_server sld_server_t;
 
-/* Listens, unless the address is NULL or "", for RESP on `resp_listen` and for HTTP
- * on `http_listen` ("host:port", "[v6]:port"; port 0 = any free port) with
- * `threads` workers and starts serving. d->resp_port and d->http_port get
- * the actual ports. */
-int sld_server_start(sld_daemon_t *d, const char *resp_listen, const char *http_listen, uint32_t threads,
+/* Starts `threads` workers, each serving the `nfronts` fronts (at least
+ * one), each front on its own address; each front's *port gets the port
+ * actually listened on. The fronts' tables must outlive the server. */
+int sld_server_start(sld_daemon_t *d, const sld_front_t *fronts, size_t nfronts, uint32_t threads,
                      sld_server_t **out, char *err, size_t err_len);
 
 /* Makes every worker go through a loop iteration soon (after a runtime swap). */

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "server/base/buf.h"
-#include "server/daemon/daemon.h"
+#include "server/state/daemon.h"
 #include "server/net/reply_queue.h"
 #include "server/resp/resp.h"
 #include "server/resp/transaction.h"

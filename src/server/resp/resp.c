@@ -1,7 +1,7 @@
 /* resp.c -- RESP request parsing and reply encoding, RESP2 and RESP3 (see
  * resp.h).
  *
- * Not here: what commands mean (commands.c), sockets (server.c).
+ * Not here: what commands mean (commands.c), sockets (resp_connection.c).
  */
 #include <stdarg.h>
 #include <stdbool.h>

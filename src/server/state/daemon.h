@@ -1,10 +1,15 @@
-/* daemon.h -- the state every part of sluiced shares.
+/* daemon.h -- the state every part of sluiced shares (src/server/state/).
  *
  * One store and one limiter serve every worker thread. The configuration in
  * force is a runtime (config + compiled policies) behind an atomic pointer:
  * a reload builds a new one and swaps it in; the old one is freed once every
- * worker has been through a loop iteration since (server.c). Counters are
- * atomics read by INFO.
+ * worker has been through a loop iteration since (the server's quiescence,
+ * reached through d->workers). Counters are atomics read by INFO.
+ *
+ * This room sits below the network and the fronts, so both may hold a
+ * sld_daemon_t; it includes only the rooms below it (config, keys, observe,
+ * engine) and the library. Not here: building or swapping a runtime
+ * (daemon/runtime.c), the worker loops (net/), anything a front does.
  */
 #ifndef SL_SERVER_DAEMON_H
 #define SL_SERVER_DAEMON_H

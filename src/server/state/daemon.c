@@ -1,5 +1,6 @@
-/* daemon.c -- the daemon's clock (see daemon.h). */
-#include "server/daemon/daemon.h"
+/* daemon.c -- the daemon's clock, with the state it reads (see daemon.h):
+ * the wall clock or SL.TESTCLOCK's, one read per batch. */
+#include "server/state/daemon.h"
 
 static _Thread_local sl_usec_t batch_now; /* 0 = outside a batch */
 
