@@ -2,7 +2,7 @@
  *
  * Built from a validated configuration; immutable afterwards, so worker
  * threads share it without locks. A reload builds a new table and swaps it
- * in whole (server.c). A policy's tiers are policies of their own, named
+ * in whole (daemon/runtime.c). A policy's tiers are policies of their own, named
  * "<policy>/<tier>": a key listed in a tier is decided by the tier's limits
  * and keeps its own counters there.
  */
