@@ -592,9 +592,9 @@ class Rules(Base):
 class WriteBack(Base):
     """store.sync: write_back -- decided locally, shared every sync_interval."""
 
-    def store(self, extra=""):
+    def store(self, extra="", timeout="100ms"):
         return ("store:\n  type: redis\n  url: %s\n  sync: write_back\n  sync_interval: 10ms\n"
-                "  nodes: 3\n  timeout: 100ms\n" % self.redis.url) + extra
+                "  nodes: 3\n  timeout: %s\n" % (self.redis.url, timeout)) + extra
 
     def wait_remaining(self, client, policy, key, want, timeout=1.0):
         def remaining():
@@ -638,10 +638,15 @@ class WriteBack(Base):
         docs/distributed.md: at most 2 x (N-1) x share more, share =
         ceil(capacity / N) + ceil(rate x 2 x interval); at any time for
         gcra (what was over-admitted is charged as debt), per window for
-        fixed_window."""
+        fixed_window -- while every sync is answered. A sync given up on
+        (store.timeout) counts as Redis down, when each daemon decides
+        alone; with 100 ms, a loaded machine gave up on some and the
+        fleet admitted 752 and 973 against ~667. Here Redis is never
+        given up on (5 s), and that no sync failed is checked, not
+        assumed."""
         policies = (one_policy("g", "{algorithm: gcra, limit: 200, period: 1s, burst: 19}")
                     + one_policy("w", "{algorithm: fixed_window, limit: 200, period: 1s}"))
-        ds = [self.daemon(config(policies, self.store()), clock=None) for _ in range(3)]
+        ds = [self.daemon(config(policies, self.store(timeout="5s")), clock=None) for _ in range(3)]
         nodes, rate, interval = 3, 200, 0.010
         for policy, capacity in (("g", 20), ("w", 200)):
             share = -(-capacity // nodes) + math.ceil(rate * 2 * interval)
@@ -675,6 +680,8 @@ class WriteBack(Base):
                 exact, bound = rate * windows, windows * excess
             print("write-back %s: admitted %d in %.2f s through %d daemons; exact %.0f, bound +%.0f"
                   % (policy, admitted[0], elapsed, nodes, exact, bound))
+            failures = [d.client().info("store")["write_back_failures"] for d in ds]
+            self.assertEqual(failures, [0] * nodes, "%s: syncs got no answer: the bound does not apply" % policy)
             self.assertLessEqual(admitted[0], exact + bound, policy)
             self.assertGreater(admitted[0], 0.8 * rate * elapsed, policy)
 
