@@ -9,6 +9,7 @@ set to the same instant, so nothing refills while they run and the count is
 exact; one test runs on the Redis server's clock (the default).
 """
 import math
+import multiprocessing
 import os
 import re
 import shutil
@@ -379,59 +380,76 @@ class Faults(Base):
         self.assertEqual(d.proc.poll(), None)
 
     def test_redis_killed_and_restarted_under_load(self):
+        """Clients keep asking while Redis is killed and restarted: no
+        request waits much longer than store.timeout (docs/distributed.md).
+
+        What the daemon bounds is its wait on Redis; what a client sees
+        adds its own delays and the daemon's, which on a loaded machine
+        were 0.4-0.5 s alone (8 client threads sharing one interpreter's
+        lock, load ~7). So the clients are processes, each also times a
+        request that needs no Redis (PING, /healthz) between its checks,
+        and a check may take the timeout and 150 ms (as with Redis dead,
+        test_redis_killed_then_back) more than the worst of those."""
         d = self.daemon(config(FAULT_POLICIES, self.store(), http=True), args=["--http", "127.0.0.1:0"])
         port = int(re.search(r"http_port=(\d+)", d.output()).group(1))
-        stop = threading.Event()
-        worst = [0.0]
-        answered = [0]
-        errors = []
-        lock = threading.Lock()
+        ctx = multiprocessing.get_context("fork")
+        stop = ctx.Event()
+        results = ctx.Queue()
 
-        def keep_asking(ask):
-            """Calls ask(n) until stopped, timing every call."""
+        def keep_asking(ask, control):
+            """ask(n) and control() until stopped, timing every call;
+            puts (worst ask, worst control, asks, error)."""
+            worst = [0.0, 0.0]
+            n = 0
             try:
-                n = 0
                 while not stop.is_set():
-                    t = time.monotonic()
-                    ask(n)
-                    took = time.monotonic() - t
-                    with lock:
-                        worst[0] = max(worst[0], took)
-                        answered[0] += 1
+                    for i, call in enumerate((lambda: ask(n), control)):
+                        t = time.monotonic()
+                        call()
+                        worst[i] = max(worst[i], time.monotonic() - t)
                     n += 1
+                results.put((worst[0], worst[1], n, None))
             except Exception as e:
-                errors.append(repr(e))
+                results.put((worst[0], worst[1], n, repr(e)))
 
         def resp_client(i):
-            c = d.client()
+            c = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=10)
             keep_asking(lambda n: c.execute_command("SL.CHECK", ("open", "closed", "local")[n % 3],
-                                                    "c%d-%d" % (i, n % 50)))
+                                                    "c%d-%d" % (i, n % 50)),
+                        lambda: c.execute_command("PING"))
+
+        def get(path):
+            try:
+                urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5).close()
+            except urllib.error.HTTPError as e:
+                if e.code != 429:
+                    raise
 
         def http_client(i):
-            def ask(n):
-                try:
-                    urllib.request.urlopen("http://127.0.0.1:%d/v1/check?policy=local&key=h%d-%d"
-                                           % (port, i, n % 50), timeout=5).close()
-                except urllib.error.HTTPError as e:
-                    if e.code != 429:
-                        raise
-            keep_asking(ask)
+            keep_asking(lambda n: get("/v1/check?policy=local&key=h%d-%d" % (i, n % 50)),
+                        lambda: get("/healthz"))
 
-        threads = [threading.Thread(target=resp_client, args=(i,)) for i in range(6)]
-        threads += [threading.Thread(target=http_client, args=(i,)) for i in range(2)]
-        for t in threads:
-            t.start()
-        time.sleep(0.5)
-        self.redis.kill()
-        time.sleep(0.7)
-        self.redis.start()
-        time.sleep(1.5)
-        stop.set()
-        for t in threads:
-            t.join(10)
-        self.assertEqual(errors, [])
-        self.assertGreater(answered[0], 500)
-        self.assertLess(worst[0], 0.100 + 0.300, "a request waited %.3f s" % worst[0])
+        procs = [ctx.Process(target=resp_client, args=(i,)) for i in range(6)]
+        procs += [ctx.Process(target=http_client, args=(i,)) for i in range(2)]
+        for p in procs:
+            p.start()
+        try:
+            time.sleep(0.5)
+            self.redis.kill()
+            time.sleep(0.7)
+            self.redis.start()
+            time.sleep(1.5)
+        finally:
+            stop.set()
+            got = [results.get(timeout=30) for _ in procs]
+            for p in procs:
+                p.join(10)
+        self.assertEqual([e for _, _, _, e in got if e], [])
+        worst, control = max(w for w, _, _, _ in got), max(c for _, c, _, _ in got)
+        print("killed and restarted: %d checks, the worst %.3f s, the worst needing no Redis %.3f s"
+              % (sum(n for _, _, n, _ in got), worst, control))
+        self.assertGreater(sum(n for _, _, n, _ in got), 250)
+        self.assertLess(worst, 0.100 + 0.150 + control, "a request waited %.3f s" % worst)
         # Redis decides again: a fresh key on a closed policy is admitted
         self.assertEqual(d.client().execute_command("SL.CHECK", "closed", "after-load")[0], 1)
         self.assertIsNone(d.proc.poll())
