@@ -9,6 +9,7 @@ set to the same instant, so nothing refills while they run and the count is
 exact; one test runs on the Redis server's clock (the default).
 """
 import math
+import multiprocessing
 import os
 import re
 import shutil
@@ -379,59 +380,76 @@ class Faults(Base):
         self.assertEqual(d.proc.poll(), None)
 
     def test_redis_killed_and_restarted_under_load(self):
+        """Clients keep asking while Redis is killed and restarted: no
+        request waits much longer than store.timeout (docs/distributed.md).
+
+        What the daemon bounds is its wait on Redis; what a client sees
+        adds its own delays and the daemon's, which on a loaded machine
+        were 0.4-0.5 s alone (8 client threads sharing one interpreter's
+        lock, load ~7). So the clients are processes, each also times a
+        request that needs no Redis (PING, /healthz) between its checks,
+        and a check may take the timeout and 150 ms (as with Redis dead,
+        test_redis_killed_then_back) more than the worst of those."""
         d = self.daemon(config(FAULT_POLICIES, self.store(), http=True), args=["--http", "127.0.0.1:0"])
         port = int(re.search(r"http_port=(\d+)", d.output()).group(1))
-        stop = threading.Event()
-        worst = [0.0]
-        answered = [0]
-        errors = []
-        lock = threading.Lock()
+        ctx = multiprocessing.get_context("fork")
+        stop = ctx.Event()
+        results = ctx.Queue()
 
-        def keep_asking(ask):
-            """Calls ask(n) until stopped, timing every call."""
+        def keep_asking(ask, control):
+            """ask(n) and control() until stopped, timing every call;
+            puts (worst ask, worst control, asks, error)."""
+            worst = [0.0, 0.0]
+            n = 0
             try:
-                n = 0
                 while not stop.is_set():
-                    t = time.monotonic()
-                    ask(n)
-                    took = time.monotonic() - t
-                    with lock:
-                        worst[0] = max(worst[0], took)
-                        answered[0] += 1
+                    for i, call in enumerate((lambda: ask(n), control)):
+                        t = time.monotonic()
+                        call()
+                        worst[i] = max(worst[i], time.monotonic() - t)
                     n += 1
+                results.put((worst[0], worst[1], n, None))
             except Exception as e:
-                errors.append(repr(e))
+                results.put((worst[0], worst[1], n, repr(e)))
 
         def resp_client(i):
-            c = d.client()
+            c = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=10)
             keep_asking(lambda n: c.execute_command("SL.CHECK", ("open", "closed", "local")[n % 3],
-                                                    "c%d-%d" % (i, n % 50)))
+                                                    "c%d-%d" % (i, n % 50)),
+                        lambda: c.execute_command("PING"))
+
+        def get(path):
+            try:
+                urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5).close()
+            except urllib.error.HTTPError as e:
+                if e.code != 429:
+                    raise
 
         def http_client(i):
-            def ask(n):
-                try:
-                    urllib.request.urlopen("http://127.0.0.1:%d/v1/check?policy=local&key=h%d-%d"
-                                           % (port, i, n % 50), timeout=5).close()
-                except urllib.error.HTTPError as e:
-                    if e.code != 429:
-                        raise
-            keep_asking(ask)
+            keep_asking(lambda n: get("/v1/check?policy=local&key=h%d-%d" % (i, n % 50)),
+                        lambda: get("/healthz"))
 
-        threads = [threading.Thread(target=resp_client, args=(i,)) for i in range(6)]
-        threads += [threading.Thread(target=http_client, args=(i,)) for i in range(2)]
-        for t in threads:
-            t.start()
-        time.sleep(0.5)
-        self.redis.kill()
-        time.sleep(0.7)
-        self.redis.start()
-        time.sleep(1.5)
-        stop.set()
-        for t in threads:
-            t.join(10)
-        self.assertEqual(errors, [])
-        self.assertGreater(answered[0], 500)
-        self.assertLess(worst[0], 0.100 + 0.300, "a request waited %.3f s" % worst[0])
+        procs = [ctx.Process(target=resp_client, args=(i,)) for i in range(6)]
+        procs += [ctx.Process(target=http_client, args=(i,)) for i in range(2)]
+        for p in procs:
+            p.start()
+        try:
+            time.sleep(0.5)
+            self.redis.kill()
+            time.sleep(0.7)
+            self.redis.start()
+            time.sleep(1.5)
+        finally:
+            stop.set()
+            got = [results.get(timeout=30) for _ in procs]
+            for p in procs:
+                p.join(10)
+        self.assertEqual([e for _, _, _, e in got if e], [])
+        worst, control = max(w for w, _, _, _ in got), max(c for _, c, _, _ in got)
+        print("killed and restarted: %d checks, the worst %.3f s, the worst needing no Redis %.3f s"
+              % (sum(n for _, _, n, _ in got), worst, control))
+        self.assertGreater(sum(n for _, _, n, _ in got), 250)
+        self.assertLess(worst, 0.100 + 0.150 + control, "a request waited %.3f s" % worst)
         # Redis decides again: a fresh key on a closed policy is admitted
         self.assertEqual(d.client().execute_command("SL.CHECK", "closed", "after-load")[0], 1)
         self.assertIsNone(d.proc.poll())
@@ -589,12 +607,20 @@ class Rules(Base):
             return False
 
 
+# store.timeout of the write-back tests where Redis always answers. With
+# 100 ms (kept by the tests that make Redis fail), a loaded machine may give
+# up on a sync that was written: it then counts as Redis down (the bound no
+# longer holds), and the journal counts it again if another daemon wrote on
+# top (docs/distributed.md), so exact counts would depend on the load.
+LIVE = "5s"
+
+
 class WriteBack(Base):
     """store.sync: write_back -- decided locally, shared every sync_interval."""
 
-    def store(self, extra=""):
+    def store(self, extra="", timeout="100ms"):
         return ("store:\n  type: redis\n  url: %s\n  sync: write_back\n  sync_interval: 10ms\n"
-                "  nodes: 3\n  timeout: 100ms\n" % self.redis.url) + extra
+                "  nodes: 3\n  timeout: %s\n" % (self.redis.url, timeout)) + extra
 
     def wait_remaining(self, client, policy, key, want, timeout=1.0):
         def remaining():
@@ -609,7 +635,7 @@ class WriteBack(Base):
 
     def test_charges_reach_every_daemon(self):
         policies = "".join(one_policy(name, spec) for name, spec in ALGORITHMS.items())
-        ds = [self.daemon(config(policies, self.store())) for _ in range(3)]
+        ds = [self.daemon(config(policies, self.store(timeout=LIVE))) for _ in range(3)]
         cs = [d.client() for d in ds]
         for name in ALGORITHMS:
             for i, c in enumerate(cs):  # 10, 20 and 30 admitted on the three daemons
@@ -638,10 +664,15 @@ class WriteBack(Base):
         docs/distributed.md: at most 2 x (N-1) x share more, share =
         ceil(capacity / N) + ceil(rate x 2 x interval); at any time for
         gcra (what was over-admitted is charged as debt), per window for
-        fixed_window."""
+        fixed_window -- while every sync is answered. A sync given up on
+        (store.timeout) counts as Redis down, when each daemon decides
+        alone; with 100 ms, a loaded machine gave up on some and the
+        fleet admitted 752 and 973 against ~667. Here Redis is never
+        given up on (5 s), and that no sync failed is checked, not
+        assumed."""
         policies = (one_policy("g", "{algorithm: gcra, limit: 200, period: 1s, burst: 19}")
                     + one_policy("w", "{algorithm: fixed_window, limit: 200, period: 1s}"))
-        ds = [self.daemon(config(policies, self.store()), clock=None) for _ in range(3)]
+        ds = [self.daemon(config(policies, self.store(timeout=LIVE)), clock=None) for _ in range(3)]
         nodes, rate, interval = 3, 200, 0.010
         for policy, capacity in (("g", 20), ("w", 200)):
             share = -(-capacity // nodes) + math.ceil(rate * 2 * interval)
@@ -675,6 +706,8 @@ class WriteBack(Base):
                 exact, bound = rate * windows, windows * excess
             print("write-back %s: admitted %d in %.2f s through %d daemons; exact %.0f, bound +%.0f"
                   % (policy, admitted[0], elapsed, nodes, exact, bound))
+            failures = [d.client().info("store")["write_back_failures"] for d in ds]
+            self.assertEqual(failures, [0] * nodes, "%s: syncs got no answer: the bound does not apply" % policy)
             self.assertLessEqual(admitted[0], exact + bound, policy)
             self.assertGreater(admitted[0], 0.8 * rate * elapsed, policy)
 
@@ -712,7 +745,7 @@ class WriteBack(Base):
                     "    limits:\n      - {algorithm: fixed_window, limit: 2, period: 1h}\n"
                     "  - name: t\n    limits:\n      - {algorithm: fixed_window, limit: 2, period: 1h}\n"
                     "    tiers:\n      - {name: gold, keys: [vip], limits: [{algorithm: fixed_window, limit: 5, period: 1h}]}\n")
-        ds = [self.daemon(config(policies, self.store())) for _ in range(2)]
+        ds = [self.daemon(config(policies, self.store(timeout=LIVE))) for _ in range(2)]
         a, b = ds[0].client(), ds[1].client()
         # a: k1 takes its 2 and borrows 2 of the pool's 4
         self.assertEqual([a.execute_command("SL.CHECK", "e", "k1")[0] for _ in range(4)], [1, 1, 1, 1])
@@ -806,7 +839,7 @@ class WriteBack(Base):
 
     def test_reset_and_garbage_in_redis(self):
         p = one_policy("p", "{algorithm: sliding_log, limit: 10, period: 1h}")
-        ds = [self.daemon(config(p, self.store())) for _ in range(2)]
+        ds = [self.daemon(config(p, self.store(timeout=LIVE))) for _ in range(2)]
         a, b = ds[0].client(), ds[1].client()
         for _ in range(4):
             a.execute_command("SL.CHECK", "p", "k")

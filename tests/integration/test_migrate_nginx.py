@@ -13,15 +13,15 @@ sequences must be equal, and both must equal the GCRA of the guide's
 formula (computed here).
 
 nginx has a real millisecond clock. Each group of the trace is pipelined on
-one connection, so nginx decides it within a few milliseconds whatever the
-load, and the test records when each group was sent and answered. sluiced
-replays those recorded times on its test clock, so both get the same trace
-even when the machine made the sends late. A run counts when no decision
-lies within the timing uncertainty (half the widest group, plus nginx's
-millisecond) of its boundary; the traces are designed with every decision
-at least MARGIN from it (checked below), so that is the rule, and a run
-that missed it is repeated from a fresh source address, at most five
-times.
+one connection, and nginx's access log says when it read each request, on
+its own clock. sluiced replays those times on its test clock, so both get
+the same trace even when the machine made the sends, or the client's view
+of the answers, late. A run counts when no decision lies within the timing
+uncertainty (half the widest group, plus nginx's millisecond) of its
+boundary; the traces are designed with every decision at least MARGIN from
+it (checked below), so that is the rule, and a run that missed it (a group
+that nginx itself read over more than 2 x MARGIN) is repeated from a fresh
+source address, at most five times.
 
 nginx is required (/usr/sbin/nginx, Debian's package nginx): without it the
 test fails rather than being skipped.
@@ -33,7 +33,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 import unittest
 
@@ -104,7 +103,8 @@ pid {d}/nginx.pid;
 error_log {d}/error.log info;
 events {{ worker_connections 256; }}
 http {{
-    access_log off;
+    log_format timing '$msec $request_time $status';   # when nginx answered, how long it held
+    access_log {d}/access.log timing;
     client_body_temp_path {d}/client_body;
     proxy_temp_path {d}/proxy;
     fastcgi_temp_path {d}/fastcgi;
@@ -134,6 +134,24 @@ http {{
         except AssertionError:
             self.stop()
             raise
+
+    def timings(self, count=0):
+        """[(read, answered, status)] of every request, ms on nginx's clock,
+        once at least `count` are logged (nginx logs a request after
+        sending its answer)."""
+        deadline = time.monotonic() + 10
+        while True:
+            out = []
+            with open(os.path.join(self.dir, "access.log")) as f:
+                for line in f:
+                    if not line.endswith("\n"):
+                        break
+                    done, took, status = line.split()
+                    done_ms, took_ms = round(float(done) * 1000), round(float(took) * 1000)
+                    out.append((done_ms - took_ms, done_ms, int(status)))
+            if len(out) >= count or time.monotonic() > deadline:
+                return out
+            time.sleep(0.01)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -229,11 +247,12 @@ class Sources:
 class SameTrace(unittest.TestCase):
     def run_nginx(self, nginx, trace, source):
         """Sends the trace on its schedule, each group pipelined: (allowed
-        list, [(send, last answer)] per group in µs from the start). nginx
-        decided each group between the two."""
+        list, [(first, last)] per group: when nginx read the group's first
+        and last request, in µs on nginx's clock from its first request)."""
+        logged = len(nginx.timings())
         c = Pipeline(nginx.port, source)
         try:
-            out, when = [], []
+            out = []
             start = time.monotonic()
             for offset, count in trace:
                 while True:
@@ -241,15 +260,21 @@ class SameTrace(unittest.TestCase):
                     if wait <= 0:
                         break
                     time.sleep(min(wait, 0.05))
-                sent = int((time.monotonic() - start) * S)
                 statuses = c.group(count)
-                when.append((sent, int((time.monotonic() - start) * S)))
                 for status in statuses:
                     self.assertIn(status, (200, 429))
                     out.append(status == 200)
-            return out, when
         finally:
             c.close()
+        # a group's requests are logged in order, each when answered
+        timings = nginx.timings(logged + len(out))[logged:]
+        self.assertEqual([st == 200 for _, _, st in timings], out, timings)
+        when, at = [], 0
+        for _, count in trace:
+            read = [r - timings[0][0] for r, _, _ in timings[at:at + count]]
+            when.append((min(read) * MS, max(read) * MS))
+            at += count
+        return out, when
 
     def run_sluice(self, d, policy, groups, source, t0):
         out = []
@@ -263,8 +288,8 @@ class SameTrace(unittest.TestCase):
 
     def same_trace(self, tag, policy, trace, limits, third):
         """nginx runs the trace on its real clock; sluiced replays the times
-        nginx was really sent each group (the middle of send .. last answer)
-        on its test clock. A run counts when no decision is within reach of
+        nginx read each group (the middle of its first and last request, by
+        nginx's log) on its test clock. A run counts when no decision is within reach of
         that uncertainty (half the widest group, plus nginx's millisecond);
         else it is run again from a fresh address, at most five times."""
         planned = [(offset * MS, count) for offset, count in trace]
@@ -318,21 +343,29 @@ class Delay(unittest.TestCase):
         self.addCleanup(nginx.stop)
         d = HttpDaemon(http_config(guides.block(GUIDE, "sluice-delay")), test_clock=T0)
         self.addCleanup(d.stop)
-        results = []
-        start = time.monotonic()
-
-        def one():
-            status, _ = get(nginx.port, "/", source="127.0.14.1")
-            results.append((status, (time.monotonic() - start) * 1000))
-
-        threads = [threading.Thread(target=one) for _ in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(10)
-        statuses = sorted(s for s, _ in results)
-        self.assertEqual([200] * 4 + [429] * 2, statuses, results)
-        waited = sorted(ms for s, ms in results if s == 200)
+        # six connections first, then the six requests in one loop: they
+        # reach nginx together however slow thread starts and connects are
+        socks = [socket.create_connection(("127.0.0.1", nginx.port), timeout=10,
+                                          source_address=("127.0.14.1", 0)) for _ in range(6)]
+        for s in socks:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        for s in socks:
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            s.close()
+            self.assertTrue(data.startswith(b"HTTP/1.1 "), data[:100])
+        # what nginx did, on its own clock: when it read each request and
+        # when it answered, so that how late the client saw the answers
+        # (a loaded machine) does not count
+        timings = sorted(nginx.timings(6))
+        statuses = sorted(st for _, _, st in timings)
+        self.assertEqual([200] * 4 + [429] * 2, statuses, timings)
+        first = timings[0][0]
+        waited = sorted(done - first for _, done, st in timings if st == 200)
 
         sluice = []
         for _ in range(6):
@@ -343,7 +376,8 @@ class Delay(unittest.TestCase):
         hold = [max(0, ms - 1 * 1000 // 5) for s, ms in sluice if s == 200]
         self.assertEqual([0, 0, 200, 400], hold)
         for want, got in zip(hold, waited):
-            # nginx's timer is in whole milliseconds; the upper bound allows a loaded machine
+            # from nginx reading the first request to its answer, in whole
+            # milliseconds; the upper bound allows nginx itself to run late
             self.assertGreaterEqual(got, want - 5, (hold, waited))
             self.assertLess(got, want + 150, (hold, waited))
 
