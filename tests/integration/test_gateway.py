@@ -7,6 +7,7 @@ and --http2-prior-knowledge) and Python's http.client:
   - the excess gets 429 (or the route's status and body) with the rate limit
     headers and never reaches the upstream; over HTTP/2 as well;
   - excess: shadow forwards the excess;
+  - with the Redis store (decisions that come later) the same holds;
   - a route's policies pass all or nothing: a request refused by one policy
     charges none of the others;
   - a dead upstream gives 502 at once, a slow one 504 after the route's
@@ -263,6 +264,32 @@ class Gateway(unittest.TestCase):
             resp.read()
             self.assertEqual(resp.status, 404)
         conn.close()
+
+
+class RedisStore(unittest.TestCase):
+    """Decisions that come later (Redis strict): the request waits for them,
+    all or nothing still holds, and the excess is still refused."""
+
+    def test_decisions_from_redis(self):
+        from test_distributed import RedisServer
+        server = RedisServer()
+        up = Upstream()
+        try:
+            # the daemon's test clock decides, not Redis TIME: nothing moves
+            store = "store: {type: redis, url: %s, clock: local}\n" % server.url
+            with Daemon(store + gateway_config(up.port, 1)) as d:
+                port = gateway_port(d)
+                self.assertEqual([curl(port, "/api/r")[0] for _ in range(4)], [200, 200, 200, 429])
+                self.assertEqual(curl(port, "/api/r", "--http2-prior-knowledge")[0], 429)
+                self.assertEqual(up.count, 3)
+                # loose 3/h, tight 1/s: the refused requests cost loose nothing
+                self.assertEqual([curl(port, "/both/r")[0] for _ in range(4)], [200, 429, 429, 429])
+                r = d.client()
+                remaining = r.execute_command("SL.PEEK", "loose", "ip=127.0.0.1")
+                self.assertEqual(remaining[2], 2, remaining)
+        finally:
+            up.close()
+            server.stop()
 
 
 class Configuration(unittest.TestCase):
