@@ -42,6 +42,7 @@ class Upstream:
         self.count = 0
         self.paths = []
         self.xff = []
+        self.bodies = []
         self.delay = 0.0
         self.lock = threading.Lock()
         up = self
@@ -66,7 +67,12 @@ class Upstream:
                 except OSError:
                     pass
 
-            do_POST = do_GET
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                data = self.rfile.read(n)
+                with up.lock:
+                    up.bodies.append(data)
+                self.do_GET()
 
             def log_message(self, *args):
                 pass
@@ -110,6 +116,9 @@ gateway:
     - name: dead
       match: {path_prefix: /dead/}
       upstream: http://127.0.0.1:%(dead)d
+    - name: rest
+      match: {path_prefix: /rest/}
+      upstream: http://127.0.0.1:%(up)d
     - name: slow
       match: {path_prefix: /slow/}
       upstream: http://127.0.0.1:%(up)d
@@ -204,6 +213,15 @@ class Gateway(unittest.TestCase):
         self.assertIn("retry-after", h)
         # a method the route does not match: no route
         self.assertEqual(curl(self.port, "/custom/h2", "-X", "POST")[0], 404)
+
+    def test_request_body_forwarded(self):
+        body = bytes(range(256)) * 400  # 100 KiB
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn.request("POST", "/rest/upload", body=body, headers={"Content-Type": "application/octet-stream"})
+        resp = conn.getresponse()
+        self.assertEqual((resp.status, resp.read()), (200, b"upstream saw /rest/upload\n"))
+        conn.close()
+        self.assertEqual(self.up.bodies[-1], body)
 
     def test_shadow_forwards_the_excess(self):
         n = self.forwarded(lambda: self.assertEqual(
