@@ -88,7 +88,7 @@ class Upstream:
         self.server.server_close()
 
 
-def gateway_config(up_port, dead_port, listen="listen: {resp: 127.0.0.1:0}\n"):
+def gateway_config(up_port, dead_port, listen="listen: {resp: 127.0.0.1:0, http: \"\"}\n"):
     return listen + """\
 threads: 2
 gateway:
@@ -175,6 +175,7 @@ class Gateway(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
+        cls.r.close()  # an open RESP connection would hold the stop for its grace period
         cls.d.stop()
         cls.up.close()
 
@@ -305,6 +306,7 @@ class RedisStore(unittest.TestCase):
                 r = d.client()
                 remaining = r.execute_command("SL.PEEK", "loose", "ip=127.0.0.1")
                 self.assertEqual(remaining[2], 2, remaining)
+                r.close()
         finally:
             up.close()
             server.stop()

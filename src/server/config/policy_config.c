@@ -162,7 +162,7 @@ static int get_key_attrs(ctx_t *c, const char *path, const raw_policy_t *r, sld_
         sld__cfg_entry(p, sizeof p, path, i);
         if (!ok)
             return sld__cfg_bad(c, p,
-                                "expected one of key, user, ip, endpoint, method, route, header:<Name>, "
+                                "expected one of key, user, ip, endpoint, method, header:<Name>, route, "
                                 "got \"%s\"",
                                 sld__cfg_show(a, b));
         if (strcmp(a, "key") == 0 && r->key_count > 1)

@@ -499,6 +499,25 @@ static int configure(gw_worker_t *w, char *err, size_t err_len) {
     return SL_OK;
 }
 
+#if H2O_VERSION_MAJOR == 2 && H2O_VERSION_MINOR == 2
+/* libh2o 2.2's proxy handler copies its upstream URL and frees the host and
+ * path of the copy but not its authority (lib/handler/proxy.c,
+ * on_handler_dispose): freed here, through the handler's leading fields as
+ * that file declares them. */
+struct rp_handler_head {
+    h2o_handler_t super;
+    h2o_url_t upstream;
+};
+
+static void free_upstream_authority(h2o_handler_t *proxy) {
+    struct rp_handler_head *rp = (struct rp_handler_head *)proxy;
+    free(rp->upstream.authority.base);
+    rp->upstream.authority = h2o_iovec_init(NULL, 0);
+}
+#else
+static void free_upstream_authority(h2o_handler_t *proxy) { (void)proxy; }
+#endif
+
 /* ---- the front's hooks (net/front.h) ------------------------------------------------------------ */
 
 static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void **out, char *err,
@@ -569,6 +588,9 @@ static void worker_dispose(void *arg) {
     sld_listener_close(&w->listener, w->listening);
     if (w->configured) {
         h2o_context_dispose(&w->ctx);
+        for (size_t i = 0; i < w->gw->g->nroutes; i++)
+            if (w->proxies[i])
+                free_upstream_authority(w->proxies[i]);
         h2o_config_dispose(&w->config); /* the socket pools' timers, on this loop */
     }
     sld_http_reply_free(&w->reply);
