@@ -234,6 +234,9 @@ class Gateway(unittest.TestCase):
         # next four are refused by tight and must cost loose nothing.
         statuses = [curl(self.port, "/both/x")[0] for _ in range(5)]
         self.assertEqual(statuses, [200, 429, 429, 429, 429])
+        # the denials are counted where they happened (tight), the peeks not
+        stats = {row[0].decode(): list(row[1:]) for row in self.r.execute_command("SL.STATS", "loose", "tight")}
+        self.assertEqual(stats, {"loose": [1, 0, 0], "tight": [1, 4, 0]})
         now = int(self.d.clock(self.r, "GET"))
         self.d.clock(self.r, "SET", now + 2_000_000)
         self.assertEqual(curl(self.port, "/both/x")[0], 200)  # loose: 2 of 3

@@ -85,6 +85,8 @@ typedef struct gw_call {
     gw_worker_t *w;
     size_t route;              /* index in the section's routes */
     size_t step;               /* peeks 0..n-1 (when n > 1), then charges */
+    bool confirming;           /* the peek of this step denied: deciding it for real */
+    uint32_t charged;          /* bit i: policy i was charged while confirming */
     bool pending;              /* a decision is on its way */
     size_t key_len[SLD_GW_MAX_POLICIES];
     char *keys;                /* n keys of up to key_cap bytes, in this block */
@@ -137,19 +139,37 @@ static void refuse(gw_call_t *call, const sld_runtime_t *rt, size_t index, const
     sld_http_send_reply(call->req, r);
 }
 
-/* A decision of step call->step came: true to go on with the next step. */
+/* Whether step `step` only asks (a peek): the first n steps of a route
+ * with several policies, unless a peek denied and the step is decided for
+ * real. */
+static bool peeking(const gw_call_t *call, size_t n) { return n > 1 && call->step < n && !call->confirming; }
+
+/* A decision of the current step came: true to go on. A peek that denies
+ * is decided again for real, so the denial is counted (and charged, for a
+ * count_denied limit) as any other; should it pass by then, it is charged
+ * now and skipped in the charges. */
 static bool decided(gw_call_t *call, int rc, const sld_runtime_t *rt, size_t index, const sl_policy_t *p,
                     const sl_decision_t *dec, const sl_limit_report_t *lr) {
     const sld_gw_route_t *route = route_of(call);
+    size_t n = route->npolicies;
     if (rc != SL_OK) {
         send_text(call->w, call->req, 503, "the rate limiter cannot decide: %s\n", sl_strerror(rc));
         return false;
     }
-    if (dec->allowed)
+    if (dec->allowed) {
+        if (call->confirming)
+            call->charged |= UINT32_C(1) << (call->step % n);
+        call->confirming = false;
+        call->step++;
         return true;
+    }
+    if (peeking(call, n)) {
+        call->confirming = true;
+        return true;
+    }
     if (route->excess == SLD_GW_SHADOW) {
         sld_debug("gateway: route %s: over policy %s, forwarded (shadow)", route->name,
-                  route->policies[call->step % route->npolicies]);
+                  route->policies[call->step % n]);
         forward(call);
         return false;
     }
@@ -168,7 +188,10 @@ static void advance(gw_call_t *call) {
     size_t total = n > 1 ? 2 * n : n;
     while (call->step < total) {
         size_t i = call->step % n;
-        bool peek = n > 1 && call->step < n;
+        if (call->step >= n && (call->charged & (UINT32_C(1) << i))) {
+            call->step++; /* charged while confirming its peek */
+            continue;
+        }
         /* the runtime in force now: a reload between two steps is seen */
         const sld_runtime_t *rt = sld_runtime(d);
         const char *name = route->policies[i];
@@ -182,7 +205,7 @@ static void advance(gw_call_t *call) {
         }
         sld_request_t r = {.origin = {.rt = rt, .index = index, .slot = sld_policies_slot(rt->policies, index)},
                            .p = p, .key = key, .key_len = call->key_len[i], .cost = 1,
-                           .flags = peek ? SL_DECIDE_PEEK : 0};
+                           .flags = peeking(call, n) ? SL_DECIDE_PEEK : 0};
         sl_decision_t dec;
         sl_limit_report_t lr[SL_MAX_LIMITS];
         int rc = sld_engine_decide(d->engine, call->w->index, &r, &dec, lr, on_decided, call);
@@ -192,7 +215,6 @@ static void advance(gw_call_t *call) {
         }
         if (!decided(call, rc, rt, index, p, &dec, lr))
             return;
-        call->step++;
     }
     forward(call);
 }
@@ -214,10 +236,8 @@ static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_lim
         send_text(call->w, call->req, 503, "route %s: policy %s is not configured\n", route->name, name);
         return;
     }
-    if (!decided(call, rc, rt, index, p, dec, lr))
-        return;
-    call->step++;
-    advance(call);
+    if (decided(call, rc, rt, index, p, dec, lr))
+        advance(call);
 }
 
 /* ---- keys --------------------------------------------------------------------------------------- */

@@ -15,7 +15,9 @@
  * time, and has no refund. A route with one policy charges it directly
  * (atomic). With several, every policy is first asked without charging
  * (SL_DECIDE_PEEK), in order; only when all would pass are they charged,
- * in order. A concurrent request on the same key can win a place between
+ * in order. A peek that denies is decided again for real, so the denial is
+ * counted like any other (and charged, for a count_denied limit). A
+ * concurrent request on the same key can win a place between
  * the two steps: then the later policy denies after the earlier ones were
  * charged, and the request is refused -- it never passes over a limit, it
  * may cost the key one unit it did not use.
