@@ -70,7 +70,8 @@ struct gw_worker {
     gw_conn_t *conns;
     h2o_handler_t **proxies;   /* one per route, in the routes' order */
     sld_http_reply_t reply;    /* reused from request to request */
-    bool configured;           /* config and ctx exist */
+    bool has_config;           /* config exists (disposed with the worker) */
+    bool configured;           /* ctx exists too: serving */
     bool listening;
     bool stopping;
     bool disposed;
@@ -485,6 +486,7 @@ static int configure(gw_worker_t *w, char *err, size_t err_len) {
     const sld_gw_config_t *g = w->gw->g;
     const sld_config_t *cfg = sld_runtime(w->gw->d)->cfg;
     h2o_config_init(&w->config);
+    w->has_config = true;
     w->config.server_name = h2o_iovec_init(H2O_STRLIT("sluiced"));
     w->config.max_request_entity_size = cfg->max_request_bytes;
     uint64_t idle_ms = cfg->idle_timeout > 0 ? (uint64_t)(cfg->idle_timeout / 1000) : FOREVER_MS;
@@ -606,8 +608,9 @@ static void worker_dispose(void *arg) {
         return;
     w->disposed = true;
     sld_listener_close(&w->listener, w->listening);
-    if (w->configured) {
+    if (w->configured)
         h2o_context_dispose(&w->ctx);
+    if (w->has_config) {
         for (size_t i = 0; i < w->gw->g->nroutes; i++)
             if (w->proxies[i])
                 free_upstream_authority(w->proxies[i]);
