@@ -12,6 +12,8 @@ and --http2-prior-knowledge) and Python's http.client:
     charges none of the others;
   - a dead upstream gives 502 at once, a slow one 504 after the route's
     timeout, both with a body saying so; no route gives 404;
+  - a reload (SIGHUP) applies new policies to the routes; a bad gateway:
+    section is refused with its line and the running one stays;
   - configuration errors name their line (--check-config), delay and
     concurrency are refused as not built yet;
   - a file with only gateway: and policies starts the gateway alone.
@@ -313,6 +315,32 @@ class RedisStore(unittest.TestCase):
         finally:
             up.close()
             server.stop()
+
+
+class Reload(unittest.TestCase):
+    def test_sighup_applies_policies_keeps_routes(self):
+        import signal
+        up = Upstream()
+        try:
+            text = gateway_config(up.port, 1)
+            with Daemon(text) as d:
+                port = gateway_port(d)
+                self.assertEqual([curl(port, "/api/r")[0] for _ in range(4)], [200, 200, 200, 429])
+                # per_ip 3 -> 5 an hour; a bad gateway: section is refused, the old one stays
+                d.write_config(text.replace("fixed_window, limit: 3, period: 1h}\n  - name: per_ip_tight",
+                                            "fixed_window, limit: 5, period: 1h}\n  - name: per_ip_tight", 1)
+                               .replace("excess: shadow", "excess: delay", 1))
+                d.signal(signal.SIGHUP)
+                d.wait_log(r"routes\[2\]\.excess: delay is not built yet")
+                self.assertEqual(curl(port, "/api/r")[0], 429)
+                d.write_config(text.replace("fixed_window, limit: 3, period: 1h}\n  - name: per_ip_tight",
+                                            "fixed_window, limit: 5, period: 1h}\n  - name: per_ip_tight", 1))
+                d.signal(signal.SIGHUP)
+                d.wait_log(r"reloaded .*generation 2")
+                # a changed limit starts afresh (configuration.md, Reload): 5 pass
+                self.assertEqual([curl(port, "/api/r")[0] for _ in range(6)], [200] * 5 + [429])
+        finally:
+            up.close()
 
 
 class Configuration(unittest.TestCase):
