@@ -12,6 +12,7 @@ and --http2-prior-knowledge) and Python's http.client:
     charges none of the others;
   - a dead upstream gives 502 at once, a slow one 504 after the route's
     timeout, both with a body saying so; no route gives 404;
+  - SIGTERM lets a forwarded request in flight finish;
   - a reload (SIGHUP) applies new policies to the routes; a bad gateway:
     section is refused with its line and the running one stays;
   - configuration errors name their line (--check-config), delay and
@@ -339,6 +340,29 @@ class Reload(unittest.TestCase):
                 d.wait_log(r"reloaded .*generation 2")
                 # a changed limit starts afresh (configuration.md, Reload): 5 pass
                 self.assertEqual([curl(port, "/api/r")[0] for _ in range(6)], [200] * 5 + [429])
+        finally:
+            up.close()
+
+
+class Stop(unittest.TestCase):
+    def test_sigterm_answers_what_is_in_flight(self):
+        import signal
+        up = Upstream()
+        up.delay = 1.0
+        try:
+            d = Daemon(gateway_config(up.port, 1))
+            port = gateway_port(d)
+            res = []
+            th = threading.Thread(target=lambda: res.append(curl(port, "/rest/in-flight")))
+            th.start()
+            deadline = time.time() + 10
+            while up.count == 0 and time.time() < deadline:
+                time.sleep(0.01)
+            d.signal(signal.SIGTERM)
+            th.join()
+            self.assertEqual(d.stop(), 0)
+            self.assertEqual(res[0][0], 200)
+            self.assertEqual(res[0][2], "upstream saw /rest/in-flight\n")
         finally:
             up.close()
 
