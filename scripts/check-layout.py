@@ -36,7 +36,8 @@ KNOWN_HIREDIS = set()
 # the top); cli/ is a user of the library.
 LAYERS = ["core", "store", "store/redis", "server/base", "server/config", "server/keys",
           "server/observe", "server/engine", "server/state", "server/net", "server/resp",
-          "server/http", "server/daemon", "server", "cli"]
+          "server/http",
+          "server/gateway", "server/daemon", "server", "cli"]
 
 # includes that point up today (file, header): none (an include of a room
 # above fails)

@@ -34,6 +34,9 @@
 #include "server/engine/write_back.h"
 #include "server/engine/rules.h"
 #include "server/daemon/runtime.h"
+#include "server/config/section.h"
+#include "server/gateway/gateway.h"
+#include "server/gateway/gateway_config.h"
 #include "server/http/http.h"
 #include "server/net/server.h"
 #include "server/resp/resp_connection.h"
@@ -57,6 +60,11 @@ static sld_daemon_t D;
 static sld_server_t *server;
 static sld_resp_front_t resp_front;
 static sld_http_t *http_front;  /* NULL when the HTTP front is off */
+static sld_gateway_t *gateway;  /* NULL when the configuration has no gateway: */
+static int gateway_port;
+
+/* The configuration sections the fronts register (config/section.h). */
+static const sld_config_section_t *const sections[] = {&sld_gateway_section};
 static overrides_t overrides = {NULL, NULL, -1, NULL, NULL};
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t maintenance;
@@ -110,8 +118,10 @@ static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
         free(cfg->store_url);
         cfg->store_url = url;
     }
-    if (cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0') {
-        snprintf(err, err_len, "both fronts are off (resp and http): nothing would answer");
+    if (cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0' &&
+        sld_config_section(cfg, sld_gateway_section.name) == NULL) {
+        snprintf(err, err_len, "both fronts are off (resp and http) and there is no gateway: nothing "
+                               "would answer");
         return SL_EINVAL;
     }
     if (overrides.threads >= 0)
@@ -283,7 +293,7 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
 /* Serves the fronts that are on (apply_overrides made sure one is) on the
  * workers' loops. */
 static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
-    sld_front_t fronts[2];
+    sld_front_t fronts[3];
     size_t n = 0;
     if (cfg->resp_listen[0] != '\0') {
         sld_resp_front_init(&resp_front, &D);
@@ -296,6 +306,13 @@ static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
         }
         fronts[n++] = (sld_front_t){&sld_http_front_ops, http_front, cfg->http_listen, &D.http_port};
     }
+    if (sld_config_section(cfg, sld_gateway_section.name) != NULL) {
+        if (sld_gateway_new(&D, &gateway) != SL_OK) {
+            snprintf(err, err_len, "out of memory");
+            return SL_ENOMEM;
+        }
+        fronts[n++] = (sld_front_t){&sld_gateway_front_ops, gateway, sld_gateway_listen(gateway), &gateway_port};
+    }
     return sld_server_start(&D, fronts, n, cfg->threads, &server, err, err_len);
 }
 
@@ -306,6 +323,7 @@ int main(int argc, char **argv) {
     if (rc != 0)
         return rc;
     atomic_store(&D.test_now, test_start);
+    sld_config_sections_set(sections, sizeof sections / sizeof sections[0]);
     D.started_at = sl_clock_realtime(NULL);
 
     char err[SLD_MAX_ERROR] = "";
@@ -401,11 +419,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sluiced: %s\n", err);
         return 1;
     }
-    sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d threads=%u policies=%zu config=%s "
-             "store=%s%s",
+    sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d gateway=%s gateway_port=%d threads=%u "
+             "policies=%zu config=%s store=%s%s",
              SL_VERSION_STRING, cfg->resp_listen[0] ? cfg->resp_listen : "off", D.resp_port,
              cfg->http_listen[0] ? cfg->http_listen : "off",
-             D.http_port, cfg->threads, cfg->npolicies, cfg->source,
+             D.http_port, gateway ? sld_gateway_listen(gateway) : "off", gateway_port, cfg->threads, cfg->npolicies, cfg->source,
              D.remote ? sld_remote_describe(D.remote) : "memory", D.test_clock ? " test-clock" : "");
 
     uv_run(loop, UV_RUN_DEFAULT);
@@ -415,6 +433,8 @@ int main(int argc, char **argv) {
     server = NULL;
     sld_http_free(http_front);
     http_front = NULL;
+    sld_gateway_free(gateway);
+    gateway = NULL;
     sld_write_back_stop(D.write_back);
     sld_persist_finish(&D);
     uv_close((uv_handle_t *)&sig_term, NULL);

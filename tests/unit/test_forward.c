@@ -703,6 +703,22 @@ static void key_too_long(void **state) {
     req_free(&r);
 }
 
+/* The gateway's route attribute: the route's name, as any value; a request
+ * that did not come through the gateway has none. */
+static void route_attribute(void **state) {
+    (void)state;
+    static const char *const attrs[] = {"route", "method"};
+    char out[128];
+    const char *why = NULL;
+    sld_forwarded_t in = {.route = {"api", 3}, .method = {"GET", 3}};
+    size_t n = sld_forward_key(&in, trusted, 64, (char *const *)attrs, 2, out, sizeof out, &why);
+    assert_int_equal(n, strlen("route=api|method=GET"));
+    assert_string_equal(out, "route=api|method=GET");
+    sld_forwarded_t none = {.method = {"GET", 3}};
+    assert_int_equal(sld_forward_key(&none, trusted, 64, (char *const *)attrs, 2, out, sizeof out, &why), 0);
+    assert_string_equal(why, "the route attribute keys gateway requests only");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(client_untrusted_peer),
@@ -720,6 +736,7 @@ int main(void) {
         cmocka_unit_test(key_method),
         cmocka_unit_test(key_escaping_is_injective),
         cmocka_unit_test(key_too_long),
+        cmocka_unit_test(route_attribute),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

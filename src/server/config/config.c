@@ -201,11 +201,16 @@ static int get_front(ctx_t *c, const char *path, const char *text, char out[SLD_
 static int get_config(ctx_t *c, const raw_config_t *r, sld_config_t *cfg) {
     char p[PATH_BUF], b[SHOW_MAX + 8];
     int rc;
+    /* A front with a listener of its own (the gateway) is enough: without
+     * listen:, the decision fronts stay closed beside it. */
+    bool section_front = sld__cfg_sections_listen(r);
+    if (section_front && r->listen == NULL)
+        cfg->resp_listen[0] = cfg->http_listen[0] = '\0';
     if (r->listen && (rc = get_front(c, "listen.resp", r->listen->resp, cfg->resp_listen)))
         return rc;
     if (r->listen && (rc = get_front(c, "listen.http", r->listen->http, cfg->http_listen)))
         return rc;
-    if (cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0')
+    if (!section_front && cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0')
         return sld__cfg_bad(c, "listen",
                             "turns off both fronts (resp and http): nothing would answer");
     if (r->threads && (rc = sld__cfg_get_u32(c, "threads", r->threads, 0, 256, &cfg->threads)))
@@ -304,7 +309,7 @@ static int get_config(ctx_t *c, const raw_config_t *r, sld_config_t *cfg) {
                 return sld__cfg_bad(c, p, "policy name \"%s\" is already used (line %zu)",
                                     cfg->policies[i].name, sld__cfg_path_line(c, first, 1));
             }
-    return SL_OK;
+    return sld__cfg_sections_parse(c, r, cfg);
 }
 
 static sld_config_t *config_defaults(ctx_t *c) {
@@ -355,22 +360,30 @@ int sld__cfg_parse(const char *name, const char *policy_name, const char *yaml, 
 
     /* 2. the schema */
     raw_config_t *raw = NULL;
+    cyaml_schema_value_t top;
+    cyaml_schema_field_t *top_fields = NULL;
+    if (sld__cfg_schema_top(&top, &top_fields) != SL_OK)
+        return sld__cfg_oom(&c);
+    c.schema = &top;
     cyaml_config_t cy = {.log_fn = sld__cfg_cyaml_log, .log_ctx = &c, .mem_fn = cyaml_mem,
                          .log_level = CYAML_LOG_ERROR, .flags = CYAML_CFG_NO_ALIAS};
     cyaml_err_t e = empty ? CYAML_OK
-                          : cyaml_load_data((const uint8_t *)yaml, len, &cy, &sld__cfg_schema,
+                          : cyaml_load_data((const uint8_t *)yaml, len, &cy, &top,
                                             (cyaml_data_t **)&raw, NULL);
-    if (e != CYAML_OK) {
-        sld__cfg_cyaml_error(&c, e);
+    if (e != CYAML_OK || raw == NULL) {
+        if (e != CYAML_OK)
+            sld__cfg_cyaml_error(&c, e);
+        else
+            sld__cfg_report(&c, 0, "the file is empty: at least a policies: list is needed");
+        free(top_fields);
         return e == CYAML_ERR_OOM ? SL_ENOMEM : SL_EINVAL;
     }
-    if (raw == NULL)
-        return sld__cfg_report(&c, 0, "the file is empty: at least a policies: list is needed");
 
     /* 3. values */
     sld_config_t *cfg = config_defaults(&c);
     rc = cfg ? get_config(&c, raw, cfg) : sld__cfg_oom(&c);
-    cyaml_free(&cy, &sld__cfg_schema, raw, 0);
+    cyaml_free(&cy, &top, raw, 0);
+    free(top_fields);
     if (rc != SL_OK) {
         sld_config_free(cfg);
         return rc;
@@ -463,5 +476,6 @@ void sld_config_free(sld_config_t *config) {
     free(config->user_header);
     free(config->admin_token);
     free(config->requirepass);
+    sld__cfg_sections_release(config);
     free(config);
 }

@@ -20,6 +20,7 @@
 #define SLD_MAX_TIERS 64
 #define SLD_MAX_KEY_ATTRS 8
 #define SLD_MAX_ERROR 512      /* size of error buffers given to the loader */
+#define SLD_MAX_SECTIONS 8     /* sections registered by fronts (section.h) */
 
 /* A group of keys with limits of their own ("premium users get more"). */
 typedef struct sld_tier {
@@ -102,6 +103,9 @@ typedef struct sld_config {
 
     sld_policy_t *policies;
     size_t npolicies;                /* >= 1 */
+
+    struct sld_config_part *sections[SLD_MAX_SECTIONS]; /* the registered sections the file
+                                        has, by registration index; NULL = absent (section.h) */
 } sld_config_t;
 
 /* Reads and validates `path`. On error returns a negative sl_error_t (SL_EIO:

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/config/config.h"
+#include "server/config/config_private.h"
 
 static char *dup_or_null(const char *s, bool *ok) {
     if (s == NULL)
@@ -69,6 +70,7 @@ sld_config_t *sld_config_edit(const sld_config_t *cfg, const sld_policy_t *put,
     c->user_header = dup_or_null(cfg->user_header, &ok);
     c->admin_token = dup_or_null(cfg->admin_token, &ok);
     c->requirepass = dup_or_null(cfg->requirepass, &ok);
+    sld__cfg_sections_share(c);
     if (cfg->ntrusted_proxies &&
         (c->trusted_proxies = calloc(cfg->ntrusted_proxies, sizeof(char *))) == NULL)
         ok = false;

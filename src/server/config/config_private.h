@@ -10,6 +10,7 @@
  *   policy_config.c  policies, their limits and tiers; store failure names
  *   policy_json.c    one policy as JSON, for the admin API
  *   config_edit.c    copies of a configuration with one policy changed
+ *   section.c        the sections fronts register (section.h)
  * Nothing outside src/server/config/ includes this; the contract is config.h.
  *
  * Every scalar is loaded as a string (the "raw" structs below), so that "60",
@@ -103,6 +104,7 @@ typedef struct raw_config {
     char *ipv6_prefix, *user_header, *admin_token, *requirepass, *auth_deny_status;
     raw_policy_t *policies;
     unsigned policies_count;
+    void *sections[SLD_MAX_SECTIONS]; /* the registered sections' raw forms (section.c) */
 } raw_config_t;
 
 /* ---- the load context ------------------------------------------------------ */
@@ -117,9 +119,11 @@ typedef struct frame {
     unsigned long n;
 } frame_t;
 
-typedef struct ctx {
+typedef struct sld_config_ctx {
     const char *name;  /* stands for the path in messages */
     const char *policy_name; /* one policy from the admin API: its name, from the path */
+    const cyaml_schema_value_t *schema; /* the top level read, sections included; NULL:
+                                           sld__cfg_schema */
     const char *yaml;
     size_t len;
     char *err;
@@ -170,6 +174,20 @@ size_t sld__cfg_path_line(const ctx_t *c, const char *path, unsigned nth);
 /* ---- schema.c ------------------------------------------------------------- */
 
 extern const cyaml_schema_value_t sld__cfg_schema; /* a raw_config_t */
+
+/* ---- section.c: the sections fronts register --------------------------------- */
+
+/* The top-level schema: sld__cfg_schema's keys and the registered
+ * sections'. *fields is allocated (free it after cyaml_free). */
+int sld__cfg_schema_top(cyaml_schema_value_t *top, cyaml_schema_field_t **fields);
+/* Whether the file has a section of a front with its own listener. */
+bool sld__cfg_sections_listen(const raw_config_t *raw);
+/* Parses the sections present in raw into cfg, then checks each against
+ * the whole of cfg. */
+int sld__cfg_sections_parse(ctx_t *c, const raw_config_t *raw, sld_config_t *cfg);
+/* cfg was copied field by field from another: its sections are shared. */
+void sld__cfg_sections_share(sld_config_t *cfg);
+void sld__cfg_sections_release(sld_config_t *cfg);
 
 /* ---- units.c: a raw string at `path` into a checked value ------------------ */
 

@@ -140,7 +140,7 @@ void sld__cfg_cyaml_log(cyaml_log_t level, void *ctx, const char *fmt, va_list a
  * frame is about a list entry refused for being one too many. */
 static const cyaml_schema_value_t *frames_path(const ctx_t *c, size_t skip_inner, bool excess,
                                                char *path, size_t size) {
-    const cyaml_schema_value_t *s = &sld__cfg_schema;
+    const cyaml_schema_value_t *s = c->schema ? c->schema : &sld__cfg_schema;
     path[0] = '\0';
     for (size_t k = c->nframes; k-- > skip_inner;) {
         const frame_t *f = &c->frames[k];

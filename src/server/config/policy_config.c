@@ -147,7 +147,7 @@ static int get_limits(ctx_t *c, const char *path, const raw_limit_t *raw, unsign
 }
 
 static int get_key_attrs(ctx_t *c, const char *path, const raw_policy_t *r, sld_policy_t *pol) {
-    static const char *const plain[] = {"key", "user", "ip", "endpoint", "method"};
+    static const char *const plain[] = {"key", "user", "ip", "endpoint", "method", "route"};
     char p[PATH_BUF], b[SHOW_MAX + 8];
     if (r->key_count == 0) { /* absent, or written empty */
         pol->key_attrs[0] = sld__cfg_dup(c, "key");
@@ -162,7 +162,7 @@ static int get_key_attrs(ctx_t *c, const char *path, const raw_policy_t *r, sld_
         sld__cfg_entry(p, sizeof p, path, i);
         if (!ok)
             return sld__cfg_bad(c, p,
-                                "expected one of key, user, ip, endpoint, method, header:<Name>, "
+                                "expected one of key, user, ip, endpoint, method, header:<Name>, route, "
                                 "got \"%s\"",
                                 sld__cfg_show(a, b));
         if (strcmp(a, "key") == 0 && r->key_count > 1)

@@ -156,9 +156,18 @@ static void add_header(h2o_req_t *req, const sld_http_header_t *h, const char *v
         h2o_add_header_by_str(&req->pool, &req->res.headers, w->lower, w->len, 0, h->name, v.base, v.len);
 }
 
+sld_span_t sld_http_request_header(void *req, const char *name, size_t len) {
+    header_lookup_t lookup = {req};
+    return find_header(&lookup, name, len);
+}
+
 static void respond(sld_daemon_t *d, uint32_t worker, h2o_req_t *req, const sld_http_reply_t *r) {
     if (d->metrics)
         sld_metrics_http(d->metrics, worker, r->status);
+    sld_http_send_reply(req, r);
+}
+
+void sld_http_send_reply(h2o_req_t *req, const sld_http_reply_t *r) {
     req->res.status = r->status;
     req->res.reason = sld_http_reason(r->status);
     if (r->content_type)

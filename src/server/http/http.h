@@ -14,8 +14,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "server/base/span.h"
+#include "server/http/http_reply.h"
 #include "server/net/front.h"
 #include "server/state/daemon.h"
+
+struct st_h2o_req_t;
 
 typedef struct sld_http sld_http_t; /* shared: h2o's global configuration */
 
@@ -32,5 +36,12 @@ void sld_http_free(sld_http_t *h);
  * context is disposed once the loop has stopped running (h2o runs the loop
  * itself here), before the loop is closed. */
 extern const sld_front_ops_t sld_http_front_ops;
+
+/* For other fronts on libh2o (the gateway): puts reply r on the wire as
+ * req's answer (status, content type, sluiced's headers, body), and looks
+ * a request header up by its lower-case name as the HTTP front does
+ * (repeated X-Forwarded-For lines joined, the last X-Real-IP). */
+void sld_http_send_reply(struct st_h2o_req_t *req, const sld_http_reply_t *r);
+sld_span_t sld_http_request_header(void *req, const char *name, size_t len);
 
 #endif

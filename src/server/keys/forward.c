@@ -331,6 +331,12 @@ static const char *put_value(keybuf_t *k, const sld_forwarded_t *in, const sld_c
         put_escaped(k, in->method.ptr, in->method.len, true);
         return NULL;
     }
+    if (strcmp(attr, "route") == 0) {
+        if (in->route.ptr == NULL || in->route.len == 0)
+            return "the route attribute keys gateway requests only";
+        put_escaped(k, in->route.ptr, in->route.len, false);
+        return NULL;
+    }
     if (strncmp(attr, "header:", 7) == 0 && attr[7] != '\0') {
         sld_span_t v = {NULL, 0};
         if (in->header != NULL)

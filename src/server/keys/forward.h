@@ -31,6 +31,7 @@ typedef struct sld_forwarded {
     sld_span_t user;               /* the configured user header's value */
     sld_span_t uri;                /* X-Original-URI, else X-Forwarded-Uri */
     sld_span_t method;             /* X-Original-Method, else X-Forwarded-Method */
+    sld_span_t route;              /* the gateway's route name (ptr NULL elsewhere) */
     /* header:<Name> attributes: looks a header up by name (case-insensitive). */
     sld_span_t (*header)(void *ctx, const char *name, size_t name_len);
     void *header_ctx;
@@ -42,7 +43,7 @@ size_t sld_client_ip(const sld_forwarded_t *in, const sld_cidrs_t *trusted, uint
                      char *out, size_t cap);
 
 /* Builds the key for the attributes attrs[0..n) ("user", "ip", "endpoint",
- * "method", "header:<Name>"): their values joined as "name=value" with '|'
+ * "method", "route", "header:<Name>"): their values joined as "name=value" with '|'
  * (values escaped so that no two requests with different attributes share a
  * key). The endpoint is the URI's path without its query. Returns the key's
  * length, or 0 with *why set when an attribute has no value (e.g. no user

@@ -1,0 +1,637 @@
+/* gateway.c -- the gateway front on the worker loops (see gateway.h).
+ *
+ * Each worker has an h2o configuration of its own: one handler on "/"
+ * (on_req: match, decide, then forward or refuse), after it one libh2o
+ * reverse proxy per route, which on_req calls directly once the request
+ * may go, and a filter that rewrites libh2o's own 502 for an upstream
+ * failure into a clear 502 or 504. Per worker, not shared, because the
+ * proxies' keep-alive socket pools run a timer on the loop of the first
+ * context that uses them and must be disposed while that loop still runs.
+ *
+ * A decision that the store answers later (Redis) continues in its
+ * callback; the request's state is then kept apart from the request (which
+ * the client may close meanwhile) until the answer comes.
+ *
+ * Limits are the HTTP front's: a body up to max_request_bytes (libh2o 2.2
+ * reads a request body whole before the handler runs; responses are
+ * streamed), requests and keep-alive idle up to idle_timeout; connections
+ * are counted with the other fronts' against max_connections.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <h2o.h>
+
+#include "server/base/log.h"
+#include "server/config/section.h"
+#include "server/engine/engine.h"
+#include "server/gateway/gateway.h"
+#include "server/gateway/gateway_route.h"
+#include "server/http/http.h"
+#include "server/http/http_ratelimit.h"
+#include "server/net/admission.h"
+#include "server/net/listener.h"
+
+#define FOREVER_MS (24u * 3600 * 1000)
+#define KEEPALIVE_MS 2000 /* an idle upstream connection stays in the pool this long */
+
+struct sld_gateway {
+    sld_daemon_t *d;
+    sld_config_part_t *part;   /* the gateway: section, held */
+    const sld_gw_config_t *g;
+};
+
+typedef struct gw_worker gw_worker_t;
+
+typedef struct gw_conn {
+    uv_tcp_t tcp;  /* first: h2o's close callback hands us the handle */
+    gw_worker_t *w;
+    struct gw_conn *prev, *next;
+} gw_conn_t;
+
+typedef struct gw_handler {
+    h2o_handler_t super;
+    gw_worker_t *w;
+} gw_handler_t;
+
+struct gw_worker {
+    h2o_globalconf_t config;
+    h2o_context_t ctx;
+    h2o_accept_ctx_t accept;
+    sld_gateway_t *gw;
+    uint32_t index;
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    gw_conn_t *conns;
+    h2o_handler_t **proxies;   /* one per route, in the routes' order */
+    sld_http_reply_t reply;    /* reused from request to request */
+    bool has_config;           /* config exists (disposed with the worker) */
+    bool configured;           /* ctx exists too: serving */
+    bool listening;
+    bool stopping;
+    bool disposed;
+};
+
+/* ---- one request ------------------------------------------------------------------------------ */
+
+/* A request on its way through the route's policies. Not in the request's
+ * pool: a decision still pending when the client goes must find it. */
+typedef struct gw_call {
+    h2o_req_t *req;            /* NULL once the request is gone */
+    gw_worker_t *w;
+    size_t route;              /* index in the section's routes */
+    size_t step;               /* peeks 0..n-1 (when n > 1), then charges */
+    bool confirming;           /* the peek of this step denied: deciding it for real */
+    uint32_t charged;          /* bit i: policy i was charged while confirming */
+    bool pending;              /* a decision is on its way */
+    size_t key_len[SLD_GW_MAX_POLICIES];
+    char *keys;                /* n keys of up to key_cap bytes, in this block */
+    size_t key_cap;
+} gw_call_t;
+
+typedef struct gw_link {
+    gw_call_t *call;
+} gw_link_t;
+
+static const sld_gw_route_t *route_of(const gw_call_t *call) {
+    return &call->w->gw->g->routes[call->route];
+}
+
+static void on_request_gone(void *arg) {
+    gw_call_t *call = ((gw_link_t *)arg)->call;
+    call->req = NULL;
+    if (!call->pending)
+        free(call);
+}
+
+static void send_text(gw_worker_t *w, h2o_req_t *req, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void send_text(gw_worker_t *w, h2o_req_t *req, int status, const char *fmt, ...) {
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    sld_http_reply_t *r = &w->reply;
+    sld_http_reply_reset(r);
+    sld_http_text_reply(r, status, text);
+    sld_http_send_reply(req, r);
+}
+
+static void forward(gw_call_t *call) {
+    h2o_handler_t *proxy = call->w->proxies[call->route];
+    proxy->on_req(proxy, call->req);
+}
+
+static void refuse(gw_call_t *call, const sld_runtime_t *rt, size_t index, const sl_policy_t *p,
+                   const sl_decision_t *dec, const sl_limit_report_t *lr) {
+    const sld_gw_route_t *route = route_of(call);
+    sld_http_reply_t *r = &call->w->reply;
+    sld_http_reply_reset(r);
+    const sld_policy_t *pc = sld_policies_config(rt->policies, index);
+    sld_http_rate_headers(r, pc->name, p, pc->mode == SL_MODE_SOFT ? pc->soft_percent : 0, dec, lr);
+    sld_http_text_reply(r, (int)route->status, route->body);
+    sld_http_send_reply(call->req, r);
+}
+
+/* Whether step `step` only asks (a peek): the first n steps of a route
+ * with several policies, unless a peek denied and the step is decided for
+ * real. */
+static bool peeking(const gw_call_t *call, size_t n) { return n > 1 && call->step < n && !call->confirming; }
+
+/* A decision of the current step came: true to go on. A peek that denies
+ * is decided again for real, so the denial is counted (and charged, for a
+ * count_denied limit) as any other; should it pass by then, it is charged
+ * now and skipped in the charges. */
+static bool decided(gw_call_t *call, int rc, const sld_runtime_t *rt, size_t index, const sl_policy_t *p,
+                    const sl_decision_t *dec, const sl_limit_report_t *lr) {
+    const sld_gw_route_t *route = route_of(call);
+    size_t n = route->npolicies;
+    if (rc != SL_OK) {
+        send_text(call->w, call->req, 503, "the rate limiter cannot decide: %s\n", sl_strerror(rc));
+        return false;
+    }
+    if (dec->allowed) {
+        if (call->confirming)
+            call->charged |= UINT32_C(1) << (call->step % n);
+        call->confirming = false;
+        call->step++;
+        return true;
+    }
+    if (peeking(call, n)) {
+        call->confirming = true;
+        return true;
+    }
+    if (route->excess == SLD_GW_SHADOW) {
+        sld_debug("gateway: route %s: over policy %s, forwarded (shadow)", route->name,
+                  route->policies[call->step % n]);
+        forward(call);
+        return false;
+    }
+    refuse(call, rt, index, p, dec, lr);
+    return false;
+}
+
+static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *lr);
+
+/* Decides the steps left, as long as the store answers at once; forwards
+ * once every policy passed. */
+static void advance(gw_call_t *call) {
+    const sld_gw_route_t *route = route_of(call);
+    sld_daemon_t *d = call->w->gw->d;
+    size_t n = route->npolicies;
+    size_t total = n > 1 ? 2 * n : n;
+    while (call->step < total) {
+        size_t i = call->step % n;
+        if (call->step >= n && (call->charged & (UINT32_C(1) << i))) {
+            call->step++; /* charged while confirming its peek */
+            continue;
+        }
+        /* the runtime in force now: a reload between two steps is seen */
+        const sld_runtime_t *rt = sld_runtime(d);
+        const char *name = route->policies[i];
+        const char *key = call->keys + i * call->key_cap;
+        size_t index = 0;
+        const sl_policy_t *p =
+            sld_policies_find(rt->policies, name, strlen(name), key, call->key_len[i], NULL, &index);
+        if (p == NULL) {
+            send_text(call->w, call->req, 503, "route %s: policy %s is not configured\n", route->name, name);
+            return;
+        }
+        sld_request_t r = {.origin = {.rt = rt, .index = index, .slot = sld_policies_slot(rt->policies, index)},
+                           .p = p, .key = key, .key_len = call->key_len[i], .cost = 1,
+                           .flags = peeking(call, n) ? SL_DECIDE_PEEK : 0};
+        sl_decision_t dec;
+        sl_limit_report_t lr[SL_MAX_LIMITS];
+        int rc = sld_engine_decide(d->engine, call->w->index, &r, &dec, lr, on_decided, call);
+        if (rc == SLD_PENDING) {
+            call->pending = true;
+            return;
+        }
+        if (!decided(call, rc, rt, index, p, &dec, lr))
+            return;
+    }
+    forward(call);
+}
+
+static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *lr) {
+    gw_call_t *call = arg;
+    call->pending = false;
+    if (call->req == NULL) { /* the client went away meanwhile */
+        free(call);
+        return;
+    }
+    const sld_gw_route_t *route = route_of(call);
+    const sld_runtime_t *rt = sld_runtime(call->w->gw->d);
+    size_t i = call->step % route->npolicies, index = 0;
+    const char *name = route->policies[i];
+    const sl_policy_t *p = sld_policies_find(rt->policies, name, strlen(name), call->keys + i * call->key_cap,
+                                             call->key_len[i], NULL, &index);
+    if (p == NULL) {
+        send_text(call->w, call->req, 503, "route %s: policy %s is not configured\n", route->name, name);
+        return;
+    }
+    if (decided(call, rc, rt, index, p, dec, lr))
+        advance(call);
+}
+
+/* ---- keys --------------------------------------------------------------------------------------- */
+
+typedef struct header_ctx {
+    h2o_req_t *req;
+    char lower[256];
+} header_ctx_t;
+
+/* header:<Name>, by the lower-case name h2o keeps. */
+static sld_span_t request_header(void *ctx, const char *name, size_t len) {
+    header_ctx_t *h = ctx;
+    if (len >= sizeof h->lower)
+        return (sld_span_t){NULL, 0};
+    for (size_t i = 0; i < len; i++)
+        h->lower[i] = (char)((name[i] >= 'A' && name[i] <= 'Z') ? name[i] + 32 : name[i]);
+    h->lower[len] = '\0';
+    return sld_http_request_header(h->req, h->lower, len);
+}
+
+static bool keys_on(const sld_policy_t *pc, const char *attr) {
+    for (size_t i = 0; i < pc->nkey_attrs; i++)
+        if (strcmp(pc->key_attrs[i], attr) == 0)
+            return true;
+    return false;
+}
+
+/* Builds the key of every policy of the route into call; false when the
+ * request was answered instead (a key that cannot be built). */
+static bool build_keys(gw_call_t *call, const sld_runtime_t *rt, h2o_req_t *req) {
+    const sld_gw_route_t *route = route_of(call);
+    const sld_config_t *cfg = rt->cfg;
+    struct sockaddr_storage peer;
+    memset(&peer, 0, sizeof peer);
+    req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
+    header_ctx_t hc = {.req = req};
+    char user_header[256];
+    size_t un = strlen(cfg->user_header);
+    if (un >= sizeof user_header)
+        un = sizeof user_header - 1;
+    for (size_t i = 0; i < un; i++) {
+        char ch = cfg->user_header[i];
+        user_header[i] = (char)((ch >= 'A' && ch <= 'Z') ? ch + 32 : ch);
+    }
+    user_header[un] = '\0';
+    sld_forwarded_t fw = {.peer = (const struct sockaddr *)&peer,
+                          .x_forwarded_for = sld_http_request_header(req, "x-forwarded-for", 15),
+                          .x_real_ip = sld_http_request_header(req, "x-real-ip", 9),
+                          .user = sld_http_request_header(req, user_header, un),
+                          .uri = {req->path_normalized.base, req->path_normalized.len},
+                          .method = {req->method.base, req->method.len},
+                          .route = {route->name, strlen(route->name)},
+                          .header = request_header,
+                          .header_ctx = &hc};
+    for (size_t i = 0; i < route->npolicies; i++) {
+        size_t index = 0;
+        const char *name = route->policies[i];
+        const sld_policy_t *pc = sld_policies_find(rt->policies, name, strlen(name), "", 0, NULL, &index)
+                                     ? sld_policies_config(rt->policies, index)
+                                     : NULL;
+        if (pc == NULL) {
+            send_text(call->w, req, 503, "route %s: policy %s is not configured\n", route->name, name);
+            return false;
+        }
+        if (keys_on(pc, "user") && (fw.user.ptr == NULL || fw.user.len == 0)) {
+            send_text(call->w, req, 401, "no %s header: policy %s keys on the user\n", cfg->user_header,
+                      pc->name);
+            return false;
+        }
+        const char *why = NULL;
+        size_t n = sld_forward_key(&fw, rt->trusted, cfg->ipv6_prefix, pc->key_attrs, pc->nkey_attrs,
+                                   call->keys + i * call->key_cap, call->key_cap, &why);
+        if (n == 0) {
+            send_text(call->w, req, 400, "cannot build the key of policy %s: %s\n", pc->name,
+                      why ? why : "unknown");
+            return false;
+        }
+        call->key_len[i] = n;
+    }
+    return true;
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req) {
+    gw_worker_t *w = ((gw_handler_t *)self)->w;
+    const sld_gw_config_t *g = w->gw->g;
+    sld_span_t method = {req->method.base, req->method.len};
+    sld_span_t authority = {req->authority.base, req->authority.len};
+    sld_span_t path = {req->path_normalized.base, req->path_normalized.len};
+    const sld_gw_route_t *route = sld_gw_route_find(g, method, authority, path);
+    if (route == NULL) {
+        send_text(w, req, 404, "no route of the gateway matches %.*s %.*s\n", (int)(method.len > 16 ? 16 : method.len),
+                  method.ptr, (int)(path.len > 200 ? 200 : path.len), path.ptr);
+        return 0;
+    }
+    const sld_runtime_t *rt = sld_runtime(w->gw->d);
+    size_t cap = (size_t)rt->cfg->max_key_bytes + 1;
+    size_t n = route->npolicies;
+    gw_call_t *call = malloc(sizeof *call + (n ? n : 1) * cap);
+    if (call == NULL) {
+        send_text(w, req, 503, "out of memory\n");
+        return 0;
+    }
+    *call = (gw_call_t){.req = req, .w = w, .route = (size_t)(route - g->routes), .keys = (char *)(call + 1),
+                        .key_cap = cap};
+    gw_link_t *link = h2o_mem_alloc_shared(&req->pool, sizeof *link, on_request_gone);
+    link->call = call; /* from now on the request's end frees call (or its answer does) */
+    if (!build_keys(call, rt, req))
+        return 0;
+    advance(call);
+    return 0;
+}
+
+/* ---- upstream failures ------------------------------------------------------------------------- */
+
+typedef struct error_ostream {
+    h2o_ostream_t super;
+    h2o_iovec_t body;
+    bool sent;
+} error_ostream_t;
+
+static void error_do_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec_t *bufs, size_t n,
+                          h2o_send_state_t state) {
+    error_ostream_t *o = (error_ostream_t *)self;
+    (void)bufs;
+    (void)n;
+    if (!o->sent) {
+        o->sent = true;
+        h2o_ostream_send_next(&o->super, req, &o->body, 1, state);
+    } else {
+        h2o_ostream_send_next(&o->super, req, NULL, 0, state);
+    }
+}
+
+/* What libh2o's proxy logged about the upstream, or NULL: its own 502s
+ * come with one, an upstream's 502 without. */
+static const h2o_iovec_t *proxy_error(h2o_req_t *req) {
+    for (size_t i = 0; i < req->error_logs.size; i++)
+        if (strcmp(req->error_logs.entries[i].module, "lib/core/proxy.c") == 0)
+            return &req->error_logs.entries[i].msg;
+    return NULL;
+}
+
+static void on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot) {
+    (void)self;
+    const h2o_iovec_t *why = req->res.status == 502 ? proxy_error(req) : NULL;
+    if (why != NULL) {
+        bool timeout = memmem(why->base, why->len, "timeout", 7) != NULL;
+        char *body = h2o_mem_alloc_pool(&req->pool, 256);
+        int len = snprintf(body, 256,
+                           timeout ? "gateway timeout: the upstream did not answer in time (%.*s)\n"
+                                   : "bad gateway: the upstream cannot be reached (%.*s)\n",
+                           (int)(why->len > 100 ? 100 : why->len), why->base);
+        req->res.status = timeout ? 504 : 502;
+        req->res.reason = timeout ? "Gateway Timeout" : "Bad Gateway";
+        req->res.content_length = (size_t)len;
+        error_ostream_t *o = (error_ostream_t *)h2o_add_ostream(req, sizeof *o, slot);
+        o->super.do_send = error_do_send;
+        o->body = h2o_iovec_init(body, (size_t)len);
+        o->sent = false;
+        slot = &o->super.next;
+    }
+    h2o_setup_next_ostream(req, slot);
+}
+
+/* ---- connections -------------------------------------------------------------------------------- */
+
+static void unlink_conn(gw_conn_t *c) {
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (c->w->conns == c)
+        c->w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void on_conn_closed(uv_handle_t *handle) {
+    gw_conn_t *c = (gw_conn_t *)handle;
+    unlink_conn(c);
+    sld_conn_release(c->w->gw->d);
+    free(c);
+}
+
+static void on_refused_closed(uv_handle_t *handle) { free(handle); }
+
+static void on_accept(uv_stream_t *listener, int status) {
+    gw_worker_t *w = listener->data;
+    sld_daemon_t *d = w->gw->d;
+    if (status != 0 || w->stopping)
+        return;
+    gw_conn_t *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return;
+    c->w = w;
+    uv_tcp_init(w->loop, &c->tcp);
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+        uv_close((uv_handle_t *)&c->tcp, on_refused_closed);
+        return;
+    }
+    if (!sld_conn_admit(d)) {
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+                                   "Content-Length: 24\r\nConnection: close\r\n\r\nmax connections reached\n";
+        uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1);
+        uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        uv_close((uv_handle_t *)&c->tcp, on_refused_closed);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    h2o_accept(&w->accept, h2o_uv_socket_create((uv_stream_t *)&c->tcp, on_conn_closed));
+}
+
+/* ---- set-up ------------------------------------------------------------------------------------- */
+
+int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
+    const sld_config_t *cfg = sld_runtime(d)->cfg;
+    sld_config_part_t *part = sld_config_section_hold(cfg, sld_gateway_section.name);
+    if (part == NULL)
+        return SL_ENOENT;
+    sld_gateway_t *gw = calloc(1, sizeof *gw);
+    if (gw == NULL) {
+        sld_config_part_release(part);
+        return SL_ENOMEM;
+    }
+    gw->d = d;
+    gw->part = part;
+    gw->g = sld_config_part_value(part);
+    *out = gw;
+    return SL_OK;
+}
+
+void sld_gateway_free(sld_gateway_t *gw) {
+    if (gw == NULL)
+        return;
+    sld_config_part_release(gw->part);
+    free(gw);
+}
+
+const char *sld_gateway_listen(const sld_gateway_t *gw) { return gw->g->listen; }
+
+static int configure(gw_worker_t *w, char *err, size_t err_len) {
+    const sld_gw_config_t *g = w->gw->g;
+    const sld_config_t *cfg = sld_runtime(w->gw->d)->cfg;
+    h2o_config_init(&w->config);
+    w->has_config = true;
+    w->config.server_name = h2o_iovec_init(H2O_STRLIT("sluiced"));
+    w->config.max_request_entity_size = cfg->max_request_bytes;
+    uint64_t idle_ms = cfg->idle_timeout > 0 ? (uint64_t)(cfg->idle_timeout / 1000) : FOREVER_MS;
+    w->config.http1.req_timeout = idle_ms > 0 ? idle_ms : 1;
+    w->config.http2.idle_timeout = w->config.http1.req_timeout;
+    w->config.proxy.io_timeout = (uint64_t)(g->timeout / 1000);
+    w->config.proxy.emit_x_forwarded_headers = 1;
+    h2o_hostconf_t *host = h2o_config_register_host(&w->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
+    path->error_log.emit_request_errors = 0; /* answered with a clear body instead */
+    gw_handler_t *handler = (gw_handler_t *)h2o_create_handler(path, sizeof *handler);
+    handler->super.on_req = on_req;
+    handler->w = w;
+    for (size_t i = 0; i < g->nroutes; i++) {
+        const sld_gw_route_t *route = &g->routes[i];
+        h2o_url_t url;
+        if (h2o_url_parse(route->upstream, strlen(route->upstream), &url) != 0) {
+            snprintf(err, err_len, "gateway: route %s: bad upstream %s", route->name, route->upstream);
+            return SL_EINVAL;
+        }
+        h2o_proxy_config_vars_t vars = {.io_timeout = (uint64_t)(route->timeout / 1000),
+                                        .keepalive_timeout = KEEPALIVE_MS};
+        h2o_proxy_register_reverse_proxy(path, &url, &vars);
+        w->proxies[i] = path->handlers.entries[path->handlers.size - 1];
+    }
+    h2o_filter_t *filter = h2o_create_filter(path, sizeof *filter);
+    filter->on_setup_ostream = on_setup_ostream;
+    h2o_context_init(&w->ctx, w->loop, &w->config);
+    w->configured = true;
+    w->accept.ctx = &w->ctx;
+    w->accept.hosts = w->config.hosts;
+    return SL_OK;
+}
+
+#if H2O_VERSION_MAJOR == 2 && H2O_VERSION_MINOR == 2
+/* libh2o 2.2's proxy handler copies its upstream URL and frees the host and
+ * path of the copy but not its authority (lib/handler/proxy.c,
+ * on_handler_dispose): freed here, through the handler's leading fields as
+ * that file declares them. */
+struct rp_handler_head {
+    h2o_handler_t super;
+    h2o_url_t upstream;
+};
+
+static void free_upstream_authority(h2o_handler_t *proxy) {
+    struct rp_handler_head *rp = (struct rp_handler_head *)proxy;
+    free(rp->upstream.authority.base);
+    rp->upstream.authority = h2o_iovec_init(NULL, 0);
+}
+#else
+static void free_upstream_authority(h2o_handler_t *proxy) { (void)proxy; }
+#endif
+
+/* ---- the front's hooks (net/front.h) ------------------------------------------------------------ */
+
+static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void **out, char *err,
+                        size_t err_len) {
+    sld_gateway_t *gw = ctx;
+    gw_worker_t *w = calloc(1, sizeof *w);
+    if (w == NULL || (w->proxies = calloc(gw->g->nroutes, sizeof *w->proxies)) == NULL) {
+        free(w);
+        close(fd);
+        snprintf(err, err_len, "out of memory");
+        return SL_ENOMEM;
+    }
+    w->gw = gw;
+    w->index = index;
+    w->loop = loop;
+    *out = w; /* on failure the caller stops and disposes it like any other */
+    int rc = configure(w, err, err_len);
+    if (rc != SL_OK) {
+        close(fd);
+        return rc;
+    }
+    rc = sld_listener_serve(loop, &w->listener, fd, w, on_accept, &w->listening);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot serve the gateway: %s", uv_strerror(rc));
+        return SL_EIO;
+    }
+    return SL_OK;
+}
+
+static void worker_begin_stop(void *arg) {
+    gw_worker_t *w = arg;
+    if (w->stopping)
+        return;
+    w->stopping = true;
+    sld_listener_close(&w->listener, w->listening);
+    if (!w->configured)
+        return;
+    /* as the HTTP front: replies say "Connection: close", connections
+     * waiting for a request close now */
+    w->ctx.shutdown_requested = 1;
+    w->ctx.http1.req_timeout.timeout = 0;
+    w->ctx.http2.idle_timeout.timeout = 0;
+    h2o_timeout_run(w->loop, &w->ctx.http1.req_timeout, uv_now(w->loop));
+    h2o_timeout_run(w->loop, &w->ctx.http2.idle_timeout, uv_now(w->loop));
+}
+
+static void worker_tick(void *arg, uint64_t now) {
+    (void)arg;
+    (void)now;
+}
+
+static void worker_force_close(void *arg) {
+    gw_worker_t *w = arg;
+    for (gw_conn_t *c = w->conns; c; c = c->next) {
+        uv_os_fd_t fd;
+        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+            shutdown(fd, SHUT_RDWR);
+    }
+}
+
+static bool worker_idle(void *arg) { return ((const gw_worker_t *)arg)->conns == NULL; }
+
+static void worker_dispose(void *arg) {
+    gw_worker_t *w = arg;
+    if (w->disposed)
+        return;
+    w->disposed = true;
+    sld_listener_close(&w->listener, w->listening);
+    if (w->configured)
+        h2o_context_dispose(&w->ctx);
+    if (w->has_config) {
+        for (size_t i = 0; i < w->gw->g->nroutes; i++)
+            if (w->proxies[i])
+                free_upstream_authority(w->proxies[i]);
+        h2o_config_dispose(&w->config); /* the socket pools' timers, on this loop */
+    }
+    sld_http_reply_free(&w->reply);
+}
+
+static void worker_free(void *arg) {
+    gw_worker_t *w = arg;
+    free(w->proxies);
+    free(w);
+}
+
+const sld_front_ops_t sld_gateway_front_ops = {
+    .name = "gateway",
+    .start = worker_start,
+    .begin_stop = worker_begin_stop,
+    .tick = worker_tick,
+    .force_close = worker_force_close,
+    .idle = worker_idle,
+    .dispose = worker_dispose,
+    .free = worker_free,
+};

@@ -1,0 +1,49 @@
+/* gateway.h -- the gateway front: sluiced as the rate-limiting reverse
+ * proxy in front of the API servers (docs/gateway.md).
+ *
+ * Its own listener (gateway.listen) on every worker loop, served by libh2o:
+ * HTTP/1.1 with keep-alive and HTTP/2 with prior knowledge. Each request is
+ * matched to a route (gateway_route.h; none: 404), every policy of the
+ * route decides it through the engine, all or nothing, and then it is
+ * forwarded to the route's upstream by libh2o's reverse proxy, or refused
+ * (excess: reject) with the route's status and the rate limit headers, or
+ * forwarded anyway and counted (excess: shadow). An upstream that refuses
+ * the connection gives 502 at once, one that does not answer within the
+ * route's timeout 504, both with a body saying so.
+ *
+ * All-or-nothing across policies: the library decides one policy at a
+ * time, and has no refund. A route with one policy charges it directly
+ * (atomic). With several, every policy is first asked without charging
+ * (SL_DECIDE_PEEK), in order; only when all would pass are they charged,
+ * in order. A peek that denies is decided again for real, so the denial is
+ * counted like any other (and charged, for a count_denied limit). A
+ * concurrent request on the same key can win a place between
+ * the two steps: then the later policy denies after the earlier ones were
+ * charged, and the request is refused -- it never passes over a limit, it
+ * may cost the key one unit it did not use.
+ *
+ * The routes and upstreams are those of the configuration at start: a
+ * reload changes the policies (looked up by name per request), not the
+ * routes. Not here: the section (gateway_config.h), matching
+ * (gateway_route.h); delay and concurrency limits (not built yet).
+ */
+#ifndef SL_SERVER_GATEWAY_H
+#define SL_SERVER_GATEWAY_H
+
+#include "server/net/front.h"
+#include "server/state/daemon.h"
+
+typedef struct sld_gateway sld_gateway_t;
+
+/* The gateway of the configuration in force (its gateway: section held).
+ * SL_ENOENT when the configuration has none, SL_ENOMEM. */
+int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out);
+/* After the server has stopped. */
+void sld_gateway_free(sld_gateway_t *gw);
+/* gateway.listen */
+const char *sld_gateway_listen(const sld_gateway_t *gw);
+
+/* The hooks the server calls (net/front.h); their ctx is a sld_gateway_t. */
+extern const sld_front_ops_t sld_gateway_front_ops;
+
+#endif

@@ -1,0 +1,67 @@
+/* gateway_config.h -- the gateway's configuration section (gateway:), as
+ * the gateway registers it with config/ (server/config/section.h), and its
+ * routes.
+ *
+ *   gateway:
+ *     listen: 127.0.0.1:8080
+ *     timeout: 30s                 # upstream I/O timeout: 504 past it (per route too)
+ *     routes:                      # first match wins; no match: 404
+ *       - name: api
+ *         match: {path_prefix: /api/, methods: [GET, POST], host: api.example.com}
+ *         upstream: http://127.0.0.1:9000
+ *         policies: [per_ip, per_user]   # all must pass
+ *         excess: reject           # reject | shadow (delay: not yet)
+ *         status: 429              # reject: the status of a refusal
+ *         body: "slow down\n"      # reject: its body
+ *
+ * `excess: delay`, `max_delay`, `queue` and `concurrency` are read and
+ * refused with "not yet" at their line: the next slice builds them.
+ *
+ * Not here: serving (gateway.c), matching a request (gateway_route.h).
+ */
+#ifndef SL_SERVER_GATEWAY_CONFIG_H
+#define SL_SERVER_GATEWAY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/config/config.h"
+#include "server/config/section.h"
+
+#define SLD_GW_MAX_ROUTES 1024
+#define SLD_GW_MAX_METHODS 16
+#define SLD_GW_MAX_POLICIES 8
+
+typedef enum sld_gw_excess {
+    SLD_GW_REJECT,  /* answer the excess with `status` and the rate limit headers */
+    SLD_GW_SHADOW   /* forward it anyway; it is counted as denied */
+} sld_gw_excess_t;
+
+typedef struct sld_gw_route {
+    char *name;                      /* [A-Za-z0-9_.-]{1,64}, unique */
+    char *path_prefix;               /* NULL: any path */
+    size_t path_prefix_len;
+    char **methods;                  /* upper case as written; none: any method */
+    size_t nmethods;
+    char *host;                      /* lower case, without a port; NULL: any host */
+    char *upstream;                  /* "http://host:port[/path]" */
+    char **policies;                 /* names of configured policies, all must pass */
+    size_t npolicies;
+    sld_gw_excess_t excess;
+    uint32_t status;                 /* reject: default 429 */
+    char *body;                      /* reject: default "rate limit exceeded\n" */
+    sl_usec_t timeout;               /* upstream I/O; default: the section's */
+} sld_gw_route_t;
+
+typedef struct sld_gw_config {
+    char listen[SLD_MAX_ADDR];       /* required */
+    sl_usec_t timeout;               /* default 30 s */
+    sld_gw_route_t *routes;
+    size_t nroutes;                  /* >= 1 */
+} sld_gw_config_t;
+
+/* The section "gateway" (register it with sld_config_sections_set()). */
+extern const sld_config_section_t sld_gateway_section;
+
+#endif

@@ -1,0 +1,239 @@
+/* test_gateway_config.c -- the gateway: section (src/server/gateway/
+ * gateway_config.c) read through the section registry (src/server/config/
+ * section.c): a full section loads with its defaults; every kind of error
+ * names its line; delay and concurrency are refused as not built yet; the
+ * routes are checked against the policies; without a registered section
+ * the key is unknown, as any other; admin copies share the section; a
+ * gateway alone closes the default listeners; every truncated prefix of a
+ * good file is refused or read without a crash or a leak. */
+#include "rig.h"
+#include "server/config/config.h"
+#include "server/config/section.h"
+#include "server/gateway/gateway_config.h"
+
+static const sld_config_section_t *const sections[] = {&sld_gateway_section};
+
+static int setup(void **state) {
+    (void)state;
+    return sld_config_sections_set(sections, 1);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return sld_config_sections_set(NULL, 0);
+}
+
+#define POLICIES                                                                          \
+    "policies:\n"                                                                         \
+    "  - name: per_ip\n"                                                                  \
+    "    key: [ip]\n"                                                                     \
+    "    limits: [{algorithm: gcra, limit: 10, period: 1s}]\n"                            \
+    "  - name: per_user\n"                                                                \
+    "    key: [user, route]\n"                                                            \
+    "    limits: [{algorithm: gcra, limit: 10, period: 1s}]\n"                            \
+    "  - name: by_key\n"                                                                  \
+    "    limits: [{algorithm: gcra, limit: 10, period: 1s}]\n"
+
+static const char full[] =
+    "gateway:\n"                                                   /* 1 */
+    "  listen: 127.0.0.1:8080\n"                                   /* 2 */
+    "  timeout: 5s\n"                                              /* 3 */
+    "  routes:\n"                                                  /* 4 */
+    "    - name: api\n"                                            /* 5 */
+    "      match: {path_prefix: /api/, methods: [GET, POST], host: Api.Example.com}\n"
+    "      upstream: http://127.0.0.1:9000\n"                      /* 7 */
+    "      policies: [per_ip, per_user]\n"                         /* 8 */
+    "      status: 503\n"                                          /* 9 */
+    "      body: \"go away\\n\"\n"                                 /* 10 */
+    "    - name: rest\n"                                           /* 11 */
+    "      upstream: http://127.0.0.1:9001/base\n"                 /* 12 */
+    "      excess: shadow\n"                                       /* 13 */
+    "      timeout: 250ms\n"                                       /* 14 */
+    POLICIES;
+
+static sld_config_t *parse_ok(const char *yaml) {
+    char err[SLD_MAX_ERROR] = "";
+    sld_config_t *cfg = NULL;
+    int rc = sld_config_parse("test.yaml", yaml, strlen(yaml), &cfg, err, sizeof err);
+    if (rc != SL_OK)
+        fail_msg("refused (%s): %s\n--- yaml:\n%s", sl_errname(rc), err, yaml);
+    return cfg;
+}
+
+/* Refused, with "test.yaml:LINE: " and needle in the message. */
+static void refused(const char *yaml, unsigned line, const char *needle) {
+    char err[SLD_MAX_ERROR] = "", prefix[64];
+    sld_config_t *cfg = NULL;
+    int rc = sld_config_parse("test.yaml", yaml, strlen(yaml), &cfg, err, sizeof err);
+    if (rc == SL_OK)
+        sld_config_free(cfg);
+    assert_int_equal(rc, SL_EINVAL);
+    assert_null(cfg);
+    snprintf(prefix, sizeof prefix, "test.yaml:%u: ", line);
+    if (strncmp(err, prefix, strlen(prefix)) != 0 || strstr(err, needle) == NULL)
+        fail_msg("expected \"%s...%s\"\n     got \"%s\"", prefix, needle, err);
+}
+
+static void test_full_section(void **state) {
+    (void)state;
+    sld_config_t *cfg = parse_ok(full);
+    const sld_gw_config_t *g = sld_config_section(cfg, "gateway");
+    assert_non_null(g);
+    assert_string_equal(g->listen, "127.0.0.1:8080");
+    assert_int_equal(g->timeout, 5 * SL_USEC_PER_SEC);
+    assert_int_equal(g->nroutes, 2);
+    const sld_gw_route_t *a = &g->routes[0], *b = &g->routes[1];
+    assert_string_equal(a->name, "api");
+    assert_string_equal(a->path_prefix, "/api/");
+    assert_int_equal(a->path_prefix_len, 5);
+    assert_int_equal(a->nmethods, 2);
+    assert_string_equal(a->methods[1], "POST");
+    assert_string_equal(a->host, "api.example.com");
+    assert_string_equal(a->upstream, "http://127.0.0.1:9000");
+    assert_int_equal(a->npolicies, 2);
+    assert_string_equal(a->policies[1], "per_user");
+    assert_int_equal(a->excess, SLD_GW_REJECT);
+    assert_int_equal(a->status, 503);
+    assert_string_equal(a->body, "go away\n");
+    assert_int_equal(a->timeout, 5 * SL_USEC_PER_SEC);
+    assert_null(b->path_prefix);
+    assert_null(b->host);
+    assert_int_equal(b->nmethods, 0);
+    assert_int_equal(b->npolicies, 0);
+    assert_int_equal(b->excess, SLD_GW_SHADOW);
+    assert_int_equal(b->status, 429);
+    assert_string_equal(b->body, "rate limit exceeded\n");
+    assert_int_equal(b->timeout, 250 * 1000);
+    /* a gateway and no listen: the decision fronts stay closed */
+    assert_string_equal(cfg->resp_listen, "");
+    assert_string_equal(cfg->http_listen, "");
+    sld_config_free(cfg);
+}
+
+static void test_listen_kept_when_given(void **state) {
+    (void)state;
+    char yaml[4096];
+    snprintf(yaml, sizeof yaml, "listen: {resp: 127.0.0.1:7000}\n%s", full);
+    sld_config_t *cfg = parse_ok(yaml);
+    assert_string_equal(cfg->resp_listen, "127.0.0.1:7000");
+    assert_string_equal(cfg->http_listen, "127.0.0.1:8090");
+    sld_config_free(cfg);
+    /* no gateway, both fronts off: refused as before */
+    refused("listen: {resp: off, http: off}\n" POLICIES, 1, "nothing would answer");
+}
+
+static void test_errors_name_the_line(void **state) {
+    (void)state;
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://127.0.0.1:2\n"
+            "      colour: blue\n" POLICIES,
+            6, "colour");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: ftp://x\n" POLICIES, 5,
+            "gateway.routes[0].upstream: expected http://host:port");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: https://x:1\n" POLICIES,
+            5, "https upstreams are not supported yet");
+    refused("gateway:\n  listen: localhost:1\n  routes:\n    - name: a\n      upstream: http://x:1\n" POLICIES,
+            2, "gateway.listen");
+    refused("gateway:\n  routes:\n    - name: a\n      upstream: http://x:1\n" POLICIES, 1, "listen: is required");
+    refused("gateway:\n  listen: 127.0.0.1:1\n" POLICIES, 1, "at least one route");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      excess: drop\n" POLICIES,
+            6, "expected reject or shadow");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      status: 200\n" POLICIES,
+            6, "gateway.routes[0].status");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      match: {path_prefix: api}\n" POLICIES,
+            6, "expected a path starting with /");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      match:\n        methods: [GET, post]\n" POLICIES,
+            7, "gateway.routes[0].match.methods[1]: expected an HTTP method in upper case");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "    - name: a\n      upstream: http://x:2\n" POLICIES,
+            6, "route name \"a\" is already used");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  timeout: soon\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            POLICIES, 3, "gateway.timeout");
+}
+
+static void test_not_yet(void **state) {
+    (void)state;
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      excess: delay\n" POLICIES,
+            6, "delay is not built yet");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      max_delay: 2s\n" POLICIES,
+            6, "not built yet");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      queue: 100\n" POLICIES,
+            6, "not built yet");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      concurrency: {limit: 10, per: route, max_wait: 1s}\n" POLICIES,
+            6, "concurrency limits are not built yet");
+}
+
+static void test_policies_checked(void **state) {
+    (void)state;
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      policies: [per_ip, nope]\n" POLICIES,
+            6, "gateway.routes[0].policies[1]: no policy named \"nope\"");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      policies: [by_key]\n" POLICIES,
+            6, "keyed by a key the client gives");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      policies: [per_ip, per_ip]\n" POLICIES,
+            6, "named twice");
+}
+
+static void test_unregistered_is_unknown(void **state) {
+    (void)state;
+    sld_config_sections_set(NULL, 0);
+    char err[SLD_MAX_ERROR] = "";
+    sld_config_t *cfg = NULL;
+    assert_int_equal(sld_config_parse("test.yaml", full, strlen(full), &cfg, err, sizeof err), SL_EINVAL);
+    assert_non_null(strstr(err, "test.yaml:1: "));
+    assert_non_null(strstr(err, "gateway"));
+    sld_config_sections_set(sections, 1);
+}
+
+static void test_copies_share_the_section(void **state) {
+    (void)state;
+    sld_config_t *cfg = parse_ok(full);
+    sld_config_t *copy = sld_config_edit(cfg, NULL, "by_key");
+    assert_non_null(copy);
+    assert_ptr_equal(sld_config_section(copy, "gateway"), sld_config_section(cfg, "gateway"));
+    sld_config_part_t *held = sld_config_section_hold(cfg, "gateway");
+    assert_non_null(held);
+    sld_config_free(cfg);
+    sld_config_free(copy);
+    const sld_gw_config_t *g = sld_config_part_value(held); /* still alive: held */
+    assert_string_equal(g->routes[0].name, "api");
+    sld_config_part_release(held);
+    assert_null(sld_config_section_hold(NULL, "gateway"));
+}
+
+static void test_truncated_prefixes(void **state) {
+    (void)state;
+    size_t n = strlen(full);
+    for (size_t i = 0; i <= n; i++) {
+        char err[SLD_MAX_ERROR];
+        sld_config_t *cfg = NULL;
+        int rc = sld_config_parse("test.yaml", full, i, &cfg, err, sizeof err);
+        if (rc == SL_OK)
+            sld_config_free(cfg);
+        else
+            assert_null(cfg);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_section),
+        cmocka_unit_test(test_listen_kept_when_given),
+        cmocka_unit_test(test_errors_name_the_line),
+        cmocka_unit_test(test_not_yet),
+        cmocka_unit_test(test_policies_checked),
+        cmocka_unit_test(test_unregistered_is_unknown),
+        cmocka_unit_test(test_copies_share_the_section),
+        cmocka_unit_test(test_truncated_prefixes),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
