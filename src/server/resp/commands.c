@@ -591,7 +591,9 @@ static bool acts_in_multi(const command_t *cmd) {
 /* ---- pipelined decisions, decided together ----------------------------------------------------- */
 
 /* Holds a decision command in b when it would be answered now with no
- * error: false (nothing said, nothing held) sends it the ordinary way. */
+ * error; on a store that answers later, decides it at once from what was
+ * parsed here (not parsed twice). false: nothing said, nothing held, it goes
+ * the ordinary way. */
 static bool batch_add(sld_client_t *c, sld_resp_batch_t *b, const command_t *cmd,
                       const sld_arg_t *argv, size_t argc) {
     sld_request_t *r = &b->reqs[b->n];
@@ -620,8 +622,12 @@ static bool batch_add(sld_client_t *c, sld_resp_batch_t *b, const command_t *cmd
     } else {
         return false;
     }
-    if (sld_engine_defers(c->d->engine, p)) /* Redis pipelines them already, in their places */
-        return false;
+    if (sld_engine_defers(c->d->engine, p)) { /* Redis pipelines them already, in their places */
+        sld_command_flush(c, b);
+        sld_arg_t key = {.ptr = r->key, .len = r->key_len};
+        decide_and_reply(c, (reply_kind_t)b->kinds[b->n], &r->origin, p, &key, r->cost, r->flags);
+        return true;
+    }
     b->n++;
     return true;
 }
