@@ -596,39 +596,44 @@ static bool acts_in_multi(const command_t *cmd) {
  * the ordinary way. */
 static bool batch_add(sld_client_t *c, sld_resp_batch_t *b, const command_t *cmd,
                       const sld_arg_t *argv, size_t argc) {
-    sld_request_t *r = &b->reqs[b->n];
     const sl_policy_t *p;
+    sld_origin_t origin;
+    const sld_arg_t *key;
+    uint64_t cost;
+    unsigned flags = 0;
+    reply_kind_t kind;
+    sld_throttle_args_t a;
     if (cmd->run == cmd_sl_check || cmd->run == cmd_sl_peek) {
-        int64_t cost;
+        int64_t n;
         size_t index = 0;
-        if (!decide_args_quiet(c, argv, argc, &cost, &p, &index, true))
+        if (!decide_args_quiet(c, argv, argc, &n, &p, &index, true))
             return false;
-        *r = (sld_request_t){.origin = {.rt = c->rt, .index = index,
-                                        .slot = sld_policies_slot(c->rt->policies, index)},
-                             .p = p, .key = argv[2].ptr, .key_len = argv[2].len,
-                             .cost = (uint64_t)cost,
-                             .flags = cmd->run == cmd_sl_peek ? SL_DECIDE_PEEK : 0};
-        b->kinds[b->n] = REPLY_NATIVE;
+        origin = (sld_origin_t){.rt = c->rt, .index = index,
+                                .slot = sld_policies_slot(c->rt->policies, index)};
+        key = &argv[2];
+        cost = (uint64_t)n;
+        flags = cmd->run == cmd_sl_peek ? SL_DECIDE_PEEK : 0;
+        kind = REPLY_NATIVE;
     } else if (cmd->run == cmd_cl_throttle || cmd->run == cmd_gcra) {
-        sld_throttle_args_t a;
-        sld_origin_t origin;
         if ((cmd->run == cmd_cl_throttle ? sld_throttle_parse(argv, argc, &a)
                                          : sld_gcra_parse(argv, argc, &a)) != NULL ||
             !throttle_policy(c, &a, true, &p, &origin))
             return false;
-        *r = (sld_request_t){.origin = origin, .p = p, .key = a.key.ptr, .key_len = a.key.len,
-                             .cost = (uint64_t)a.quantity};
-        b->kinds[b->n] = REPLY_THROTTLE;
+        key = &a.key;
+        cost = (uint64_t)a.quantity;
+        kind = REPLY_THROTTLE;
     } else {
         return false;
     }
     if (sld_engine_defers(c->d->engine, p)) { /* Redis pipelines them already, in their places */
-        sld_command_flush(c, b);
-        sld_arg_t key = {.ptr = r->key, .len = r->key_len};
-        decide_and_reply(c, (reply_kind_t)b->kinds[b->n], &r->origin, p, &key, r->cost, r->flags);
+        if (b->n)
+            sld_command_flush(c, b);
+        decide_and_reply(c, kind, &origin, p, key, cost, flags);
         return true;
     }
-    b->n++;
+    b->reqs[b->n] = (sld_request_t){.origin = origin, .p = p, .key = key->ptr, .key_len = key->len,
+                                    .cost = cost, .flags = flags};
+    b->kinds[b->n++] = (uint8_t)kind;
     return true;
 }
 
@@ -668,7 +673,8 @@ void sld_command_batched(sld_client_t *c, sld_resp_batch_t *b, const sld_arg_t *
             return;
         }
     }
-    sld_command_flush(c, b);
+    if (b->n)
+        sld_command_flush(c, b);
     if (cmd == NULL) {
         sld_command(c, argv, argc);
         return;
