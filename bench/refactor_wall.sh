@@ -4,8 +4,9 @@
 #
 # Each round starts a fresh daemon per build (--threads 1, temp working
 # directory, loopback) and measures, one after the other:
-#   resp    redis-benchmark -c CLIENTS -P 16 -r 100000 -n REQS
+#   resp    redis-benchmark -c CLIENTS -P PIPE -r KEYSPACE -n REQS
 #           CL.THROTTLE key:__rand_int__ 15 30 60
+#   check   the same with SL.CHECK bench key:__rand_int__
 #   http    wrk -t1 -c CONNS -d DUR GET /v1/check?policy=bench&key=<random>
 #   redis   the resp case against a daemon with --store redis://127.0.0.1:REDIS_PORT
 #           (a redis-server started here, --save '' --appendonly no)
@@ -15,7 +16,8 @@
 #
 #   BEFORE=/work/wt-before/build/sluiced AFTER=build/sluiced RUNS=5 bench/refactor_wall.sh
 #
-# Knobs: BEFORE, AFTER, RUNS (5), REQS (200000), CLIENTS (4), CONNS (16),
+# Knobs: BEFORE, AFTER, RUNS (5), REQS (200000), CLIENTS (4), PIPE (16),
+# KEYSPACE (100000; redis-benchmark -r), CONNS (16),
 # DUR (3), CASES ("resp http redis"), PORT (17490; PORT+1 HTTP), REDIS_PORT (17479).
 # Not run by CTest.
 set -u
@@ -23,6 +25,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BEFORE=${BEFORE:?BEFORE=path of the old sluiced}
 AFTER=${AFTER:-$ROOT/build/sluiced}
 RUNS=${RUNS:-5}; REQS=${REQS:-200000}; CLIENTS=${CLIENTS:-4}; CONNS=${CONNS:-16}; DUR=${DUR:-3}
+PIPE=${PIPE:-16}; KEYSPACE=${KEYSPACE:-100000}
 CASES=${CASES:-"resp http redis"}
 PORT=${PORT:-17490}; REDIS_PORT=${REDIS_PORT:-17479}
 OUT=$(mktemp -d /tmp/refactor-wall.XXXXXX)
@@ -54,8 +57,10 @@ start() {  # BIN [--store URL]
   echo "not ready" >&2; cat "$dir/log" >&2; exit 1
 }
 stop() { kill -TERM "$SPID"; wait "$SPID" 2>/dev/null; SPID=; }
-rb() { redis-benchmark -p "$PORT" -c "$CLIENTS" -P 16 -r 100000 -n "$REQS" --csv \
+rb() { redis-benchmark -p "$PORT" -c "$CLIENTS" -P "$PIPE" -r "$KEYSPACE" -n "$REQS" --csv \
          CL.THROTTLE key:__rand_int__ 15 30 60 2>/dev/null | tail -1 | cut -d, -f2 | tr -d '"'; }
+rbc() { redis-benchmark -p "$PORT" -c "$CLIENTS" -P "$PIPE" -r "$KEYSPACE" -n "$REQS" --csv \
+         SL.CHECK bench key:__rand_int__ 2>/dev/null | tail -1 | cut -d, -f2 | tr -d '"'; }
 wk() { wrk -t1 -c "$CONNS" -d "${DUR}s" -s "$OUT/key.lua" \
          "http://127.0.0.1:$((PORT + 1))/v1/check?policy=bench" | awk '/Requests\/sec/ {print $2}'; }
 
@@ -66,6 +71,7 @@ for r in $(seq "$RUNS"); do
     for c in $CASES; do
       case $c in
         resp) start "$bin"; v=$(rb) ;;
+        check) start "$bin"; v=$(rbc) ;;
         http) start "$bin"; v=$(wk) ;;
         redis) redis-cli -p "$REDIS_PORT" flushall >/dev/null
                start "$bin" --store "redis://127.0.0.1:$REDIS_PORT"; v=$(rb) ;;

@@ -237,11 +237,67 @@ static void a_caller_that_cannot_wait_is_decided_in_memory(void **state) {
     finish(f);
 }
 
+/* The memory kind's batch (sl_check_batch over runs under one policy,
+ * peeks and lone requests singly) decides as one call per request would,
+ * in order: two daemons, one asked one by one and one in a batch, agree on
+ * every field, a bad request in the middle fails alone, and the counts are
+ * the same. */
+static void memory_batch_decides_as_one_by_one(void **state) {
+    (void)state;
+    fixture_t *one = start(false), *all = start(false);
+    enum { N = 12 };
+    sld_request_t reqs[2][N];
+    for (int k = 0; k < 2; k++) {
+        fixture_t *f = k ? all : one;
+        const char *names[N] = {"open", "open", "open", "open", "local", "open",
+                                "open", "local", "local", "local", "local", "closed"};
+        const char *keys[N] = {"a", "b", "a", "a", "a", "a", "c", "a", "a", "b", "a", "a"};
+        for (int i = 0; i < N; i++)
+            reqs[k][i] = request(f, names[i], keys[i]);
+        reqs[k][3].flags = SL_DECIDE_PEEK; /* a peek inside a run under one policy */
+        reqs[k][6].cost = 2;
+        reqs[k][8].key = NULL; /* a bad request: SL_EINVAL, alone */
+        reqs[k][8].key_len = 3;
+    }
+    sl_decision_t want[N], got[N];
+    int want_rc[N], got_rc[N];
+    for (int i = 0; i < N; i++) {
+        want[i] = (sl_decision_t){0};
+        want_rc[i] = sld_engine_decide(one->engine, 0, &reqs[0][i], &want[i], NULL, NULL, NULL);
+    }
+    sld_engine_decide_batch(all->engine, 0, reqs[1], N, got, got_rc, on_decided, (void *[N]){0});
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(got_rc[i], want_rc[i]);
+        if (want_rc[i] != SL_OK)
+            continue;
+        assert_int_equal(got[i].allowed, want[i].allowed);
+        assert_int_equal(got[i].limited, want[i].limited);
+        assert_int_equal(got[i].limit, want[i].limit);
+        assert_int_equal(got[i].remaining, want[i].remaining);
+        assert_int_equal(got[i].retry_after, want[i].retry_after);
+        assert_int_equal(got[i].reset_after, want[i].reset_after);
+        assert_int_equal(got[i].delay, want[i].delay);
+        assert_int_equal(got[i].limit_index, want[i].limit_index);
+    }
+    assert_int_equal(want_rc[8], SL_EINVAL);
+    assert_false(want[5].allowed); /* the run really ran out of its limit */
+    assert_true(want[4].allowed);
+    uint64_t wa = 0, wd = 0, ga = 0, gd = 0;
+    sld_metrics_totals(one->metrics, &wa, &wd);
+    sld_metrics_totals(all->metrics, &ga, &gd);
+    assert_int_equal(ga, wa);
+    assert_int_equal(gd, wd);
+    assert_int_equal(atomic_load(&all->stats.decision_errors), atomic_load(&one->stats.decision_errors));
+    finish(one);
+    finish(all);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(memory_decides_and_counts_once),
         cmocka_unit_test(without_redis_each_policy_falls_back),
         cmocka_unit_test(a_caller_that_cannot_wait_is_decided_in_memory),
+        cmocka_unit_test(memory_batch_decides_as_one_by_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

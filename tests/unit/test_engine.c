@@ -100,6 +100,27 @@ static const sld_store_kind_t fake_kind = {
     .batch_flush = fake_flush,
 };
 
+/* A kind that decides several at once: counts its calls, decides in order. */
+static int batch_calls;
+static size_t batch_sizes;
+
+static void fake_decide_batch(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
+                              sl_decision_t *out, int *rcs) {
+    fake_t *f = ctx;
+    batch_calls++;
+    batch_sizes += n;
+    for (size_t i = 0; i < n; i++)
+        rcs[i] = fake_decide(f, worker, &reqs[i], &out[i], NULL, NULL);
+}
+
+static const sld_store_kind_t batch_kind = {
+    .name = "batch",
+    .decide = fake_decide,
+    .reset = fake_reset,
+    .defers = fake_defers,
+    .decide_batch = fake_decide_batch,
+};
+
 /* The bare minimum: the engine's defaults stand in for the rest. */
 static const sld_store_kind_t bare_kind = {.name = "bare", .decide = fake_decide, .reset = fake_reset};
 
@@ -350,6 +371,69 @@ static void defaults_of_a_bare_kind(void **state) {
     fixture_free(x);
 }
 
+/* sld_engine_decide_batch: with the kind's decide_batch, in one call; without
+ * it, one by one; either way the same decisions, in order, each counted. */
+static void decide_batch_as_one_by_one(void **state) {
+    (void)state;
+    const char *keys[6] = {"a", "b", "a", "a", "c", "b"};
+    bool want[6] = {true, true, true, false, true, true}; /* 2 per second */
+    const sld_store_kind_t *kinds[2] = {&batch_kind, &bare_kind};
+    for (int k = 0; k < 2; k++) {
+        fixture_t *x = fixture(kinds[k]);
+        sld_request_t reqs[6];
+        for (int i = 0; i < 6; i++)
+            reqs[i] = request(x, keys[i]);
+        sl_decision_t out[6];
+        int rcs[6];
+        batch_calls = 0, batch_sizes = 0;
+        sld_engine_decide_batch(x->e, 0, reqs, 6, out, rcs, NULL, NULL);
+        for (int i = 0; i < 6; i++) {
+            assert_int_equal(rcs[i], SL_OK);
+            assert_int_equal(out[i].allowed, want[i]);
+        }
+        assert_int_equal(batch_calls, k == 0 ? 1 : 0);
+        assert_int_equal(batch_sizes, k == 0 ? 6 : 0);
+        assert_int_equal(x->counts.decisions, 6);
+        assert_int_equal(x->counts.denied, 1);
+        assert_int_equal(x->counts.last_slot, 7);
+        fixture_free(x);
+    }
+}
+
+/* A kind that answers later gets its requests one by one, each with its
+ * own callback argument; one that can wait for nobody (fn NULL) answers
+ * all of them now through decide_batch. */
+static void decide_batch_defers_one_by_one(void **state) {
+    (void)state;
+    fixture_t *x = fixture(&batch_kind);
+    x->fake.later = true;
+    sld_request_t reqs[3] = {request(x, "a"), request(x, "a"), request(x, "a")};
+    sl_decision_t out[3];
+    int rcs[3];
+    answer_t a[3] = {{0}};
+    void *args[3] = {&a[0], &a[1], &a[2]};
+    batch_calls = 0;
+    sld_engine_decide_batch(x->e, 0, reqs, 3, out, rcs, on_answer, args);
+    assert_int_equal(batch_calls, 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(rcs[i], SLD_PENDING);
+    assert_int_equal(x->counts.decisions, 0);
+    fake_answer(&x->fake);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(a[i].calls, 1);
+        assert_int_equal(a[i].allowed, i < 2);
+    }
+    assert_int_equal(x->counts.decisions, 3);
+
+    x->fake.later = false; /* fake_decide answers now when job is NULL */
+    x->fake.rig->now += SEC(1);
+    sld_engine_decide_batch(x->e, 0, reqs, 3, out, rcs, NULL, NULL);
+    assert_int_equal(batch_calls, 1);
+    assert_true(out[0].allowed && out[1].allowed && !out[2].allowed);
+    assert_int_equal(x->counts.decisions, 6);
+    fixture_free(x);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(decided_now),
@@ -357,6 +441,8 @@ int main(void) {
         cmocka_unit_test(cannot_wait_answers_now),
         cmocka_unit_test(dropped_job_is_never_answered),
         cmocka_unit_test(batch),
+        cmocka_unit_test(decide_batch_as_one_by_one),
+        cmocka_unit_test(decide_batch_defers_one_by_one),
         cmocka_unit_test(error_now),
         cmocka_unit_test(error_later),
         cmocka_unit_test(reset_now_and_later),

@@ -30,6 +30,38 @@ static int memory_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_
     return sl_decide(d->limiter, r->p, r->key, r->key_len, r->cost, r->flags, out, limits);
 }
 
+/* Runs of requests under one policy go to sl_check_batch, which looks
+ * ahead and prefetches the next keys' states; a peek, or a run of one, is
+ * decided as a single call (sl_check_batch neither peeks nor reports). */
+#define MEMORY_RUN 64
+
+static void memory_decide_batch(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
+                                sl_decision_t *out, int *rcs) {
+    sld_decide_ctx_t *d = ctx;
+    sl_request_t run[MEMORY_RUN];
+    for (size_t i = 0; i < n;) {
+        const sl_policy_t *p = reqs[i].p;
+        size_t m = 0;
+        while (i + m < n && m < MEMORY_RUN && reqs[i + m].p == p && !(reqs[i + m].flags & SL_DECIDE_PEEK)) {
+            run[m] = (sl_request_t){.key = reqs[i + m].key, .key_len = reqs[i + m].key_len,
+                                    .cost = reqs[i + m].cost};
+            m++;
+        }
+        if (m <= 1) {
+            rcs[i] = memory_decide(ctx, worker, &reqs[i], &out[i], NULL, NULL);
+            i++;
+            continue;
+        }
+        size_t done = 0;
+        int rc = sl_check_batch(d->limiter, p, run, m, &out[i], &done);
+        for (size_t k = 0; k < done; k++)
+            rcs[i + k] = SL_OK;
+        if (done < m) /* it stopped at this one: the rest go on after it */
+            rcs[i + done++] = rc;
+        i += done;
+    }
+}
+
 static int memory_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job) {
     (void)worker, (void)job;
     sld_decide_ctx_t *d = ctx;
@@ -56,6 +88,7 @@ const sld_store_kind_t sld_kind_memory = {
     .name = "memory",
     .decide = memory_decide,
     .reset = memory_reset,
+    .decide_batch = memory_decide_batch,
     .batch_begin = batch_begin,
     .batch_flush = batch_flush,
 };

@@ -72,6 +72,43 @@ int sld_engine_decide(sld_engine_t *e, uint32_t worker, const sld_request_t *r, 
     return rc;
 }
 
+/* A run of requests the store kind decides together: each is sampled as a
+ * single call would be, and a sampled one gets the run's time per request. */
+static void decide_run(sld_engine_t *e, uint32_t worker, const sld_request_t *reqs, size_t n,
+                       sl_decision_t *out, int *rcs) {
+    sld_metrics_t *m = e->hooks.metrics;
+    size_t timed = 0;
+    for (size_t i = 0; m && i < n; i++)
+        timed += sld_metrics_sample(m, worker);
+    uint64_t started = timed ? now_ns(e) : 0;
+    e->kind->decide_batch(e->ctx, worker, reqs, n, out, rcs);
+    uint64_t each = timed ? (now_ns(e) - started) / n : 0;
+    for (size_t i = 0; i < timed; i++)
+        sld_metrics_latency(m, worker, each);
+    for (size_t i = 0; i < n; i++) {
+        if (e->hooks.account)
+            e->hooks.account(e->hooks.ctx, worker, reqs[i].origin.slot, rcs[i], reqs[i].flags,
+                             &out[i]);
+    }
+}
+
+void sld_engine_decide_batch(sld_engine_t *e, uint32_t worker, const sld_request_t *reqs, size_t n,
+                             sl_decision_t *out, int *rcs, sld_decided_fn fn, void *const *args) {
+    for (size_t i = 0; i < n;) {
+        size_t run = 0;
+        if (e->kind->decide_batch)
+            while (i + run < n && (fn == NULL || !sld_engine_defers(e, reqs[i + run].p)))
+                run++;
+        if (run > 0) {
+            decide_run(e, worker, reqs + i, run, out + i, rcs + i);
+            i += run;
+            continue;
+        }
+        rcs[i] = sld_engine_decide(e, worker, &reqs[i], &out[i], NULL, fn, fn ? args[i] : NULL);
+        i++;
+    }
+}
+
 int sld_engine_reset(sld_engine_t *e, uint32_t worker, const sld_request_t *r, sld_decided_fn fn,
                      void *arg) {
     sld_job_t job = {.e = e, .r = r, .worker = worker, .reset = true, .fn = fn, .arg = arg};

@@ -18,6 +18,9 @@
  * sld_engine_batch_begin() and sld_engine_batch_flush(): one clock read for
  * them all, and for Redis one pipelined round trip per node (the store kind
  * queues and sends at the flush or at the end of the loop turn).
+ * sld_engine_decide_batch() decides several requests in one call: a store
+ * kind with a decide_batch hook (memory: sl_check_batch, which prefetches
+ * the next keys' states) decides them together, others one by one.
  *
  * Not here: the stores themselves (decide.c, remote.c, write_back.c), the
  * fronts' replies, the configuration.
@@ -86,6 +89,12 @@ typedef struct sld_store_kind {
     /* Worker `worker` stops: what is pending fails, its connections close,
      * then done(arg); the loop must run until then. */
     void (*detach)(void *ctx, uint32_t worker, void (*done)(void *arg), void *arg);
+    /* Decides reqs[0..n) now, in order, exactly as n calls of decide with
+     * job NULL would: rcs[i] and out[i] for each (no limit reports). The
+     * engine gives it only requests whose policy does not defer. NULL: the
+     * engine calls decide for each. */
+    void (*decide_batch)(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
+                         sl_decision_t *out, int *rcs);
     void (*batch_begin)(void *ctx, uint32_t worker);
     void (*batch_flush)(void *ctx, uint32_t worker);
     /* Fills what INFO, /metrics and /readyz show (zeroed, up, "memory" before). */
@@ -120,6 +129,15 @@ void sld_engine_free(sld_engine_t *e);
  * cannot wait, the store answers now. r's pointers need not outlive the call. */
 int sld_engine_decide(sld_engine_t *e, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
                       sl_limit_report_t *limits, sld_decided_fn fn, void *arg);
+
+/* Decides reqs[0..n) in order, exactly as n calls of sld_engine_decide
+ * (limits NULL) would: rcs[i] is what the i-th would return and out[i] its
+ * decision; for rcs[i] == SLD_PENDING, fn(args[i], ...) comes later (fn
+ * NULL: nothing may wait, every request is answered now). Requests under a
+ * policy that does not defer go to the store kind's decide_batch together,
+ * the others one by one. Each is counted and sampled as a single call. */
+void sld_engine_decide_batch(sld_engine_t *e, uint32_t worker, const sld_request_t *reqs, size_t n,
+                             sl_decision_t *out, int *rcs, sld_decided_fn fn, void *const *args);
 
 /* Forgets r->key under r->p: SL_OK, an error, or SLD_PENDING with
  * fn(arg, rc, NULL, NULL) to come. */

@@ -30,13 +30,17 @@ typedef struct command {
     bool keys_to_end;  /* every argument from `key` on is a key (DEL, EXISTS) */
 } command_t;
 
-static bool key_ok(sld_client_t *c, const sld_arg_t *key) {
+/* quiet: say nothing (the batch tries, and leaves errors to the handler) */
+static bool key_ok_quiet(sld_client_t *c, const sld_arg_t *key, bool quiet) {
     if (key->len <= c->rt->cfg->max_key_bytes)
         return true;
-    sld_reply_errorf(c->out, "ERR key is %zu bytes, longer than max_key_bytes (%u)", key->len,
+    if (!quiet)
+        sld_reply_errorf(c->out, "ERR key is %zu bytes, longer than max_key_bytes (%u)", key->len,
                      c->rt->cfg->max_key_bytes);
     return false;
 }
+
+static bool key_ok(sld_client_t *c, const sld_arg_t *key) { return key_ok_quiet(c, key, false); }
 
 static void reply_library_error(sld_client_t *c, int rc) {
     sld_reply_errorf(c->out, "ERR %s", sl_strerror(rc));
@@ -123,31 +127,39 @@ static void decide_and_reply(sld_client_t *c, reply_kind_t kind, const sld_origi
 
 /* ---- redis-cell and Redis GCRA ----------------------------------------------------------- */
 
-static void throttle(sld_client_t *c, const sld_throttle_args_t *a) {
-    if (!key_ok(c, &a->key))
-        return;
-    const sl_policy_t *p, *local;
-    int rc = sld_throttles_get(c->d->throttles, a->max_burst, a->interval_ns, &p, &local);
-    if (rc == SL_ERANGE) {
-        sld_reply_error(c->out, "ERR max_burst x interval is too large");
-        return;
+/* CL.THROTTLE / GCRA's policy and origin: false after an error reply (or,
+ * quiet, with nothing said). */
+static bool throttle_policy(sld_client_t *c, const sld_throttle_args_t *a, bool quiet,
+                            const sl_policy_t **p, sld_origin_t *origin) {
+    if (!key_ok_quiet(c, &a->key, quiet))
+        return false;
+    const sl_policy_t *local;
+    int rc = sld_throttles_get(c->d->throttles, a->max_burst, a->interval_ns, p, &local);
+    const char *why = NULL;
+    if (rc == SL_OK && sld_engine_supports(c->d->engine, *p, &why)) {
+        *origin = (sld_origin_t){.rt = c->rt, .index = SIZE_MAX, .slot = c->d->throttle_slot,
+                                 .local = local};
+        return true;
     }
-    if (rc == SL_ETOOMANY) {
+    if (quiet)
+        return false;
+    if (rc == SL_ERANGE)
+        sld_reply_error(c->out, "ERR max_burst x interval is too large");
+    else if (rc == SL_ETOOMANY)
         sld_reply_errorf(c->out, "ERR too many distinct CL.THROTTLE/GCRA parameter sets (at most %d)",
                          SLD_THROTTLE_MAX_SETS);
-        return;
-    }
-    if (rc != SL_OK) {
+    else if (rc != SL_OK)
         reply_library_error(c, rc);
-        return;
-    }
-    const char *why = NULL;
-    if (!sld_engine_supports(c->d->engine, p, &why)) {
+    else
         sld_reply_errorf(c->out, "ERR these parameters cannot be decided exactly in Redis: %s", why);
-        return;
-    }
-    sld_origin_t origin = {.rt = c->rt, .index = SIZE_MAX, .slot = c->d->throttle_slot, .local = local};
-    decide_and_reply(c, REPLY_THROTTLE, &origin, p, &a->key, (uint64_t)a->quantity, 0);
+    return false;
+}
+
+static void throttle(sld_client_t *c, const sld_throttle_args_t *a) {
+    const sl_policy_t *p;
+    sld_origin_t origin;
+    if (throttle_policy(c, a, false, &p, &origin))
+        decide_and_reply(c, REPLY_THROTTLE, &origin, p, &a->key, (uint64_t)a->quantity, 0);
 }
 
 static void cmd_cl_throttle(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
@@ -172,23 +184,30 @@ static void cmd_gcra(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
 
 /* SL.CHECK / SL.PEEK's arguments: false after an error reply. MULTI checks
  * them this way too, before it queues the command. */
-static bool decide_args(sld_client_t *c, const sld_arg_t *argv, size_t argc, int64_t *cost,
-                        const sl_policy_t **p, size_t *index) {
+static bool decide_args_quiet(sld_client_t *c, const sld_arg_t *argv, size_t argc, int64_t *cost,
+                              const sl_policy_t **p, size_t *index, bool quiet) {
     *cost = 1;
     if (argc == 4 && (sld_arg_int(&argv[3], cost) != SL_OK || *cost < 0)) {
-        sld_reply_error(c->out, "ERR cost must be an integer >= 0");
+        if (!quiet)
+            sld_reply_error(c->out, "ERR cost must be an integer >= 0");
         return false;
     }
-    if (!key_ok(c, &argv[2]))
+    if (!key_ok_quiet(c, &argv[2], quiet))
         return false;
     *p = sld_policies_find(c->rt->policies, argv[1].ptr, argv[1].len, argv[2].ptr, argv[2].len,
                            NULL, index);
     if (*p == NULL) {
-        sld_reply_errorf(c->out, "ERR no policy named '%.*s' (SL.POLICIES lists them)",
-                         (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].ptr);
+        if (!quiet)
+            sld_reply_errorf(c->out, "ERR no policy named '%.*s' (SL.POLICIES lists them)",
+                             (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].ptr);
         return false;
     }
     return true;
+}
+
+static bool decide_args(sld_client_t *c, const sld_arg_t *argv, size_t argc, int64_t *cost,
+                        const sl_policy_t **p, size_t *index) {
+    return decide_args_quiet(c, argv, argc, cost, p, index, false);
 }
 
 /* SL.CHECK / SL.PEEK policy key [cost] */
@@ -567,6 +586,101 @@ static void cmd_watch(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
 static bool acts_in_multi(const command_t *cmd) {
     return cmd->run == cmd_exec || cmd->run == cmd_discard || cmd->run == cmd_multi ||
            cmd->run == cmd_watch || cmd->run == cmd_quit;
+}
+
+/* ---- pipelined decisions, decided together ----------------------------------------------------- */
+
+/* Holds a decision command in b when it would be answered now with no
+ * error; on a store that answers later, decides it at once from what was
+ * parsed here (not parsed twice). false: nothing said, nothing held, it goes
+ * the ordinary way. */
+static bool batch_add(sld_client_t *c, sld_resp_batch_t *b, const command_t *cmd,
+                      const sld_arg_t *argv, size_t argc) {
+    const sl_policy_t *p;
+    sld_origin_t origin;
+    const sld_arg_t *key;
+    uint64_t cost;
+    unsigned flags = 0;
+    reply_kind_t kind;
+    sld_throttle_args_t a;
+    if (cmd->run == cmd_sl_check || cmd->run == cmd_sl_peek) {
+        int64_t n;
+        size_t index = 0;
+        if (!decide_args_quiet(c, argv, argc, &n, &p, &index, true))
+            return false;
+        origin = (sld_origin_t){.rt = c->rt, .index = index,
+                                .slot = sld_policies_slot(c->rt->policies, index)};
+        key = &argv[2];
+        cost = (uint64_t)n;
+        flags = cmd->run == cmd_sl_peek ? SL_DECIDE_PEEK : 0;
+        kind = REPLY_NATIVE;
+    } else if (cmd->run == cmd_cl_throttle || cmd->run == cmd_gcra) {
+        if ((cmd->run == cmd_cl_throttle ? sld_throttle_parse(argv, argc, &a)
+                                         : sld_gcra_parse(argv, argc, &a)) != NULL ||
+            !throttle_policy(c, &a, true, &p, &origin))
+            return false;
+        key = &a.key;
+        cost = (uint64_t)a.quantity;
+        kind = REPLY_THROTTLE;
+    } else {
+        return false;
+    }
+    if (sld_engine_defers(c->d->engine, p)) { /* Redis pipelines them already, in their places */
+        if (b->n)
+            sld_command_flush(c, b);
+        decide_and_reply(c, kind, &origin, p, key, cost, flags);
+        return true;
+    }
+    b->reqs[b->n] = (sld_request_t){.origin = origin, .p = p, .key = key->ptr, .key_len = key->len,
+                                    .cost = cost, .flags = flags};
+    b->kinds[b->n++] = (uint8_t)kind;
+    return true;
+}
+
+void sld_command_flush(sld_client_t *c, sld_resp_batch_t *b) {
+    size_t n = b->n;
+    if (n == 0)
+        return;
+    b->n = 0;
+    sl_decision_t out[SLD_RESP_BATCH_MAX];
+    int rcs[SLD_RESP_BATCH_MAX];
+    if (n == 1) { /* a command alone in its read: the single call, no batch to set up */
+        out[0] = (sl_decision_t){0};
+        rcs[0] = sld_engine_decide(c->d->engine, c->worker, &b->reqs[0], &out[0], NULL, NULL, NULL);
+    } else {
+        sld_engine_decide_batch(c->d->engine, c->worker, b->reqs, n, out, rcs, NULL, NULL);
+    }
+    for (size_t i = 0; i < n; i++)
+        write_reply(c->out, (reply_kind_t)b->kinds[i], rcs[i], &out[i]);
+}
+
+static bool arity_ok(const command_t *cmd, size_t argc) {
+    return cmd->arity > 0 ? argc == (size_t)cmd->arity : argc >= (size_t)-cmd->arity;
+}
+
+void sld_command_batched(sld_client_t *c, sld_resp_batch_t *b, const sld_arg_t *argv, size_t argc) {
+    if (b->n == SLD_RESP_BATCH_MAX)
+        sld_command_flush(c, b);
+    /* outside MULTI and past the NOAUTH gate, the checks sld_command makes
+     * before a handler say nothing: found once here, run here */
+    const command_t *cmd = NULL;
+    if (c->tx == NULL && (c->authed || c->rt->cfg->requirepass == NULL)) {
+        cmd = lookup(&argv[0]);
+        if (cmd && (!arity_ok(cmd, argc) || (cmd->test_only && !c->d->test_clock)))
+            cmd = NULL;
+        if (cmd && batch_add(c, b, cmd, argv, argc)) {
+            sld_count(&c->counters->commands);
+            return;
+        }
+    }
+    if (b->n)
+        sld_command_flush(c, b);
+    if (cmd == NULL) {
+        sld_command(c, argv, argc);
+        return;
+    }
+    sld_count(&c->counters->commands);
+    cmd->run(c, argv, argc);
 }
 
 void sld_command(sld_client_t *c, const sld_arg_t *argv, size_t argc) {

@@ -8,11 +8,32 @@
 #ifndef SL_SERVER_COMMANDS_H
 #define SL_SERVER_COMMANDS_H
 
+#include "server/engine/engine.h"
 #include "server/resp/client.h"
 
 /* Runs one command (argc >= 1) and appends its reply to c->out; inside
  * MULTI, checks it and queues it instead (see docs/protocol.md). */
 void sld_command(sld_client_t *c, const sld_arg_t *argv, size_t argc);
+
+/* Pipelined decisions of one read, held until they can be decided together
+ * (sld_engine_decide_batch). On the connection's stack, for one read. */
+#define SLD_RESP_BATCH_MAX 64
+
+typedef struct sld_resp_batch {
+    size_t n;
+    sld_request_t reqs[SLD_RESP_BATCH_MAX]; /* keys point into the read's input */
+    uint8_t kinds[SLD_RESP_BATCH_MAX];      /* the reply each gets */
+} sld_resp_batch_t;
+
+/* sld_command(), except that SL.CHECK, SL.PEEK, CL.THROTTLE and GCRA with
+ * valid arguments, outside MULTI, on a store that answers now, are held in
+ * b; any other command first decides what b holds and writes its replies,
+ * so every reply keeps its place. The input the commands point into must
+ * stay put until sld_command_flush(). */
+void sld_command_batched(sld_client_t *c, sld_resp_batch_t *b, const sld_arg_t *argv, size_t argc);
+
+/* Decides what b holds, writes the replies in order, empties b. */
+void sld_command_flush(sld_client_t *c, sld_resp_batch_t *b);
 
 /* Handlers that live in files of their own, as redis's do: INFO and
  * SL.STATS (info.c). */

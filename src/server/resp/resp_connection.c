@@ -208,28 +208,34 @@ static void process(conn_t *c) {
     memcpy(client.name, c->name, sizeof c->name);
     sld_arg_t argv[MAX_ARGS];
     size_t off = 0;
+    /* pipelined decisions are held here and decided together, their keys
+     * still in c->in: everything is flushed before the input is consumed
+     * and before any other reply (commands.h) */
+    sld_resp_batch_t batch;
+    batch.n = 0;
+    const char *fail = NULL;
     sld_engine_batch_begin(d->engine, client.worker);
     while (!c->closing && !c->paused && c->in.len - off >= c->need) {
         size_t argc, need;
         const char *why;
         ssize_t used = sld_resp_parse(c->in.data + off, c->in.len - off, &lim, argv, &argc, &need, &why);
         if (used == SLD_RESP_ERROR) {
-            protocol_error(c, why);
+            fail = why;
             break;
         }
         if (used == SLD_RESP_NEED_MORE) {
             c->need = need;
             if (need > max_request || c->in.len - off >= max_request)
-                protocol_error(c, "Protocol error: request larger than max_request_bytes");
+                fail = "Protocol error: request larger than max_request_bytes";
             break;
         }
         c->need = 0;
         if ((size_t)used > max_request) {
-            protocol_error(c, "Protocol error: request larger than max_request_bytes");
+            fail = "Protocol error: request larger than max_request_bytes";
             break;
         }
         if (argc > 0) {
-            sld_command(&client, argv, argc);
+            sld_command_batched(&client, &batch, argv, argc);
             if (client.quit) {
                 c->closing = true;
                 stop_reading(c);
@@ -242,6 +248,9 @@ static void process(conn_t *c) {
             stop_reading(c);
         }
     }
+    sld_command_flush(&client, &batch);
+    if (fail)
+        protocol_error(c, fail);
     sld_engine_batch_flush(d->engine, client.worker);
     memcpy(c->name, client.name, sizeof c->name);
     c->proto = client.proto;
