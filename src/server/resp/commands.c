@@ -23,12 +23,16 @@ typedef void (*handler_t)(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 
 typedef struct command {
     const char *name;  /* upper case */
+    size_t name_len;   /* strlen(name): a lookup compares lengths first */
     int arity;         /* argc exactly, or at least -arity when negative */
     handler_t run;
     int key;           /* position of the key argument (COMMAND INFO), 0 = none */
     bool test_only;    /* exists only with the manual test clock */
     bool keys_to_end;  /* every argument from `key` on is a key (DEL, EXISTS) */
 } command_t;
+
+/* A table row's name and its length, counted by the compiler. */
+#define NAME(s) s, sizeof s - 1
 
 /* quiet: say nothing (the batch tries, and leaves errors to the handler) */
 static bool key_ok_quiet(sld_client_t *c, const sld_arg_t *key, bool quiet) {
@@ -360,37 +364,37 @@ static void cmd_discard(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 static void cmd_watch(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 
 static const command_t table[] = {
-    {"AUTH", -2, sld_cmd_auth, 0, false, false},
-    {"CL.THROTTLE", -5, cmd_cl_throttle, 1, false, false},
-    {"CLIENT", -2, sld_cmd_client, 0, false, false},
-    {"CLUSTER", -2, sld_cmd_cluster, 0, false, false},
-    {"COMMAND", -1, cmd_command, 0, false, false},
-    {"CONFIG", -2, cmd_config, 0, false, false},
-    {"DBSIZE", 1, cmd_dbsize, 0, false, false},
-    {"DEL", -2, sld_cmd_del, 1, false, true},
-    {"DISCARD", 1, cmd_discard, 0, false, false},
-    {"ECHO", 2, cmd_echo, 0, false, false},
-    {"EXEC", 1, cmd_exec, 0, false, false},
-    {"EXISTS", -2, sld_cmd_exists, 1, false, true},
-    {"GCRA", -5, cmd_gcra, 1, false, false},
-    {"HELLO", -1, cmd_hello, 0, false, false},
-    {"INFO", -1, sld_cmd_info, 0, false, false},
-    {"MULTI", 1, cmd_multi, 0, false, false},
-    {"PING", -1, cmd_ping, 0, false, false},
-    {"PTTL", 2, sld_cmd_pttl, 1, false, false},
-    {"QUIT", -1, cmd_quit, 0, false, false},
-    {"SELECT", 2, sld_cmd_select, 0, false, false},
-    {"SL.CHECK", -3, cmd_sl_check, 2, false, false},
-    {"SL.PEEK", -3, cmd_sl_peek, 2, false, false},
-    {"SL.POLICIES", 1, cmd_sl_policies, 0, false, false},
-    {"SL.RESET", 3, cmd_sl_reset, 2, false, false},
-    {"SL.STATS", -1, sld_cmd_sl_stats, 0, false, false},
-    {"SL.TESTCLOCK", -2, cmd_sl_testclock, 0, true, false},
-    {"TIME", 1, sld_cmd_time, 0, false, false},
-    {"TTL", 2, sld_cmd_ttl, 1, false, false},
-    {"UNLINK", -2, sld_cmd_del, 1, false, true},
-    {"UNWATCH", 1, cmd_watch, 0, false, false},
-    {"WATCH", -2, cmd_watch, 1, false, true},
+    {NAME("AUTH"), -2, sld_cmd_auth, 0, false, false},
+    {NAME("CL.THROTTLE"), -5, cmd_cl_throttle, 1, false, false},
+    {NAME("CLIENT"), -2, sld_cmd_client, 0, false, false},
+    {NAME("CLUSTER"), -2, sld_cmd_cluster, 0, false, false},
+    {NAME("COMMAND"), -1, cmd_command, 0, false, false},
+    {NAME("CONFIG"), -2, cmd_config, 0, false, false},
+    {NAME("DBSIZE"), 1, cmd_dbsize, 0, false, false},
+    {NAME("DEL"), -2, sld_cmd_del, 1, false, true},
+    {NAME("DISCARD"), 1, cmd_discard, 0, false, false},
+    {NAME("ECHO"), 2, cmd_echo, 0, false, false},
+    {NAME("EXEC"), 1, cmd_exec, 0, false, false},
+    {NAME("EXISTS"), -2, sld_cmd_exists, 1, false, true},
+    {NAME("GCRA"), -5, cmd_gcra, 1, false, false},
+    {NAME("HELLO"), -1, cmd_hello, 0, false, false},
+    {NAME("INFO"), -1, sld_cmd_info, 0, false, false},
+    {NAME("MULTI"), 1, cmd_multi, 0, false, false},
+    {NAME("PING"), -1, cmd_ping, 0, false, false},
+    {NAME("PTTL"), 2, sld_cmd_pttl, 1, false, false},
+    {NAME("QUIT"), -1, cmd_quit, 0, false, false},
+    {NAME("SELECT"), 2, sld_cmd_select, 0, false, false},
+    {NAME("SL.CHECK"), -3, cmd_sl_check, 2, false, false},
+    {NAME("SL.PEEK"), -3, cmd_sl_peek, 2, false, false},
+    {NAME("SL.POLICIES"), 1, cmd_sl_policies, 0, false, false},
+    {NAME("SL.RESET"), 3, cmd_sl_reset, 2, false, false},
+    {NAME("SL.STATS"), -1, sld_cmd_sl_stats, 0, false, false},
+    {NAME("SL.TESTCLOCK"), -2, cmd_sl_testclock, 0, true, false},
+    {NAME("TIME"), 1, sld_cmd_time, 0, false, false},
+    {NAME("TTL"), 2, sld_cmd_ttl, 1, false, false},
+    {NAME("UNLINK"), -2, sld_cmd_del, 1, false, true},
+    {NAME("UNWATCH"), 1, cmd_watch, 0, false, false},
+    {NAME("WATCH"), -2, cmd_watch, 1, false, true},
 };
 #define NCOMMANDS (sizeof table / sizeof table[0])
 
@@ -404,7 +408,7 @@ static size_t visible_commands(const sld_client_t *c) {
 /* name, arity, flags, first key, last key, step */
 static void reply_command_info(sld_client_t *c, const command_t *cmd) {
     char lower[32];
-    size_t n = strlen(cmd->name);
+    size_t n = cmd->name_len;
     for (size_t k = 0; k <= n; k++)
         lower[k] = (char)(cmd->name[k] >= 'A' && cmd->name[k] <= 'Z' ? cmd->name[k] + 32 : cmd->name[k]);
     sld_reply_array(c->out, 6);
@@ -459,7 +463,7 @@ static void cmd_dbsize(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
  * lookup costs one case-insensitive compare. */
 static const command_t *lookup(const sld_arg_t *name) {
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (strlen(table[i].name) == name->len && strncasecmp(name->ptr, table[i].name, name->len) == 0)
+        if (table[i].name_len == name->len && strncasecmp(name->ptr, table[i].name, name->len) == 0)
             return &table[i];
     return NULL;
 }
