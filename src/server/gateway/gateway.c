@@ -422,8 +422,6 @@ static void on_conn_closed(uv_handle_t *handle) {
     free(c);
 }
 
-static void on_refused_closed(uv_handle_t *handle) { free(handle); }
-
 static void on_accept(uv_stream_t *listener, int status) {
     gw_worker_t *w = listener->data;
     sld_daemon_t *d = w->gw->d;
@@ -433,19 +431,8 @@ static void on_accept(uv_stream_t *listener, int status) {
     if (c == NULL)
         return;
     c->w = w;
-    uv_tcp_init(w->loop, &c->tcp);
-    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
-        uv_close((uv_handle_t *)&c->tcp, on_refused_closed);
+    if (!sld_conn_accept(d, w->loop, listener, &c->tcp, sld_http_busy, strlen(sld_http_busy)))
         return;
-    }
-    if (!sld_conn_admit(d)) {
-        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
-                                   "Content-Length: 24\r\nConnection: close\r\n\r\nmax connections reached\n";
-        uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1);
-        uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-        uv_close((uv_handle_t *)&c->tcp, on_refused_closed);
-        return;
-    }
     uv_tcp_nodelay(&c->tcp, 1);
     c->next = w->conns;
     if (w->conns)

@@ -37,6 +37,10 @@ void sld_http_free(sld_http_t *h);
  * itself here), before the loop is closed. */
 extern const sld_front_ops_t sld_http_front_ops;
 
+/* The bare 503 a connection over max_connections gets on every HTTP
+ * listener (this front's and the gateway's). */
+extern const char sld_http_busy[];
+
 /* For other fronts on libh2o (the gateway): puts reply r on the wire as
  * req's answer (status, content type, sluiced's headers, body), and looks
  * a request header up by its lower-case name as the HTTP front does

@@ -1,4 +1,6 @@
 /* admission.c -- counting connections against max_connections (see admission.h). */
+#include <stdlib.h>
+
 #include "server/net/admission.h"
 
 bool sld_conn_admit(sld_daemon_t *d) {
@@ -12,3 +14,21 @@ bool sld_conn_admit(sld_daemon_t *d) {
 }
 
 void sld_conn_release(sld_daemon_t *d) { atomic_fetch_sub(&d->stats.connected, 1); }
+
+static void on_refused_closed(uv_handle_t *handle) { free(handle); }
+
+bool sld_conn_accept(sld_daemon_t *d, uv_loop_t *loop, uv_stream_t *listener, uv_tcp_t *tcp,
+                     const char *refusal, size_t refusal_len) {
+    uv_tcp_init(loop, tcp);
+    if (uv_accept(listener, (uv_stream_t *)tcp) != 0) {
+        uv_close((uv_handle_t *)tcp, on_refused_closed);
+        return false;
+    }
+    if (!sld_conn_admit(d)) {
+        uv_buf_t b = uv_buf_init((char *)refusal, (unsigned)refusal_len);
+        uv_try_write((uv_stream_t *)tcp, &b, 1);
+        uv_close((uv_handle_t *)tcp, on_refused_closed);
+        return false;
+    }
+    return true;
+}

@@ -8,12 +8,15 @@
  * read at each accept, so a reload changes it for the next connection.
  *
  * Not here: what a refused client is told (a RESP error, an HTTP 503: the
- * front's), closing idle connections.
+ * front's words, given to sld_conn_accept), closing idle connections.
  */
 #ifndef SL_SERVER_ADMISSION_H
 #define SL_SERVER_ADMISSION_H
 
 #include <stdbool.h>
+#include <stddef.h>
+
+#include <uv.h>
 
 #include "server/state/daemon.h"
 
@@ -24,5 +27,14 @@ bool sld_conn_admit(sld_daemon_t *d);
 
 /* An admitted connection has closed. */
 void sld_conn_release(sld_daemon_t *d);
+
+/* Accepts the connection waiting on `listener` into `tcp` (not yet
+ * initialised; the first member of a malloc'd connection) and admits it.
+ * True: admitted, serve it. False: it could not be accepted, or it was over
+ * max_connections and got `refusal` (the front's words, written as far as
+ * the socket takes them at once); either way its handle is closing and the
+ * connection's memory is freed with it. */
+bool sld_conn_accept(sld_daemon_t *d, uv_loop_t *loop, uv_stream_t *listener, uv_tcp_t *tcp,
+                     const char *refusal, size_t refusal_len);
 
 #endif
