@@ -10,27 +10,20 @@
 
 #include "server/config/config.h"
 #include "server/config/config_private.h"
+#include "server/config/section.h"
 
-#define OPT CYAML_FLAG_OPTIONAL
-/* Mappings and lists may be written empty ("store:" with every line
- * commented out): that reads as absent. */
-#define NULLABLE CYAML_FLAG_POINTER_NULL
-#define STR(key, flags, type, member)                                                   \
-    CYAML_FIELD_STRING_PTR(key, CYAML_FLAG_POINTER | (flags), type, member, 0,          \
-                           CYAML_UNLIMITED)
-
-static const cyaml_schema_value_t string_entry = {
+const cyaml_schema_value_t sld_config_string_entry = {
     CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 0, CYAML_UNLIMITED),
 };
 
 static const cyaml_schema_field_t limit_fields[] = {
-    STR("algorithm", 0, raw_limit_t, algorithm),
-    STR("limit", 0, raw_limit_t, limit),
-    STR("period", 0, raw_limit_t, period),
-    STR("burst", OPT, raw_limit_t, burst),
-    STR("precision", OPT, raw_limit_t, precision),
-    STR("shaper", OPT, raw_limit_t, shaper),
-    STR("count_denied", OPT, raw_limit_t, count_denied),
+    SLD_CFG_STR("algorithm", 0, raw_limit_t, algorithm),
+    SLD_CFG_STR("limit", 0, raw_limit_t, limit),
+    SLD_CFG_STR("period", 0, raw_limit_t, period),
+    SLD_CFG_STR("burst", SLD_CFG_OPT, raw_limit_t, burst),
+    SLD_CFG_STR("precision", SLD_CFG_OPT, raw_limit_t, precision),
+    SLD_CFG_STR("shaper", SLD_CFG_OPT, raw_limit_t, shaper),
+    SLD_CFG_STR("count_denied", SLD_CFG_OPT, raw_limit_t, count_denied),
     CYAML_FIELD_END,
 };
 
@@ -39,10 +32,10 @@ static const cyaml_schema_value_t limit_entry = {
 };
 
 static const cyaml_schema_field_t tier_fields[] = {
-    STR("name", 0, raw_tier_t, name),
-    CYAML_FIELD_SEQUENCE("keys", NULLABLE | OPT, raw_tier_t, keys, &string_entry, 0,
+    SLD_CFG_STR("name", 0, raw_tier_t, name),
+    CYAML_FIELD_SEQUENCE("keys", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_tier_t, keys, &sld_config_string_entry, 0,
                          MAX_TIER_KEYS),
-    CYAML_FIELD_SEQUENCE("limits", NULLABLE, raw_tier_t, limits, &limit_entry, 0,
+    CYAML_FIELD_SEQUENCE("limits", SLD_CFG_NULLABLE, raw_tier_t, limits, &limit_entry, 0,
                          SL_MAX_LIMITS),
     CYAML_FIELD_END,
 };
@@ -52,17 +45,17 @@ static const cyaml_schema_value_t tier_entry = {
 };
 
 static const cyaml_schema_field_t policy_fields[] = {
-    STR("name", OPT, raw_policy_t, name),  /* required: policy_config.c says so, or names it */
-    CYAML_FIELD_SEQUENCE("key", NULLABLE | OPT, raw_policy_t, key, &string_entry, 0,
+    SLD_CFG_STR("name", SLD_CFG_OPT, raw_policy_t, name),  /* required: policy_config.c says so, or names it */
+    CYAML_FIELD_SEQUENCE("key", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_policy_t, key, &sld_config_string_entry, 0,
                          SLD_MAX_KEY_ATTRS),
-    STR("mode", OPT, raw_policy_t, mode),
-    STR("soft_percent", OPT, raw_policy_t, soft_percent),
-    CYAML_FIELD_MAPPING_PTR("pool", NULLABLE | OPT, raw_policy_t, pool, limit_fields),
-    CYAML_FIELD_SEQUENCE("limits", NULLABLE, raw_policy_t, limits, &limit_entry, 0,
+    SLD_CFG_STR("mode", SLD_CFG_OPT, raw_policy_t, mode),
+    SLD_CFG_STR("soft_percent", SLD_CFG_OPT, raw_policy_t, soft_percent),
+    CYAML_FIELD_MAPPING_PTR("pool", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_policy_t, pool, limit_fields),
+    CYAML_FIELD_SEQUENCE("limits", SLD_CFG_NULLABLE, raw_policy_t, limits, &limit_entry, 0,
                          SL_MAX_LIMITS),
-    CYAML_FIELD_SEQUENCE("tiers", NULLABLE | OPT, raw_policy_t, tiers, &tier_entry, 0,
+    CYAML_FIELD_SEQUENCE("tiers", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_policy_t, tiers, &tier_entry, 0,
                          SLD_MAX_TIERS),
-    STR("on_store_failure", OPT, raw_policy_t, on_store_failure),
+    SLD_CFG_STR("on_store_failure", SLD_CFG_OPT, raw_policy_t, on_store_failure),
     CYAML_FIELD_END,
 };
 
@@ -71,56 +64,56 @@ static const cyaml_schema_value_t policy_entry = {
 };
 
 static const cyaml_schema_field_t listen_fields[] = {
-    STR("resp", OPT, raw_listen_t, resp),
-    STR("http", OPT, raw_listen_t, http),
+    SLD_CFG_STR("resp", SLD_CFG_OPT, raw_listen_t, resp),
+    SLD_CFG_STR("http", SLD_CFG_OPT, raw_listen_t, http),
     CYAML_FIELD_END,
 };
 
 static const cyaml_schema_field_t limits_fields[] = {
-    STR("max_connections", OPT, raw_limits_t, max_connections),
-    STR("max_request_bytes", OPT, raw_limits_t, max_request_bytes),
-    STR("max_key_bytes", OPT, raw_limits_t, max_key_bytes),
-    STR("idle_timeout", OPT, raw_limits_t, idle_timeout),
-    STR("write_timeout", OPT, raw_limits_t, write_timeout),
+    SLD_CFG_STR("max_connections", SLD_CFG_OPT, raw_limits_t, max_connections),
+    SLD_CFG_STR("max_request_bytes", SLD_CFG_OPT, raw_limits_t, max_request_bytes),
+    SLD_CFG_STR("max_key_bytes", SLD_CFG_OPT, raw_limits_t, max_key_bytes),
+    SLD_CFG_STR("idle_timeout", SLD_CFG_OPT, raw_limits_t, idle_timeout),
+    SLD_CFG_STR("write_timeout", SLD_CFG_OPT, raw_limits_t, write_timeout),
     CYAML_FIELD_END,
 };
 
 static const cyaml_schema_field_t breaker_fields[] = {
-    STR("failures", OPT, raw_breaker_t, failures),
-    STR("cooldown", OPT, raw_breaker_t, cooldown),
+    SLD_CFG_STR("failures", SLD_CFG_OPT, raw_breaker_t, failures),
+    SLD_CFG_STR("cooldown", SLD_CFG_OPT, raw_breaker_t, cooldown),
     CYAML_FIELD_END,
 };
 
 static const cyaml_schema_field_t store_fields[] = {
-    STR("type", OPT, raw_store_t, type),
-    STR("url", OPT, raw_store_t, url),
-    STR("sync", OPT, raw_store_t, sync),
-    STR("sync_interval", OPT, raw_store_t, sync_interval),
-    STR("timeout", OPT, raw_store_t, timeout),
-    STR("clock", OPT, raw_store_t, clock),
-    STR("on_store_failure", OPT, raw_store_t, on_store_failure),
-    STR("nodes", OPT, raw_store_t, nodes),
-    CYAML_FIELD_MAPPING_PTR("breaker", NULLABLE | OPT, raw_store_t, breaker, breaker_fields),
-    STR("max_memory", OPT, raw_store_t, max_memory),
-    STR("shards", OPT, raw_store_t, shards),
+    SLD_CFG_STR("type", SLD_CFG_OPT, raw_store_t, type),
+    SLD_CFG_STR("url", SLD_CFG_OPT, raw_store_t, url),
+    SLD_CFG_STR("sync", SLD_CFG_OPT, raw_store_t, sync),
+    SLD_CFG_STR("sync_interval", SLD_CFG_OPT, raw_store_t, sync_interval),
+    SLD_CFG_STR("timeout", SLD_CFG_OPT, raw_store_t, timeout),
+    SLD_CFG_STR("clock", SLD_CFG_OPT, raw_store_t, clock),
+    SLD_CFG_STR("on_store_failure", SLD_CFG_OPT, raw_store_t, on_store_failure),
+    SLD_CFG_STR("nodes", SLD_CFG_OPT, raw_store_t, nodes),
+    CYAML_FIELD_MAPPING_PTR("breaker", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_store_t, breaker, breaker_fields),
+    SLD_CFG_STR("max_memory", SLD_CFG_OPT, raw_store_t, max_memory),
+    SLD_CFG_STR("shards", SLD_CFG_OPT, raw_store_t, shards),
     /* off, on or a mapping: read by config_snapshot.c */
-    CYAML_FIELD_IGNORE("snapshot", OPT),
+    CYAML_FIELD_IGNORE("snapshot", SLD_CFG_OPT),
     CYAML_FIELD_END,
 };
 
 static const cyaml_schema_field_t config_fields[] = {
-    CYAML_FIELD_MAPPING_PTR("listen", NULLABLE | OPT, raw_config_t, listen, listen_fields),
-    STR("threads", OPT, raw_config_t, threads),
-    CYAML_FIELD_MAPPING_PTR("limits", NULLABLE | OPT, raw_config_t, limits, limits_fields),
-    CYAML_FIELD_MAPPING_PTR("store", NULLABLE | OPT, raw_config_t, store, store_fields),
-    CYAML_FIELD_SEQUENCE("trusted_proxies", NULLABLE | OPT, raw_config_t, trusted_proxies,
-                         &string_entry, 0, MAX_TRUSTED_PROXIES),
-    STR("ipv6_prefix", OPT, raw_config_t, ipv6_prefix),
-    STR("user_header", OPT, raw_config_t, user_header),
-    STR("admin_token", OPT, raw_config_t, admin_token),
-    STR("requirepass", OPT, raw_config_t, requirepass),
-    STR("auth_deny_status", OPT, raw_config_t, auth_deny_status),
-    CYAML_FIELD_SEQUENCE("policies", NULLABLE, raw_config_t, policies, &policy_entry, 0,
+    CYAML_FIELD_MAPPING_PTR("listen", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_config_t, listen, listen_fields),
+    SLD_CFG_STR("threads", SLD_CFG_OPT, raw_config_t, threads),
+    CYAML_FIELD_MAPPING_PTR("limits", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_config_t, limits, limits_fields),
+    CYAML_FIELD_MAPPING_PTR("store", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_config_t, store, store_fields),
+    CYAML_FIELD_SEQUENCE("trusted_proxies", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_config_t, trusted_proxies,
+                         &sld_config_string_entry, 0, MAX_TRUSTED_PROXIES),
+    SLD_CFG_STR("ipv6_prefix", SLD_CFG_OPT, raw_config_t, ipv6_prefix),
+    SLD_CFG_STR("user_header", SLD_CFG_OPT, raw_config_t, user_header),
+    SLD_CFG_STR("admin_token", SLD_CFG_OPT, raw_config_t, admin_token),
+    SLD_CFG_STR("requirepass", SLD_CFG_OPT, raw_config_t, requirepass),
+    SLD_CFG_STR("auth_deny_status", SLD_CFG_OPT, raw_config_t, auth_deny_status),
+    CYAML_FIELD_SEQUENCE("policies", SLD_CFG_NULLABLE, raw_config_t, policies, &policy_entry, 0,
                          MAX_POLICIES),
     CYAML_FIELD_END,
 };

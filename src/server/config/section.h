@@ -29,6 +29,17 @@
 
 #include "server/config/config.h"
 
+/* The schema's building blocks, the same for config/'s own keys and every
+ * section's: optional fields; mappings and lists that may be written empty
+ * ("store:" with every line commented out), which read as absent; strings
+ * held by pointer; a list of strings. */
+#define SLD_CFG_OPT CYAML_FLAG_OPTIONAL
+#define SLD_CFG_NULLABLE CYAML_FLAG_POINTER_NULL
+#define SLD_CFG_STR(key, flags, type, member)                                           \
+    CYAML_FIELD_STRING_PTR(key, CYAML_FLAG_POINTER | (flags), type, member, 0,          \
+                           CYAML_UNLIMITED)
+extern const cyaml_schema_value_t sld_config_string_entry;
+
 
 
 /* The load in progress, as a section's hooks see it. */

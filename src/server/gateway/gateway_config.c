@@ -46,44 +46,34 @@ typedef struct raw_gateway {
     unsigned routes_count;
 } raw_gateway_t;
 
-#define OPT CYAML_FLAG_OPTIONAL
-#define NULLABLE CYAML_FLAG_POINTER_NULL
-#define STR(key, flags, type, member)                                                   \
-    CYAML_FIELD_STRING_PTR(key, CYAML_FLAG_POINTER | (flags), type, member, 0,          \
-                           CYAML_UNLIMITED)
-
-static const cyaml_schema_value_t string_entry = {
-    CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 0, CYAML_UNLIMITED),
-};
-
 static const cyaml_schema_field_t match_fields[] = {
-    STR("path_prefix", OPT, raw_match_t, path_prefix),
-    STR("host", OPT, raw_match_t, host),
-    CYAML_FIELD_SEQUENCE("methods", NULLABLE | OPT, raw_match_t, methods, &string_entry, 0,
+    SLD_CFG_STR("path_prefix", SLD_CFG_OPT, raw_match_t, path_prefix),
+    SLD_CFG_STR("host", SLD_CFG_OPT, raw_match_t, host),
+    CYAML_FIELD_SEQUENCE("methods", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_match_t, methods, &sld_config_string_entry, 0,
                          SLD_GW_MAX_METHODS),
     CYAML_FIELD_END,
 };
 
 static const cyaml_schema_field_t concurrency_fields[] = {
-    STR("limit", OPT, raw_concurrency_t, limit),
-    STR("per", OPT, raw_concurrency_t, per),
-    STR("max_wait", OPT, raw_concurrency_t, max_wait),
+    SLD_CFG_STR("limit", SLD_CFG_OPT, raw_concurrency_t, limit),
+    SLD_CFG_STR("per", SLD_CFG_OPT, raw_concurrency_t, per),
+    SLD_CFG_STR("max_wait", SLD_CFG_OPT, raw_concurrency_t, max_wait),
     CYAML_FIELD_END,
 };
 
 static const cyaml_schema_field_t route_fields[] = {
-    STR("name", 0, raw_route_t, name),
-    CYAML_FIELD_MAPPING_PTR("match", NULLABLE | OPT, raw_route_t, match, match_fields),
-    STR("upstream", 0, raw_route_t, upstream),
-    CYAML_FIELD_SEQUENCE("policies", NULLABLE | OPT, raw_route_t, policies, &string_entry, 0,
+    SLD_CFG_STR("name", 0, raw_route_t, name),
+    CYAML_FIELD_MAPPING_PTR("match", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, match, match_fields),
+    SLD_CFG_STR("upstream", 0, raw_route_t, upstream),
+    CYAML_FIELD_SEQUENCE("policies", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, policies, &sld_config_string_entry, 0,
                          SLD_GW_MAX_POLICIES),
-    STR("excess", OPT, raw_route_t, excess),
-    STR("status", OPT, raw_route_t, status),
-    STR("body", OPT, raw_route_t, body),
-    STR("timeout", OPT, raw_route_t, timeout),
-    STR("max_delay", OPT, raw_route_t, max_delay),
-    STR("queue", OPT, raw_route_t, queue),
-    CYAML_FIELD_MAPPING_PTR("concurrency", NULLABLE | OPT, raw_route_t, concurrency,
+    SLD_CFG_STR("excess", SLD_CFG_OPT, raw_route_t, excess),
+    SLD_CFG_STR("status", SLD_CFG_OPT, raw_route_t, status),
+    SLD_CFG_STR("body", SLD_CFG_OPT, raw_route_t, body),
+    SLD_CFG_STR("timeout", SLD_CFG_OPT, raw_route_t, timeout),
+    SLD_CFG_STR("max_delay", SLD_CFG_OPT, raw_route_t, max_delay),
+    SLD_CFG_STR("queue", SLD_CFG_OPT, raw_route_t, queue),
+    CYAML_FIELD_MAPPING_PTR("concurrency", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, concurrency,
                             concurrency_fields),
     CYAML_FIELD_END,
 };
@@ -93,9 +83,9 @@ static const cyaml_schema_value_t route_entry = {
 };
 
 static const cyaml_schema_field_t gateway_fields[] = {
-    STR("listen", OPT, raw_gateway_t, listen),
-    STR("timeout", OPT, raw_gateway_t, timeout),
-    CYAML_FIELD_SEQUENCE("routes", NULLABLE | OPT, raw_gateway_t, routes, &route_entry, 0,
+    SLD_CFG_STR("listen", SLD_CFG_OPT, raw_gateway_t, listen),
+    SLD_CFG_STR("timeout", SLD_CFG_OPT, raw_gateway_t, timeout),
+    CYAML_FIELD_SEQUENCE("routes", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_gateway_t, routes, &route_entry, 0,
                          SLD_GW_MAX_ROUTES),
     CYAML_FIELD_END,
 };
