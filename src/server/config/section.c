@@ -142,9 +142,11 @@ int sld__cfg_sections_parse(ctx_t *c, const raw_config_t *raw, sld_config_t *cfg
         atomic_init(&part->refs, 1);
         part->def = def;
         cfg->sections[i] = part;
-        int rc = secrets ? sld__cfg_get_secret(c, def->name, def->secret, raw->sections[i],
-                                               (char **)&part->value)
+        char *secret = NULL;
+        int rc = secrets ? sld__cfg_get_secret(c, def->name, def->secret, raw->sections[i], &secret)
                          : def->parse(c, raw->sections[i], &part->value);
+        if (secrets)
+            part->value = secret;
         if (rc != SL_OK)
             return c->failed ? rc : sld__cfg_report(c, 0, "%s: %s", def->name, sl_strerror(rc));
     }
