@@ -66,9 +66,10 @@ typedef struct sld_config_listen {
 } sld_config_listen_t;
 
 /* The listen keys every later load reads, in the order listen: lists them
- * (kept, not copied; at most SLD_MAX_LISTENS; names unique). Call before
- * any load, from one thread; n 0 clears them. SL_EINVAL when too many or a
- * name is given twice (the table is left as it was). */
+ * (kept, not copied; at most SLD_MAX_LISTENS). Call before any load and
+ * before the command line is read, from one thread; n 0 clears them.
+ * SL_EINVAL when too many, a name or an option is given twice, or an
+ * option does not start with "--" (the table is left as it was). */
 int sld_config_listens_set(const sld_config_listen_t *const *defs, size_t n);
 
 /* The registered listen keys: the i-th, or NULL past the last. */
