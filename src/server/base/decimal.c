@@ -2,8 +2,8 @@
  *
  * The length is found first (from the bit length, no loop), so the digits
  * go straight to their place, two at a time from a table of "00".."99":
- * half the divisions of one digit at a time, and no copy from a scratch
- * array.
+ * half the divisions of one digit at a time, in 32 bits once the number
+ * fits, and no copy from a scratch array.
  */
 #include <string.h>
 
@@ -30,16 +30,20 @@ static unsigned digits(uint64_t v) {
 
 char *sld_dec_u64(char *dst, uint64_t v) {
     char *end = dst + digits(v), *p = end;
-    while (v >= 100) {
-        unsigned k = (unsigned)(v % 100) * 2;
+    while (v > UINT32_MAX) {
+        memcpy(p -= 2, pairs + v % 100 * 2, 2);
         v /= 100;
-        p -= 2;
-        memcpy(p, pairs + k, 2);
     }
-    if (v >= 10)
-        memcpy(p - 2, pairs + v * 2, 2);
+    /* The rest in 32 bits: dividing by 100 is then a short multiply. */
+    uint32_t u = (uint32_t)v;
+    while (u >= 100) {
+        memcpy(p -= 2, pairs + u % 100 * 2, 2);
+        u /= 100;
+    }
+    if (u >= 10)
+        memcpy(p - 2, pairs + u * 2, 2);
     else
-        p[-1] = (char)('0' + v);
+        p[-1] = (char)('0' + u);
     return end;
 }
 
