@@ -194,7 +194,7 @@ int sld_check_parse_query(const char *query, size_t len, char *scratch, sld_chec
     size_t used = 0; /* bytes of scratch holding decoded values */
     /* Nearly every query has nothing to decode: then names and values are
      * read in place, not looked through for escapes pair by pair. */
-    bool plain = memchr(query, '%', len) == NULL && memchr(query, '+', len) == NULL;
+    bool plain = len == 0 || (memchr(query, '%', len) == NULL && memchr(query, '+', len) == NULL);
     for (size_t start = 0; start < len;) {
         const char *amp = memchr(query + start, '&', len - start);
         size_t end = amp ? (size_t)(amp - query) : len;
