@@ -223,6 +223,17 @@ class TransactionsOnRedis(unittest.TestCase):
         self.assertEqual(lines[35], b"+PONG")
         s.close()
 
+    def test_a_reset_in_a_block_lands_between_its_neighbours(self):
+        # the reset (a DEL) used to overtake the decisions queued before it
+        p = self.r.pipeline()
+        p.execute_command("SL.CHECK", "per_user", "rr")
+        p.execute_command("SL.CHECK", "per_user", "rr")
+        p.execute_command("SL.RESET", "per_user", "rr")
+        p.execute_command("SL.CHECK", "per_user", "rr")
+        res = p.execute()
+        self.assertEqual([res[0][2], res[1][2], res[2], res[3][2]], [4, 3, b"OK", 4])
+        self.assertEqual(self.r.execute_command("SL.PEEK", "per_user", "rr")[2], 4)
+
     def test_discard_charges_nothing_in_redis(self):
         s = self.d.raw()
         send(s, "MULTI", "SL.CHECK per_user rd", "DISCARD")
