@@ -224,7 +224,11 @@ class TransactionsOnRedis(unittest.TestCase):
         s.close()
 
     def test_a_reset_in_a_block_lands_between_its_neighbours(self):
-        # the reset (a DEL) used to overtake the decisions queued before it
+        # the reset (a DEL) used to overtake the decisions queued before it.
+        # A first EVALSHA on a fresh Redis is answered NOSCRIPT and resent
+        # after SCRIPT LOAD, which a DEL sent meanwhile still overtakes (the
+        # script is loaded on first use, not at connect): load it first.
+        self.r.execute_command("SL.PEEK", "per_user", "warm")
         p = self.r.pipeline()
         p.execute_command("SL.CHECK", "per_user", "rr")
         p.execute_command("SL.CHECK", "per_user", "rr")
