@@ -69,18 +69,31 @@ static int memory_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_
     return sl_reset(d->limiter, r->p, r->key, r->key_len);
 }
 
-/* A group's states in the memory store (only write-back policies' when
- * write_back_only: the others are Redis's), held until memory_group_end.
- * Out of memory for the list, or every_key: the whole store. A group
- * already held (never: groups do not nest) leaves this one unisolated. */
+/* The policy on_store_failure's local mode decides r with in memory. */
+static const sl_policy_t *local_policy(const sld_decide_ctx_t *d, const sld_request_t *r) {
+    sld_store_failure_t mode;
+    const sl_policy_t *local = sld_policies_fallback(d->rt.policies(r->origin.rt), r->origin.index,
+                                                     r->p, &mode);
+    return r->origin.index == SIZE_MAX && r->origin.local ? r->origin.local : local;
+}
+
+/* A group's states in the memory store, held until memory_group_end. With
+ * write-back (redis_too), its write-back policies' states and the local
+ * fallback's of the others: a fallback deciding in memory while the
+ * group holds shards must find its own held too, as taking another lock
+ * then could wait on a group waiting on this one. Out of memory for the
+ * list, or every_key: the whole store. A group already held (never:
+ * groups do not nest) leaves this one unisolated. */
 static void memory_group(sld_decide_ctx_t *d, const sld_request_t *reqs, size_t n, bool every_key,
-                         bool write_back_only) {
+                         bool redis_too) {
     sl__group_key_t *keys = n > 0 && !every_key ? malloc(n * sizeof *keys) : NULL;
     bool all = every_key || (n > 0 && keys == NULL);
     size_t k = 0;
-    for (size_t i = 0; keys && i < n; i++)
-        if (!write_back_only || reqs[i].p->write_back)
-            keys[k++] = (sl__group_key_t){reqs[i].p, reqs[i].key, reqs[i].key_len};
+    for (size_t i = 0; keys && i < n; i++) {
+        const sl_policy_t *p = !redis_too || reqs[i].p->write_back ? reqs[i].p : local_policy(d, &reqs[i]);
+        if (p != NULL)
+            keys[k++] = (sl__group_key_t){p, reqs[i].key, reqs[i].key_len};
+    }
     if (all || k > 0)
         (void)sl__limiter_group_begin(d->limiter, keys, all ? 0 : k, all);
     free(keys);
@@ -326,7 +339,7 @@ static int write_back_reset(void *ctx, uint32_t worker, const sld_request_t *r, 
 }
 
 /* Write-back policies' states are held here as the memory store's; the
- * others go to Redis as a group. */
+ * others go to Redis as a group (and their local fallback's are held). */
 static void write_back_group_begin(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
                                    bool every_key) {
     memory_group(ctx, reqs, n, every_key, true);

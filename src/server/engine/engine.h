@@ -176,8 +176,8 @@ void sld_engine_batch_flush(sld_engine_t *e, uint32_t worker);
  * sld_engine_group_end() are one group: no other worker or daemon decides
  * on their keys in between, so they see the keys as if they ran alone
  * (what each store can promise: docs/protocol.md, Transactions). reqs[0..n)
- * name every (policy, key) the group will touch (cost and flags do not
- * matter); every_key: it may touch keys beyond them (DEL of a key under
+ * name every (origin, policy, key) the group will touch (cost and flags do
+ * not matter; the origin finds a fallback's policy); every_key: it may touch keys beyond them (DEL of a key under
  * every CL.THROTTLE parameter set), so hold them all. The caller runs the
  * group's calls at once, on this worker's thread, and ends it before it
  * returns to its loop. Groups do not nest. */

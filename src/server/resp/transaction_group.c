@@ -1,5 +1,6 @@
 /* transaction_group.c -- EXEC's commands run as one group (see
  * transaction_group.h). */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "server/engine/engine.h"
@@ -22,7 +23,8 @@ static bool touched(sld_client_t *c, const sld_arg_t *argv, size_t argc, sld_req
                                        : sld_throttle_parse(argv, argc, &a)) != NULL ||
             sld_throttles_get(c->d->throttles, a.max_burst, a.interval_ns, &p, &local) != SL_OK)
             return false;
-        *r = (sld_request_t){.p = p, .key = a.key.ptr, .key_len = a.key.len};
+        *r = (sld_request_t){.origin = {.rt = c->rt, .index = SIZE_MAX, .local = local}, .p = p,
+                             .key = a.key.ptr, .key_len = a.key.len};
         return true;
     }
     if (argc >= 3 && (sld_arg_is(name, "SL.CHECK") || sld_arg_is(name, "SL.PEEK") ||
@@ -32,7 +34,8 @@ static bool touched(sld_client_t *c, const sld_arg_t *argv, size_t argc, sld_req
                                                  argv[2].ptr, argv[2].len, NULL, &index);
         if (p == NULL)
             return false;
-        *r = (sld_request_t){.p = p, .key = argv[2].ptr, .key_len = argv[2].len};
+        *r = (sld_request_t){.origin = {.rt = c->rt, .index = index}, .p = p, .key = argv[2].ptr,
+                             .key_len = argv[2].len};
         return true;
     }
     /* a key under every parameter set; or every shard in turn (the store's
