@@ -418,6 +418,7 @@ static void group_reaches_the_kind(void **state) {
     assert_int_equal(x->fake.grouped, 2);
     fixture_free(x);
     x = fixture(&bare_kind);
+    reqs[0].p = reqs[1].p = x->fake.rig->policy; /* the first fixture's is freed */
     sld_engine_group_begin(x->e, 0, reqs, 2, false); /* no hooks: nothing happens */
     assert_int_equal(sld_engine_decide(x->e, 0, &reqs[1], &d, NULL, NULL, NULL), SL_OK);
     sld_engine_group_end(x->e, 0);
