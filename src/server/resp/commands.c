@@ -17,6 +17,7 @@
 #include "server/resp/hello.h"
 #include "server/resp/keyspace.h"
 #include "server/resp/throttle_args.h"
+#include "server/resp/transaction_group.h"
 #include "server/engine/engine.h"
 #include "server/base/log.h"
 
@@ -544,6 +545,10 @@ static void cmd_multi(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     }
 }
 
+static void run_queued(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    lookup(&argv[0])->run(c, argv, argc); /* found and its arity checked when queued */
+}
+
 /* Runs the queued commands in order, one reply each in one array. A reply
  * that comes later (the Redis store) takes its place in the reply queue as
  * any pipelined reply does, so it still lands inside the array, in order. */
@@ -559,10 +564,7 @@ static void cmd_exec(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
         sld_reply_error(c->out, "EXECABORT Transaction discarded because of previous errors.");
     } else {
         sld_reply_array(c->out, tx->n);
-        sld_arg_t args[SLD_TX_MAX_ARGS];
-        size_t pos = 0, n;
-        while (sld_tx_next(tx, &pos, args, &n))
-            lookup(&args[0])->run(c, args, n); /* found and its arity checked when queued */
+        sld_tx_exec(c, tx, run_queued); /* no other client decides on its keys meanwhile */
     }
     sld_tx_free(tx);
 }
