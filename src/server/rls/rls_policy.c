@@ -97,7 +97,7 @@ int sld__rls_compile(sld_rls_limit_t *l, const rls_ext_t *ext, const char **fiel
             return bad(field, "mode", why, why_size, "mode: expected one of hard, soft, shadow");
         if (l->shadow_mode && cfg.mode != SL_MODE_SHADOW)
             return bad(field, "mode", why, why_size,
-                       "mode: shadow_mode: true asks for mode shadow");
+                       "mode: only shadow goes with the descriptor's shadow_mode: true");
         if (cfg.mode == SL_MODE_SHADOW)
             l->shadow_mode = true;
     } else if (l->shadow_mode) {
