@@ -38,6 +38,7 @@
 #include "server/config/section.h"
 #include "server/gateway/gateway.h"
 #include "server/gateway/gateway_config.h"
+#include "server/rls/rls_section.h"
 #include "server/http/http.h"
 #include "server/http/http_config.h"
 #include "server/net/server.h"
@@ -135,9 +136,9 @@ static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
 }
 
 static int load_config(const char *path, sld_config_t **out, char *err, size_t err_len) {
-    int rc = path ? sld_config_load(path, out, err, err_len)
-                  : sld_config_parse("(embedded default)", sld_embedded_config,
-                                     sld_embedded_config_len, out, err, err_len);
+    /* the file, with the rls: section --rls-config adds when it has none */
+    int rc = sld_rls_config_load(path, "(embedded default)", sld_embedded_config,
+                                 sld_embedded_config_len, out, err, err_len);
     if (rc == SL_OK && (rc = apply_overrides(*out, err, err_len)) != SL_OK) {
         sld_config_free(*out);
         *out = NULL;
@@ -202,6 +203,8 @@ static void usage(FILE *f) {
             "  --snapshot PATH|off  where the state is kept across restarts (overrides\n"
             "                       store.snapshot; default: sluice.snap in $STATE_DIRECTORY,\n"
             "                       else in the working directory; off with a Redis store)\n"
+            "  --rls-config DIR     Envoy ratelimit's configuration directory (overrides\n"
+            "                       rls.config_dir)\n"
             "  --check-config       validate the configuration and exit (0 = valid)\n"
             "  --log-level LEVEL    debug, info, warn or error (default info)\n"
             "  --test-clock[=US]    tests only: a manual clock, set with SL.TESTCLOCK\n"
@@ -217,8 +220,8 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
         {"check-config", no_argument, NULL, 'k'},    {"version", no_argument, NULL, 'v'},
         {"log-level", required_argument, NULL, 'l'}, {"test-clock", optional_argument, NULL, 'T'},
         {"store", required_argument, NULL, 's'},     {"snapshot", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'}};
-    size_t nopts = 9;
+        {"help", no_argument, NULL, 'h'},            {"rls-config", required_argument, NULL, 'R'}};
+    size_t nopts = 10;
     const sld_config_listen_t *l;
     for (size_t i = 0; (l = sld_config_listen_def(i)) != NULL; i++)
         opts[nopts++] = (struct option){l->option + 2, required_argument, NULL, LISTEN_OPTION + (int)i};
@@ -255,6 +258,9 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
                 return 2;
             }
             overrides.snapshot = optarg;
+            break;
+        case 'R':
+            sld_rls_section_override(optarg);
             break;
         case 'k':
             *check_only = true;

@@ -6,6 +6,7 @@
 #include "server/gateway/gateway_config.h"
 #include "server/http/http_config.h"
 #include "server/resp/resp_config.h"
+#include "server/rls/rls_section.h"
 
 /* The fronts' keys under listen:, in the order messages list them
  * ("unknown key ... in listen (expected one of resp, http)"). */
@@ -20,6 +21,7 @@ static const sld_config_section_t *const sections[] = {
     &sld_http_admin_token_section,
     &sld_resp_requirepass_section,
     &sld_gateway_section,
+    &sld_rls_section,
 };
 
 int sld_daemon_config_register(void) {
