@@ -18,10 +18,8 @@
  * listener shares (http_server.h); headers are read as http_request.h
  * reads them.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <h2o.h>
 
