@@ -18,6 +18,8 @@ and on a daemon with requirepass:
   authed         CL.THROTTLE with it (redis://default:<password>@ for the
                  URL clients)
 
+Both test files run the scenario on the same two daemons (TwoDaemons).
+
 Each runner returns {step: reply}, a reply being what the client gave,
 made plain (lists of ints, strings) or {"error": text}. The clients come
 from the system (redis-cli, redis-py, hiredis) and from
@@ -27,12 +29,18 @@ installed here.
 import json
 import os
 import subprocess
+import unittest
 
 import redis
+
+import harness
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NODE_DIR = os.path.join(HERE, "node")
 PASSWORD = "matrix-password-0123456789"
+T0 = 1_800_000_000 * 1_000_000
+WITH_PASSWORD = harness.BASE_CONFIG.replace("threads: 2\n",
+                                            "threads: 2\nrequirepass: %s\n" % PASSWORD)
 
 EXPECTED = {
     "ping": "PONG",
@@ -44,6 +52,23 @@ EXPECTED = {
     "after_del": [0, 2, 1, -1, 60],
     "authed": [0, 2, 1, -1, 60],
 }
+
+
+class TwoDaemons(unittest.TestCase):
+    """A test class's daemons, on the manual test clock at T0: `open`, and
+    `locked` with requirepass PASSWORD."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.open = harness.Daemon(test_clock=T0)
+        cls.locked = harness.Daemon(config=WITH_PASSWORD, test_clock=T0)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.open.stop()
+        finally:
+            cls.locked.stop()
 
 
 def plain(v):

@@ -9,15 +9,8 @@ asked to connect without the password to a daemon that needs one, which it
 must refuse with NOAUTH whatever protocol it speaks. redis-py with
 protocol=3 is not run: the installed redis-py (4.3) has no such option.
 """
-import unittest
-
 import client_matrix as m
 import harness
-from harness import Daemon
-
-T0 = 1_800_000_000 * 1_000_000
-WITH_PASSWORD = harness.BASE_CONFIG.replace("threads: 2\n",
-                                            "threads: 2\nrequirepass: %s\n" % m.PASSWORD)
 
 # Steps each client must pass here (the scenario's others: test_client_matrix_tx.py).
 STEPS = ["ping", "throttle", "del", "after_del"]
@@ -25,19 +18,7 @@ AUTH_STEPS = ["noauth", "authed"]
 RESP2_CLIENTS = ["redis-cli", "redis-py", "redis-py transaction=False", "ioredis", "hiredis"]
 
 
-class ClientMatrix(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.open = Daemon(test_clock=T0)
-        cls.locked = Daemon(config=WITH_PASSWORD, test_clock=T0)
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.open.stop()
-        finally:
-            cls.locked.stop()
-
+class ClientMatrix(m.TwoDaemons):
     def check(self, client, got, steps):
         for step in steps:
             with self.subTest(client=client, step=step):

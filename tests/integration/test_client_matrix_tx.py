@@ -10,32 +10,16 @@ redis-py with protocol=3 is named but skipped while the installed redis-py
 client_matrix.py; test_client_matrix.py checks the rest.
 """
 import inspect
-import unittest
 
 import client_matrix as m
 import harness
-from harness import Daemon
 import redis
-
-from test_client_matrix import T0, WITH_PASSWORD
 
 TX_STEPS = ["multi", "after_multi", "discard", "after_discard"]
 CLIENTS = ["redis-cli", "redis-py", "ioredis", "node-redis", "hiredis"]
 
 
-class Transactions(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.open = Daemon(test_clock=T0)
-        cls.locked = Daemon(config=WITH_PASSWORD, test_clock=T0)
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.open.stop()
-        finally:
-            cls.locked.stop()
-
+class Transactions(m.TwoDaemons):
     def test_every_client_multi_exec_discard(self):
         for i, client in enumerate(CLIENTS):
             got = m.CLIENTS[client](self.open.port, "tx%d" % i, "scenario")

@@ -24,9 +24,9 @@ no test waits for a window; its gateway port is chosen by the kernel and read
 from the "ready" line (gateway_port=N).
 """
 import http.client
-import http.server
 import os
 import re
+import socket
 import subprocess
 import tempfile
 import threading
@@ -34,12 +34,15 @@ import time
 import unittest
 
 import harness
+import upstream
 from harness import Daemon
 
+BIG_BODY = b"x" * (8 << 20)  # more than the kernel buffers of a client that does not read
 
-class Upstream:
-    """An HTTP/1.1 server in a thread: counts requests by path, keeps the
-    X-Forwarded-For it saw, sleeps `delay` seconds before answering."""
+
+class Upstream(upstream.Upstream):
+    """Counts requests by path, keeps the X-Forwarded-For and the bodies it
+    saw, sleeps `delay` seconds before answering; /rest/big gets BIG_BODY."""
 
     def __init__(self):
         self.count = 0
@@ -48,47 +51,20 @@ class Upstream:
         self.bodies = []
         self.delay = 0.0
         self.lock = threading.Lock()
-        up = self
+        super().__init__()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self):
-                with up.lock:
-                    up.count += 1
-                    up.paths.append(self.path)
-                    up.xff.append(self.headers.get("X-Forwarded-For"))
-                if up.delay:
-                    time.sleep(up.delay)
-                body = ("upstream saw %s\n" % self.path).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "text/plain")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except OSError:
-                    pass
-
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                data = self.rfile.read(n)
-                with up.lock:
-                    up.bodies.append(data)
-                self.do_GET()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, request, body):
+        with self.lock:
+            if request.command == "POST":
+                self.bodies.append(body)
+            self.count += 1
+            self.paths.append(request.path)
+            self.xff.append(request.headers.get("X-Forwarded-For"))
+        if self.delay:
+            time.sleep(self.delay)
+        if request.path == "/rest/big":
+            return 200, BIG_BODY
+        return 200, ("upstream saw %s\n" % request.path).encode()
 
 
 def gateway_config(up_port, dead_port, listen="listen: {resp: 127.0.0.1:0, http: \"\"}\n"):
@@ -422,6 +398,35 @@ class Configuration(unittest.TestCase):
             proc.terminate()
             self.assertEqual(proc.wait(timeout=30), 0)
             log.close()
+            up.close()
+
+
+class ClientThatDoesNotRead(unittest.TestCase):
+    """limits.write_timeout holds on the gateway as on the HTTP front: a
+    client that asks for a large response and never reads it is reset once
+    it has taken no byte of it for write_timeout. Before the gateway ran the
+    HTTP front's connection layer its tick did nothing, and such a client
+    held its connection (and the response in memory) until idle_timeout."""
+
+    def test_reset_after_write_timeout(self):
+        up = Upstream()
+        d = Daemon(gateway_config(up.port, harness.free_port()) + "limits:\n  write_timeout: 1s\n")
+        r = d.client()
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", gateway_port(d)))
+            s.sendall(b"GET /rest/big HTTP/1.1\r\nHost: x\r\n\r\n")
+            deadline = time.time() + 10  # the reset comes within two ticks of the timeout
+            while r.info()["idle_timeouts"] == 0 and time.time() < deadline:
+                time.sleep(0.1)
+            self.assertEqual(r.info()["idle_timeouts"], 1)
+            self.assertEqual(r.info()["connected_clients"], 1)  # its slot came back: only this client is left
+            self.assertTrue(harness.closed_by_peer(s))
+        finally:
+            s.close()
+            r.connection_pool.disconnect()  # an open RESP connection would hold the stop for its grace period
+            d.stop()
             up.close()
 
 

@@ -19,18 +19,17 @@ request by nginx's own address, whatever X-Forwarded-For says.
 nginx is required: without /usr/sbin/nginx (Debian's package `nginx`) the
 test fails rather than being skipped, so CTest shows it.
 """
-import http.server
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 import unittest
 
 import harness
+import upstream
 from test_http import HttpDaemon, S, T0, curl, http_config
 
 NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
@@ -71,41 +70,17 @@ def replace_once(text, old, new):
     return text.replace(old, new)
 
 
-class App:
+class App(upstream.Upstream):
     """The protected application: answers 200 "app <path>" and remembers
     every request that reached it."""
 
     def __init__(self):
-        seen = self.seen = []
+        self.seen = []
+        super().__init__()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def answer(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n)
-                seen.append((self.command, self.path, dict(self.headers), len(body)))
-                out = ("app %s\n" % self.path).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            do_GET = do_POST = do_PUT = do_DELETE = answer
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, request, body):
+        self.seen.append((request.command, request.path, dict(request.headers), len(body)))
+        return 200, ("app %s\n" % request.path).encode()
 
 
 class Nginx:
@@ -191,7 +166,7 @@ class NginxAuthRequest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        cls.app.stop()
+        cls.app.close()
 
     def setUp(self):
         self.d = HttpDaemon(http_config(SLUICED_CONFIG % self.trusted), test_clock=T0)

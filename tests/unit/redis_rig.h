@@ -395,4 +395,24 @@ static inline void redis_rig_sentinel_stop(redis_sentinel_set_t *s) {
     redis_rig_stop(&s->master);
 }
 
+/* ---- one server for a group of tests ---------------------------------------- */
+
+/* The server a test file's tests share: cmocka_run_group_tests(tests,
+ * redis_rig_group_start, redis_rig_group_stop) starts it before the first
+ * test and stops it after the last; a test reaches it as redis_rig_group. */
+static redis_proc_t redis_rig_group;
+
+static inline int redis_rig_group_start(void **state) {
+    (void)state;
+    if (redis_rig_start(&redis_rig_group, NULL) != 0)
+        fail_msg("no redis-server");
+    return 0;
+}
+
+static inline int redis_rig_group_stop(void **state) {
+    (void)state;
+    redis_rig_stop(&redis_rig_group);
+    return 0;
+}
+
 #endif

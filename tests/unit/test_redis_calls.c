@@ -16,8 +16,6 @@
 #include "store/redis/evaluate_call.h"
 #include "store/redis/rules_feed.h"
 
-static redis_proc_t redis;
-
 typedef struct answer {
     int calls;
     sl__redis_status_t status;
@@ -75,7 +73,7 @@ static sl_policy_t *policy(const char *name, uint64_t limit) {
 static void a_batch_is_answered_in_order(void **state) {
     (void)state;
     fx_t f;
-    client_on(&f, redis.port, 1000);
+    client_on(&f, redis_rig_group.port, 1000);
     sl_policy_t *p = policy("calls_batch", 2);
     sl__redis_eval_req_t reqs[3] = {{.p = p, .key = "a", .key_len = 1, .cost = 2},
                                     {.p = p, .key = "b", .key_len = 1, .cost = 1},
@@ -113,19 +111,19 @@ static void a_batch_is_answered_in_order(void **state) {
 static void an_error_reply_is_unusable_with_its_text(void **state) {
     (void)state;
     fx_t f;
-    client_on(&f, redis.port, 1000);
+    client_on(&f, redis_rig_group.port, 1000);
     sl_policy_t *p = policy("calls_error", 5);
     sl__redis_eval_req_t req = {.p = p, .key = "x", .key_len = 1, .cost = 1};
     calls_t probe = {.want = 1}; /* connected, and the script loaded */
     assert_int_equal(sl__redis_evaluate_send(f.c, &req, 1, SEC(1000), on_eval, &probe), 0);
     assert_true(run_until(&f, all_answered, &probe, 3000));
     assert_int_equal(probe.a[0].rc, SL_OK);
-    freeReplyObject(redis_rig_command(redis.port, "ACL SETUSER default -evalsha -eval"));
+    freeReplyObject(redis_rig_command(redis_rig_group.port, "ACL SETUSER default -evalsha -eval"));
     sl__redis_eval_req_t reqs[2] = {req, req};
     calls_t c = {.want = 2};
     assert_int_equal(sl__redis_evaluate_send(f.c, reqs, 2, SEC(1000), on_eval, &c), 0);
     bool answered = run_until(&f, all_answered, &c, 3000);
-    freeReplyObject(redis_rig_command(redis.port, "ACL SETUSER default +@all"));
+    freeReplyObject(redis_rig_command(redis_rig_group.port, "ACL SETUSER default +@all"));
     assert_true(answered);
     for (size_t i = 0; i < 2; i++) {
         assert_int_equal(c.a[i].calls, 1);
@@ -223,7 +221,7 @@ static plain_t send_int(fx_t *f, int argc, const char *const *argv) {
 static void plain_commands_are_read(void **state) {
     (void)state;
     fx_t f;
-    client_on(&f, redis.port, 1000);
+    client_on(&f, redis_rig_group.port, 1000);
     plain_t p = send_int(&f, 2, (const char *const[]){"INCR", "calls:n"});
     assert_true(p.ok);
     assert_int_equal(p.value, 1);
@@ -313,18 +311,18 @@ static bool shared_done(void *arg) { return *(int *)arg != 0; }
  * change published on the channel (its poll is too slow to be the one). */
 static void rules_are_shared_and_followed(void **state) {
     (void)state;
-    freeReplyObject(redis_rig_command(redis.port, "DEL %s %s", SL__REDIS_RULES_KEY,
+    freeReplyObject(redis_rig_command(redis_rig_group.port, "DEL %s %s", SL__REDIS_RULES_KEY,
                                       SL__REDIS_RULES_VERSION_KEY));
     fx_t f;
-    client_on(&f, redis.port, 1000);
+    client_on(&f, redis_rig_group.port, 1000);
     int done = 0;
     assert_int_equal(sl__redis_rules_share(f.c, "alpha", "{\"x\":1}", 7, on_shared, &done), 0);
     assert_true(run_until(&f, shared_done, &done, 3000));
     assert_int_equal(done, 1);
-    redisReply *r = redis_rig_command(redis.port, "HGET %s alpha", SL__REDIS_RULES_KEY);
+    redisReply *r = redis_rig_command(redis_rig_group.port, "HGET %s alpha", SL__REDIS_RULES_KEY);
     assert_string_equal(r->str, "{\"x\":1}");
     freeReplyObject(r);
-    r = redis_rig_command(redis.port, "GET %s", SL__REDIS_RULES_VERSION_KEY);
+    r = redis_rig_command(redis_rig_group.port, "GET %s", SL__REDIS_RULES_VERSION_KEY);
     assert_string_equal(r->str, "1");
     freeReplyObject(r);
 
@@ -332,7 +330,7 @@ static void rules_are_shared_and_followed(void **state) {
     sl__redis_rules_hooks_t hooks = {.arg = &fo, .rules = on_rules, .failed = on_failed,
                                      .published = on_published};
     char url[64], err[256];
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", redis.port);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", redis_rig_group.port);
     sl__redis_url_t u;
     assert_int_equal(sl__redis_url_parse(url, strlen(url), &u, err, sizeof err), 0);
     sl__redis_client_options_t o = {.timeout_ms = 1000};
@@ -393,19 +391,6 @@ static void a_feed_without_redis_fails_and_is_read_once(void **state) {
     sl__redis_rules_feed_free(feed);
 }
 
-static int start_redis(void **state) {
-    (void)state;
-    if (redis_rig_start(&redis, NULL) != 0)
-        fail_msg("no redis-server");
-    return 0;
-}
-
-static int stop_redis(void **state) {
-    (void)state;
-    redis_rig_stop(&redis);
-    return 0;
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_batch_is_answered_in_order),
@@ -415,5 +400,5 @@ int main(void) {
         cmocka_unit_test(rules_are_shared_and_followed),
         cmocka_unit_test(a_feed_without_redis_fails_and_is_read_once),
     };
-    return cmocka_run_group_tests(tests, start_redis, stop_redis);
+    return cmocka_run_group_tests(tests, redis_rig_group_start, redis_rig_group_stop);
 }

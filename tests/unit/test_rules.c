@@ -16,8 +16,6 @@
 #include "server/engine/rules.h"
 #include "store/redis/rules_feed.h"
 
-static redis_proc_t redis;
-
 /* The configuration in force, as the daemon's runtime would hold it. */
 typedef struct fake_rt {
     sld_config_t *cfg;
@@ -122,7 +120,7 @@ static bool has(const sld_config_t *cfg, const char *name) {
 }
 
 static void rules_command(const char *fmt, const char *a, const char *b) {
-    redisReply *r = redis_rig_command(redis.port, fmt, a, b);
+    redisReply *r = redis_rig_command(redis_rig_group.port, fmt, a, b);
     assert_non_null(r);
     assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
     freeReplyObject(r);
@@ -143,7 +141,7 @@ static void rules_at_start_are_applied_over_the_file(void **state) {
     rules_command("HSET " SL__REDIS_RULES_KEY " %s %s", "refused", TB);
     rules_command("INCR %s%s", SL__REDIS_RULES_VERSION_KEY, "");
     fixture_t f;
-    start(&f, redis.port);
+    start(&f, redis_rig_group.port);
     assert_true(run_until(&f.fx, applied_once, &f.rt, 3000));
     assert_true(sld_rules_read_once(f.rules));
     assert_int_equal(f.rt.applied, 1);
@@ -161,7 +159,7 @@ static void rules_at_start_are_applied_over_the_file(void **state) {
     assert_int_equal(st.errors, 0);
 
     /* a file loaded again (a reload) comes back with the rules on top */
-    sld_config_t *merged = sld_rules_overlay(f.rules, file_config(redis.port));
+    sld_config_t *merged = sld_rules_overlay(f.rules, file_config(redis_rig_group.port));
     assert_non_null(merged);
     assert_true(has(merged, "extra"));
     assert_true(has(merged, "filed"));
@@ -177,7 +175,7 @@ static void a_published_change_is_applied(void **state) {
     clear_rules();
     rules_command("HSET " SL__REDIS_RULES_KEY " %s %s", "dropped", "");
     fixture_t f;
-    start(&f, redis.port);
+    start(&f, redis_rig_group.port);
     assert_true(run_until(&f.fx, applied_once, &f.rt, 3000));
     assert_false(has(f.rt.cfg, "dropped"));
     /* the subscriber connects on its own: publish until it has heard */
@@ -205,24 +203,11 @@ static void without_redis_the_file_stays(void **state) {
     assert_true(run_until(&f.fx, read_once, f.rules, 3000));
     assert_int_equal(f.rt.applied, 0);
     assert_true(has(f.rt.cfg, "dropped"));
-    sld_config_t *same = file_config(redis.port);
+    sld_config_t *same = file_config(redis_rig_group.port);
     sld_config_t *overlaid = sld_rules_overlay(f.rules, same);
     assert_ptr_equal(overlaid, same); /* nothing read: nothing to overlay */
     sld_config_free(overlaid);
     stop(&f);
-}
-
-static int start_redis(void **state) {
-    (void)state;
-    if (redis_rig_start(&redis, NULL) != 0)
-        fail_msg("no redis-server");
-    return 0;
-}
-
-static int stop_redis(void **state) {
-    (void)state;
-    redis_rig_stop(&redis);
-    return 0;
 }
 
 int main(void) {
@@ -231,5 +216,5 @@ int main(void) {
         cmocka_unit_test(a_published_change_is_applied),
         cmocka_unit_test(without_redis_the_file_stays),
     };
-    return cmocka_run_group_tests(tests, start_redis, stop_redis);
+    return cmocka_run_group_tests(tests, redis_rig_group_start, redis_rig_group_stop);
 }

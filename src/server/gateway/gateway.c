@@ -12,17 +12,17 @@
  * callback; the request's state is then kept apart from the request (which
  * the client may close meanwhile) until the answer comes.
  *
- * Limits are the HTTP front's: a body up to max_request_bytes (libh2o 2.2
- * reads a request body whole before the handler runs; responses are
- * streamed), requests and keep-alive idle up to idle_timeout; connections
- * are counted with the other fronts' against max_connections.
+ * Connections are the HTTP layer every listener shares (http_server.h),
+ * and so are the limits: a body up to max_request_bytes (libh2o 2.2 reads
+ * a request body whole before the handler runs; responses are streamed),
+ * requests and keep-alive idle up to idle_timeout, a client that takes no
+ * byte of its response for write_timeout reset, connections counted with
+ * the other fronts' against max_connections, the same stop.
  */
 #define _GNU_SOURCE
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <h2o.h>
@@ -32,12 +32,10 @@
 #include "server/engine/engine.h"
 #include "server/gateway/gateway.h"
 #include "server/gateway/gateway_route.h"
-#include "server/http/http.h"
 #include "server/http/http_ratelimit.h"
-#include "server/net/admission.h"
-#include "server/net/listener.h"
+#include "server/http/http_request.h"
+#include "server/http/http_server.h"
 
-#define FOREVER_MS (24u * 3600 * 1000)
 #define KEEPALIVE_MS 2000 /* an idle upstream connection stays in the pool this long */
 
 struct sld_gateway {
@@ -48,33 +46,19 @@ struct sld_gateway {
 
 typedef struct gw_worker gw_worker_t;
 
-typedef struct gw_conn {
-    uv_tcp_t tcp;  /* first: h2o's close callback hands us the handle */
-    gw_worker_t *w;
-    struct gw_conn *prev, *next;
-} gw_conn_t;
-
 typedef struct gw_handler {
     h2o_handler_t super;
     gw_worker_t *w;
 } gw_handler_t;
 
 struct gw_worker {
+    sld_http_server_t server;  /* first: the shared hooks take the worker as its server */
     h2o_globalconf_t config;
-    h2o_context_t ctx;
-    h2o_accept_ctx_t accept;
     sld_gateway_t *gw;
     uint32_t index;
-    uv_loop_t *loop;
-    uv_tcp_t listener;
-    gw_conn_t *conns;
     h2o_handler_t **proxies;   /* one per route, in the routes' order */
     sld_http_reply_t reply;    /* reused from request to request */
     bool has_config;           /* config exists (disposed with the worker) */
-    bool configured;           /* ctx exists too: serving */
-    bool listening;
-    bool stopping;
-    bool disposed;
 };
 
 /* ---- one request ------------------------------------------------------------------------------ */
@@ -243,29 +227,6 @@ static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_lim
 
 /* ---- keys --------------------------------------------------------------------------------------- */
 
-typedef struct header_ctx {
-    h2o_req_t *req;
-    char lower[256];
-} header_ctx_t;
-
-/* header:<Name>, by the lower-case name h2o keeps. */
-static sld_span_t request_header(void *ctx, const char *name, size_t len) {
-    header_ctx_t *h = ctx;
-    if (len >= sizeof h->lower)
-        return (sld_span_t){NULL, 0};
-    for (size_t i = 0; i < len; i++)
-        h->lower[i] = (char)((name[i] >= 'A' && name[i] <= 'Z') ? name[i] + 32 : name[i]);
-    h->lower[len] = '\0';
-    return sld_http_request_header(h->req, h->lower, len);
-}
-
-static bool keys_on(const sld_policy_t *pc, const char *attr) {
-    for (size_t i = 0; i < pc->nkey_attrs; i++)
-        if (strcmp(pc->key_attrs[i], attr) == 0)
-            return true;
-    return false;
-}
-
 /* Builds the key of every policy of the route into call; false when the
  * request was answered instead (a key that cannot be built). */
 static bool build_keys(gw_call_t *call, const sld_runtime_t *rt, h2o_req_t *req) {
@@ -274,25 +235,12 @@ static bool build_keys(gw_call_t *call, const sld_runtime_t *rt, h2o_req_t *req)
     struct sockaddr_storage peer;
     memset(&peer, 0, sizeof peer);
     req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
-    header_ctx_t hc = {.req = req};
-    char user_header[256];
-    size_t un = strlen(cfg->user_header);
-    if (un >= sizeof user_header)
-        un = sizeof user_header - 1;
-    for (size_t i = 0; i < un; i++) {
-        char ch = cfg->user_header[i];
-        user_header[i] = (char)((ch >= 'A' && ch <= 'Z') ? ch + 32 : ch);
-    }
-    user_header[un] = '\0';
-    sld_forwarded_t fw = {.peer = (const struct sockaddr *)&peer,
-                          .x_forwarded_for = sld_http_request_header(req, "x-forwarded-for", 15),
-                          .x_real_ip = sld_http_request_header(req, "x-real-ip", 9),
-                          .user = sld_http_request_header(req, user_header, un),
-                          .uri = {req->path_normalized.base, req->path_normalized.len},
-                          .method = {req->method.base, req->method.len},
-                          .route = {route->name, strlen(route->name)},
-                          .header = request_header,
-                          .header_ctx = &hc};
+    sld_http_headers_t headers = {.find = sld_http_request_header, .ctx = req};
+    sld_forwarded_t fw;
+    sld_http_forwarded(&fw, &headers, (const struct sockaddr *)&peer, cfg->user_header);
+    fw.uri = (sld_span_t){req->path_normalized.base, req->path_normalized.len};
+    fw.method = (sld_span_t){req->method.base, req->method.len};
+    fw.route = (sld_span_t){route->name, strlen(route->name)};
     for (size_t i = 0; i < route->npolicies; i++) {
         size_t index = 0;
         const char *name = route->policies[i];
@@ -303,7 +251,7 @@ static bool build_keys(gw_call_t *call, const sld_runtime_t *rt, h2o_req_t *req)
             send_text(call->w, req, 503, "route %s: policy %s is not configured\n", route->name, name);
             return false;
         }
-        if (keys_on(pc, "user") && (fw.user.ptr == NULL || fw.user.len == 0)) {
+        if (sld_http_user_missing(pc, &fw)) {
             send_text(call->w, req, 401, "no %s header: policy %s keys on the user\n", cfg->user_header,
                       pc->name);
             return false;
@@ -403,44 +351,6 @@ static void on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t *
     h2o_setup_next_ostream(req, slot);
 }
 
-/* ---- connections -------------------------------------------------------------------------------- */
-
-static void unlink_conn(gw_conn_t *c) {
-    if (c->prev)
-        c->prev->next = c->next;
-    else if (c->w->conns == c)
-        c->w->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-}
-
-static void on_conn_closed(uv_handle_t *handle) {
-    gw_conn_t *c = (gw_conn_t *)handle;
-    unlink_conn(c);
-    sld_conn_release(c->w->gw->d);
-    free(c);
-}
-
-static void on_accept(uv_stream_t *listener, int status) {
-    gw_worker_t *w = listener->data;
-    sld_daemon_t *d = w->gw->d;
-    if (status != 0 || w->stopping)
-        return;
-    gw_conn_t *c = calloc(1, sizeof *c);
-    if (c == NULL)
-        return;
-    c->w = w;
-    if (!sld_conn_accept(d, w->loop, listener, &c->tcp, sld_http_busy, strlen(sld_http_busy)))
-        return;
-    uv_tcp_nodelay(&c->tcp, 1);
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
-    h2o_accept(&w->accept, h2o_uv_socket_create((uv_stream_t *)&c->tcp, on_conn_closed));
-}
-
 /* ---- set-up ------------------------------------------------------------------------------------- */
 
 int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
@@ -472,13 +382,12 @@ const char *sld_gateway_listen(const sld_gateway_t *gw) { return gw->g->listen; 
 static int configure(gw_worker_t *w, char *err, size_t err_len) {
     const sld_gw_config_t *g = w->gw->g;
     const sld_config_t *cfg = sld_runtime(w->gw->d)->cfg;
-    h2o_config_init(&w->config);
+    if ((w->proxies = calloc(g->nroutes ? g->nroutes : 1, sizeof *w->proxies)) == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return SL_ENOMEM;
+    }
+    sld_http_server_config(&w->config, cfg);
     w->has_config = true;
-    w->config.server_name = h2o_iovec_init(H2O_STRLIT("sluiced"));
-    w->config.max_request_entity_size = cfg->max_request_bytes;
-    uint64_t idle_ms = cfg->idle_timeout > 0 ? (uint64_t)(cfg->idle_timeout / 1000) : FOREVER_MS;
-    w->config.http1.req_timeout = idle_ms > 0 ? idle_ms : 1;
-    w->config.http2.idle_timeout = w->config.http1.req_timeout;
     w->config.proxy.io_timeout = (uint64_t)(g->timeout / 1000);
     w->config.proxy.emit_x_forwarded_headers = 1;
     h2o_hostconf_t *host = h2o_config_register_host(&w->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
@@ -501,10 +410,6 @@ static int configure(gw_worker_t *w, char *err, size_t err_len) {
     }
     h2o_filter_t *filter = h2o_create_filter(path, sizeof *filter);
     filter->on_setup_ostream = on_setup_ostream;
-    h2o_context_init(&w->ctx, w->loop, &w->config);
-    w->configured = true;
-    w->accept.ctx = &w->ctx;
-    w->accept.hosts = w->config.hosts;
     return SL_OK;
 }
 
@@ -532,71 +437,25 @@ static void free_upstream_authority(h2o_handler_t *proxy) { (void)proxy; }
 static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void **out, char *err,
                         size_t err_len) {
     sld_gateway_t *gw = ctx;
-    gw_worker_t *w = calloc(1, sizeof *w);
-    if (w == NULL || (w->proxies = calloc(gw->g->nroutes, sizeof *w->proxies)) == NULL) {
-        free(w);
-        close(fd);
-        snprintf(err, err_len, "out of memory");
+    gw_worker_t *w = sld_front_worker_new(sizeof *w, fd, err, err_len);
+    if (w == NULL)
         return SL_ENOMEM;
-    }
     w->gw = gw;
     w->index = index;
-    w->loop = loop;
     *out = w; /* on failure the caller stops and disposes it like any other */
     int rc = configure(w, err, err_len);
     if (rc != SL_OK) {
         close(fd);
         return rc;
     }
-    rc = sld_listener_serve(loop, &w->listener, fd, w, on_accept, &w->listening);
-    if (rc != 0) {
-        snprintf(err, err_len, "cannot serve the gateway: %s", uv_strerror(rc));
-        return SL_EIO;
-    }
-    return SL_OK;
+    return sld_http_server_start(&w->server, gw->d, loop, &w->config, fd, "the gateway", err, err_len);
 }
-
-static void worker_begin_stop(void *arg) {
-    gw_worker_t *w = arg;
-    if (w->stopping)
-        return;
-    w->stopping = true;
-    sld_listener_close(&w->listener, w->listening);
-    if (!w->configured)
-        return;
-    /* as the HTTP front: replies say "Connection: close", connections
-     * waiting for a request close now */
-    w->ctx.shutdown_requested = 1;
-    w->ctx.http1.req_timeout.timeout = 0;
-    w->ctx.http2.idle_timeout.timeout = 0;
-    h2o_timeout_run(w->loop, &w->ctx.http1.req_timeout, uv_now(w->loop));
-    h2o_timeout_run(w->loop, &w->ctx.http2.idle_timeout, uv_now(w->loop));
-}
-
-static void worker_tick(void *arg, uint64_t now) {
-    (void)arg;
-    (void)now;
-}
-
-static void worker_force_close(void *arg) {
-    gw_worker_t *w = arg;
-    for (gw_conn_t *c = w->conns; c; c = c->next) {
-        uv_os_fd_t fd;
-        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
-            shutdown(fd, SHUT_RDWR);
-    }
-}
-
-static bool worker_idle(void *arg) { return ((const gw_worker_t *)arg)->conns == NULL; }
 
 static void worker_dispose(void *arg) {
     gw_worker_t *w = arg;
-    if (w->disposed)
+    if (w->server.disposed)
         return;
-    w->disposed = true;
-    sld_listener_close(&w->listener, w->listening);
-    if (w->configured)
-        h2o_context_dispose(&w->ctx);
+    sld_http_server_dispose(&w->server);
     if (w->has_config) {
         for (size_t i = 0; i < w->gw->g->nroutes; i++)
             if (w->proxies[i])
@@ -615,10 +474,7 @@ static void worker_free(void *arg) {
 const sld_front_ops_t sld_gateway_front_ops = {
     .name = "gateway",
     .start = worker_start,
-    .begin_stop = worker_begin_stop,
-    .tick = worker_tick,
-    .force_close = worker_force_close,
-    .idle = worker_idle,
+    SLD_HTTP_SERVER_HOOKS,
     .dispose = worker_dispose,
     .free = worker_free,
 };

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "server/http/http_decide.h"
+#include "server/http/http_request.h"
 #include "server/http/http_routes.h"
 
 static sld_span_t header(const sld_http_request_t *req, const char *name) {
@@ -19,29 +20,6 @@ static sld_span_t header(const sld_http_request_t *req, const char *name) {
 static sld_span_t first_header(const sld_http_request_t *req, const char *a, const char *b) {
     sld_span_t v = header(req, a);
     return v.ptr != NULL ? v : header(req, b);
-}
-
-typedef struct header_ctx {
-    const sld_http_request_t *req;
-    char lower[256];
-} header_ctx_t;
-
-/* header:<Name>, looked up by the lower-case name the wire layer keeps. */
-static sld_span_t request_header(void *ctx, const char *name, size_t len) {
-    header_ctx_t *h = ctx;
-    if (len >= sizeof h->lower)
-        return (sld_span_t){NULL, 0};
-    for (size_t i = 0; i < len; i++)
-        h->lower[i] = (char)((name[i] >= 'A' && name[i] <= 'Z') ? name[i] + 32 : name[i]);
-    h->lower[len] = '\0';
-    return h->req->header ? h->req->header(h->req->header_ctx, h->lower, len) : (sld_span_t){NULL, 0};
-}
-
-static bool keys_on(const sld_policy_t *pc, const char *attr) {
-    for (size_t i = 0; i < pc->nkey_attrs; i++)
-        if (strcmp(pc->key_attrs[i], attr) == 0)
-            return true;
-    return false;
 }
 
 static void auth_status(sld_http_reply_t *r, const sld_http_decision_t *f, const sl_decision_t *dec) {
@@ -74,29 +52,16 @@ static void forward_auth(const sld_http_call_t *c) {
                        pc->name);
         return;
     }
-    header_ctx_t hc = {.req = req};
-    char user_header[256];
-    size_t un = strlen(cfg->user_header);
-    if (un >= sizeof user_header)
-        un = sizeof user_header - 1;
-    for (size_t i = 0; i < un; i++) {
-        char ch = cfg->user_header[i];
-        user_header[i] = (char)((ch >= 'A' && ch <= 'Z') ? ch + 32 : ch);
-    }
-    user_header[un] = '\0';
-    sld_forwarded_t fw = {.peer = req->peer,
-                          .x_forwarded_for = header(req, "x-forwarded-for"),
-                          .x_real_ip = header(req, "x-real-ip"),
-                          .user = header(req, user_header),
-                          .uri = first_header(req, "x-original-uri", "x-forwarded-uri"),
-                          .method = first_header(req, "x-original-method", "x-forwarded-method"),
-                          .header = request_header,
-                          .header_ctx = &hc};
+    sld_http_headers_t headers = {.find = req->header, .ctx = req->header_ctx};
+    sld_forwarded_t fw;
+    sld_http_forwarded(&fw, &headers, req->peer, cfg->user_header);
+    fw.uri = first_header(req, "x-original-uri", "x-forwarded-uri");
+    fw.method = first_header(req, "x-original-method", "x-forwarded-method");
     if (fw.uri.ptr == NULL && tail.ptr != NULL) /* Envoy appends the original path */
         fw.uri = tail;
     if (fw.method.ptr == NULL)
         fw.method = req->method;
-    if (keys_on(pc, "user") && (fw.user.ptr == NULL || fw.user.len == 0)) {
+    if (sld_http_user_missing(pc, &fw)) {
         sld_http_error(r, 401, "unauthorized", "user", "no %s header: the policy keys on the user",
                        cfg->user_header);
         /* A 401 names how to authenticate (RFC 9110, 11.6.1). */

@@ -48,6 +48,11 @@ typedef struct sld_front_ops {
     void (*free)(void *worker);
 } sld_front_ops_t;
 
+/* For a start hook: a front's zeroed worker state of `size` bytes; NULL
+ * when out of memory, with fd closed (start takes it over) and the reason
+ * in err. */
+void *sld_front_worker_new(size_t size, int fd, char *err, size_t err_len);
+
 /* One front to serve, as sld_server_start() takes it. */
 typedef struct sld_front {
     const sld_front_ops_t *ops;

@@ -8,8 +8,8 @@
  * output waiting (in the event loop's queue or the kernel's send queue)
  * whose acknowledged count has not changed for the timeout is stalled.
  *
- * Not here: what to do about it (the fronts, resp_connection.c and http.c,
- * reset the connection).
+ * Not here: what to do about it (the fronts, resp_connection.c and
+ * http/http_server.c for every HTTP listener, reset the connection).
  */
 #ifndef SL_SERVER_TCP_STALL_H
 #define SL_SERVER_TCP_STALL_H

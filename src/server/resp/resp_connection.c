@@ -374,12 +374,9 @@ void sld_resp_front_init(sld_resp_front_t *f, sld_daemon_t *d) {
 static int front_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void **out, char *err,
                        size_t err_len) {
     sld_resp_front_t *f = ctx;
-    worker_t *w = calloc(1, sizeof *w);
-    if (w == NULL) {
-        close(fd);
-        snprintf(err, err_len, "out of memory");
+    worker_t *w = sld_front_worker_new(sizeof *w, fd, err, err_len);
+    if (w == NULL)
         return SL_ENOMEM;
-    }
     w->f = f;
     w->loop = loop;
     w->index = index;
