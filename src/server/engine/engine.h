@@ -63,8 +63,14 @@ typedef struct sld_request {
     const void *key;
     size_t key_len;
     uint64_t cost;
-    unsigned flags;               /* SL_DECIDE_PEEK */
+    unsigned flags;               /* SL_DECIDE_PEEK, SLD_DECIDE_WAIT */
+    sl_usec_t max_wait;           /* SLD_DECIDE_WAIT: reserve within this (sl_reserve) */
 } sld_request_t;
+
+/* sld_request_t.flags: a reservation (sl_reserve) within max_wait; an
+ * admitted decision's delay is how long the front holds the reply. The
+ * memory store only: Redis strict and write-back answer SL_ENOTSUP. */
+#define SLD_DECIDE_WAIT 0x100u
 
 /* A decision on its way: the engine's. A store kind that answers later
  * keeps it (sld_job_keep) and finishes it (sld_job_done). */

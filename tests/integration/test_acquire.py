@@ -1,0 +1,225 @@
+"""test_acquire.py -- SL.ACQUIRE and CL.ACQUIRE, the RESP commands that wait:
+waiters on one key are admitted at the algorithm's schedule, in order, as
+many as the limit allows; past TIMEOUT they get SL.CHECK's denial at once;
+a waiter whose client goes away is dropped.
+
+The daemon runs on the manual test clock, which stands still: the places
+are computed on it, and the replies are held that long in real time (a
+tenth of a second apart here), measured loosely."""
+import socket
+import time
+import unittest
+
+import harness
+from harness import Daemon
+
+S = 1_000_000
+T0 = 5000 * S
+# reply: allowed, limit, remaining, retry_after_ms, reset_after_ms, delay_ms, limited, limit_index
+
+CONFIG = harness.BASE_CONFIG + """\
+  - name: paced
+    limits:
+      - {algorithm: gcra, limit: 10, period: 1s}
+  - name: win
+    limits:
+      - {algorithm: fixed_window, limit: 3, period: 1s}
+  - name: slow
+    limits:
+      - {algorithm: gcra, limit: 1, period: 60s}
+"""
+
+
+def command(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def read_int_array(sock, buf):
+    """One reply of integers (or an error) from sock, with what is left of
+    buf; returns (reply, rest)."""
+    while True:
+        if buf.startswith(b"-") and b"\r\n" in buf:
+            line, rest = buf.split(b"\r\n", 1)
+            return line.decode(), rest
+        if buf.startswith(b"*"):
+            lines = buf.split(b"\r\n")
+            n = int(lines[0][1:])
+            if len(lines) > n + 1:
+                values = [int(x[1:]) for x in lines[1:n + 1]]
+                return values, b"\r\n".join(lines[n + 1:])
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError("connection closed")
+        buf += chunk
+
+
+class Acquire(unittest.TestCase):
+    def setUp(self):
+        self.d = Daemon(CONFIG, test_clock=T0)
+        self.r = self.d.client()
+
+    def tearDown(self):
+        self.d.stop()
+
+    def timed_replies(self, sock, n):
+        """Reads n replies, each with the seconds since now it came at."""
+        start = time.monotonic()
+        buf, out = b"", []
+        sock.settimeout(10)
+        for _ in range(n):
+            reply, buf = read_int_array(sock, buf)
+            out.append((reply, time.monotonic() - start))
+        return out
+
+    def test_waiters_admitted_in_order_at_the_schedule(self):
+        # gcra 10/s: T = 100 ms. Eleven waiters pipelined on one connection
+        # take the slots 0, 100, ... 1000 ms; each reply comes at its slot.
+        s = self.d.raw()
+        s.sendall(b"".join(command("SL.ACQUIRE", "paced", "k", "TIMEOUT", 1000) for _ in range(11)))
+        replies = self.timed_replies(s, 11)
+        for i, (reply, at) in enumerate(replies):
+            self.assertEqual(reply[0], 1, reply)
+            self.assertEqual(reply[5], 100 * i, reply)  # delay_ms: the wait it was given
+            self.assertGreaterEqual(at, 0.1 * i - 0.03, (i, at))
+            self.assertLess(at, 0.1 * i + 0.5, (i, at))
+        # in order, and no two together: the herd is spread out
+        times = [at for _, at in replies]
+        self.assertEqual(times, sorted(times))
+        s.close()
+
+    def test_order_across_connections(self):
+        # Three clients, one after the other (each seen charged before the
+        # next is sent): replies come in their order, 100 ms apart.
+        socks = [self.d.raw() for _ in range(3)]
+        for i, s in enumerate(socks):
+            s.sendall(command("SL.ACQUIRE", "paced", "o", "TIMEOUT", 1000))
+            deadline = time.time() + 5
+            while self.r.execute_command("SL.PEEK", "paced", "o")[3] < 100 * i and time.time() < deadline:
+                time.sleep(0.005)
+        start = time.monotonic()
+        got = []
+        for i, s in enumerate(socks):
+            s.settimeout(10)
+            reply, _ = read_int_array(s, b"")
+            got.append((reply[5], time.monotonic() - start))
+        self.assertEqual([d for d, _ in got], [0, 100, 200])
+        self.assertLess(got[0][1], got[1][1])
+        self.assertLess(got[1][1], got[2][1])
+        for s in socks:
+            s.close()
+
+    def test_total_admitted_is_the_limit(self):
+        # 30 waiters with TIMEOUT 1 s on a 10/s limit: 11 get a place within
+        # the second (0 .. 1000 ms), the rest are denied at once, uncharged.
+        s = self.d.raw()
+        s.sendall(b"".join(command("SL.ACQUIRE", "paced", "t", "TIMEOUT", 1000) for _ in range(30)))
+        replies = self.timed_replies(s, 30)
+        admitted = [r for r, _ in replies if r[0] == 1]
+        denied = [r for r, _ in replies if r[0] == 0]
+        self.assertEqual(len(admitted), 11)
+        self.assertEqual(len(denied), 19)
+        for r in denied:
+            self.assertEqual(r[3], 100)  # retry_after: then a wait of 1 s reaches a slot
+            self.assertEqual(r[5], 0)
+        self.assertEqual(replies[0][0][0], 1)
+        s.close()
+
+    def test_timeout_gives_the_denial_at_once(self):
+        s = self.d.raw()
+        s.sendall(b"".join(command("SL.ACQUIRE", "paced", "d", "TIMEOUT", 500) for _ in range(6)))
+        deadline = time.time() + 5  # all six charged
+        while self.r.execute_command("SL.PEEK", "paced", "d")[3] < 600 and time.time() < deadline:
+            time.sleep(0.005)
+        # another client, past the wait it allows: SL.CHECK's denial, now
+        start = time.monotonic()
+        deny = self.r.execute_command("SL.ACQUIRE", "paced", "d", "TIMEOUT", 200)
+        self.assertLess(time.monotonic() - start, 0.35)  # not held: its slot was 600 ms away
+        self.assertEqual(deny[0], 0)
+        self.assertEqual(deny[3], 400)  # slot 600 ms away, 200 of it allowed
+        self.assertEqual(deny[6], 1)
+        check = self.r.execute_command("SL.CHECK", "paced", "d")
+        self.assertEqual(check[0], 0)
+        self.assertEqual(check[3], 600)  # nothing was charged by the denial
+        self.timed_replies(s, 6)
+        s.close()
+
+    def test_fixed_window_runs_in_later_windows(self):
+        self.d.clock(self.r, "SET", T0 + S // 2)
+        got = [self.r.execute_command("SL.ACQUIRE", "win", "w", "TIMEOUT", 0)[0] for _ in range(3)]
+        self.assertEqual(got, [1, 1, 1])
+        s = self.d.raw()
+        s.sendall(b"".join(command("SL.ACQUIRE", "win", "w", "TIMEOUT", 1000) for _ in range(4)))
+        replies = self.timed_replies(s, 4)
+        self.assertEqual([r[0] for r, _ in replies], [1, 1, 1, 0])
+        self.assertEqual([r[5] for r, _ in replies[:3]], [500, 500, 500])
+        self.assertEqual(replies[3][0][3], 500)  # the window after: 1.5 s away
+        s.close()
+
+    def test_cl_acquire(self):
+        # redis-cell's arguments and reply, with TIMEOUT: max_burst 0, 10 per
+        # second.
+        s = self.d.raw()
+        s.sendall(b"".join(command("CL.ACQUIRE", "c", 0, 10, 1, "TIMEOUT", 150) for _ in range(3)))
+        replies = self.timed_replies(s, 3)
+        self.assertEqual(replies[0][0][0], 0)  # 0: allowed, as CL.THROTTLE says
+        self.assertEqual(replies[1][0][0], 0)
+        self.assertGreaterEqual(replies[1][1], 0.07)
+        self.assertEqual(replies[2][0][0], 1)  # 200 ms away: limited
+        self.assertEqual(replies[2][0][3], 1)  # retry after, seconds (rounded up)
+        s.close()
+
+    def test_disconnect_drops_the_waiter(self):
+        s = self.d.raw()
+        s.sendall(command("SL.ACQUIRE", "slow", "x", "TIMEOUT", 600000)
+                  + command("SL.ACQUIRE", "slow", "x", "TIMEOUT", 600000))
+        reply, _ = read_int_array(s, b"")
+        self.assertEqual(reply[0], 1)
+        deadline = time.time() + 5  # the second one waits a minute
+        while self.r.execute_command("SL.PEEK", "slow", "x")[3] < 120000 and time.time() < deadline:
+            time.sleep(0.005)
+        s.close()
+        # the daemon carries on, and stops at once: nothing waits on the
+        # gone client (the sanitizer tree also sees nothing leak)
+        self.assertEqual(self.r.ping(), True)
+        deadline = time.time() + 5
+        while self.r.info("clients")["connected_clients"] > 1 and time.time() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(self.r.info("clients")["connected_clients"], 1)
+        start = time.monotonic()
+        self.d.stop()
+        self.assertLess(time.monotonic() - start, 10)
+        self.d = Daemon(CONFIG, test_clock=T0)  # for tearDown
+
+    def test_errors(self):
+        err = self.d.raw()
+        for args, text in [
+            (("SL.ACQUIRE", "paced", "k", "COST", 1), b"TIMEOUT ms is required"),
+            (("SL.ACQUIRE", "paced", "k", "TIMEOUT", -1), b"TIMEOUT must be"),
+            (("SL.ACQUIRE", "paced", "k", "TIMEOUT", 3600001), b"TIMEOUT must be"),
+            (("SL.ACQUIRE", "paced", "k", "WAIT", 10), b"syntax error"),
+            (("SL.ACQUIRE", "paced", "k", "TIMEOUT"), b"wrong number of arguments"),
+            (("SL.ACQUIRE", "nope", "k", "TIMEOUT", 10), b"no policy named 'nope'"),
+            (("SL.ACQUIRE", "per_user", "k", "TIMEOUT", 10), b"sliding_window and sliding_log cannot wait"),
+            (("CL.ACQUIRE", "k", 0, 10, 1, "TIMEOUT", "x"), b"TIMEOUT must be"),
+            (("CL.ACQUIRE", "k", 0, 0, 1, "TIMEOUT", 10), b"count per period"),
+        ]:
+            err.sendall(command(*args))
+            reply = harness.read_lines(err, 1)
+            self.assertTrue(reply.startswith(b"-ERR"), (args, reply))
+            self.assertIn(text, reply, args)
+        # TIMEOUT 0 on a sliding algorithm is SL.CHECK
+        self.assertEqual(self.r.execute_command("SL.ACQUIRE", "per_user", "k", "TIMEOUT", 0)[0], 1)
+        # no waiting inside MULTI
+        err.sendall(command("MULTI") + command("SL.ACQUIRE", "paced", "k", "TIMEOUT", 10) + command("EXEC"))
+        reply = harness.read_lines(err, 3)
+        self.assertIn(b"cannot wait inside MULTI", reply)
+        self.assertIn(b"EXECABORT", reply)
+        err.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
