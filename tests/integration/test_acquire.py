@@ -221,5 +221,113 @@ class Acquire(unittest.TestCase):
         err.close()
 
 
+HTTP_CONFIG = """\
+policies:
+  - name: paced
+    limits:
+      - {algorithm: gcra, limit: 10, period: 1s}
+  - name: paced_ip
+    key: [ip]
+    limits:
+      - {algorithm: gcra, limit: 10, period: 1s}
+  - name: sliding
+    limits:
+      - {algorithm: sliding_window, limit: 5, period: 1s}
+  - name: slow
+    limits:
+      - {algorithm: gcra, limit: 1, period: 60s}
+"""
+
+
+class HttpWait(unittest.TestCase):
+    """wait= on /v1/check and /v1/auth/<policy>: held, then 200; 429 at once."""
+
+    def setUp(self):
+        import test_http
+        self.d = test_http.HttpDaemon(test_http.http_config(HTTP_CONFIG), test_clock=T0)
+
+    def tearDown(self):
+        self.d.stop()
+
+    def charged(self, policy, key, retry_ms):
+        deadline = time.time() + 5
+        while self.d.resp.execute_command("SL.PEEK", policy, key)[3] < retry_ms and time.time() < deadline:
+            time.sleep(0.005)
+
+    def requests_in_order(self, paths, charged):
+        """Sends each request once the one before it is charged; returns
+        (status, seconds since the first was sent) in that order."""
+        import threading
+        results = [None] * len(paths)
+        start = time.monotonic()
+
+        def run(i, path):
+            r = self.d.get(path)
+            results[i] = (r.status, time.monotonic() - start, r)
+        threads = []
+        for i, path in enumerate(paths):
+            t = threading.Thread(target=run, args=(i, path))
+            t.start()
+            threads.append(t)
+            charged(i)
+        for t in threads:
+            t.join(10)
+        return results
+
+    def test_check_waits_in_order(self):
+        got = self.requests_in_order(["/v1/check?policy=paced&key=h&wait=1s"] * 4,
+                                     lambda i: self.charged("paced", "h", 100 * (i + 1)))
+        for i, (status, at, _) in enumerate(got):
+            self.assertEqual(status, 200)
+            self.assertGreaterEqual(at, 0.1 * i - 0.03, (i, at))
+            self.assertLess(at, 0.1 * i + 0.5, (i, at))
+        # past the wait: 429 at once, nothing charged
+        start = time.monotonic()
+        r = self.d.get("/v1/check?policy=paced&key=h&wait=100ms")
+        self.assertLess(time.monotonic() - start, 0.35)
+        self.assertEqual(r.status, 429)
+        self.assertEqual(r.json()["retry_after_ms"], 300)  # slot 400 ms away, 100 of it allowed
+        self.assertEqual(self.d.resp.execute_command("SL.PEEK", "paced", "h")[3], 400)
+
+    def test_check_json_wait(self):
+        self.d.get("/v1/check?policy=paced&key=j")
+        start = time.monotonic()
+        r = self.d.post_json("/v1/check", {"policy": "paced", "key": "j", "wait": "500ms"})
+        self.assertEqual(r.status, 200)
+        self.assertGreaterEqual(time.monotonic() - start, 0.07)
+
+    def test_forward_auth_waits(self):
+        h = {"X-Forwarded-For": "203.0.113.9"}
+        self.assertEqual(self.d.request("GET", "/v1/auth/paced_ip?wait=1s", None, h).status, 200)
+        start = time.monotonic()
+        self.assertEqual(self.d.request("GET", "/v1/auth/paced_ip?wait=1s", None, h).status, 200)
+        self.assertGreaterEqual(time.monotonic() - start, 0.07)
+        self.assertEqual(self.d.request("GET", "/v1/auth/paced_ip?wait=50ms", None, h).status, 429)
+
+    def test_bad_wait(self):
+        for path in ["/v1/check?policy=paced&key=b&wait=soon", "/v1/check?policy=paced&key=b&wait=2h",
+                     "/v1/auth/paced_ip?wait=-1s"]:
+            r = self.d.get(path)
+            self.assertEqual(r.status, 400, path)
+            self.assertIn(b"wait", r.body, path)
+        r = self.d.get("/v1/check?policy=sliding&key=b&wait=1s")
+        self.assertEqual(r.status, 400)
+        self.assertIn(b"sliding_window and sliding_log cannot wait", r.body)
+        self.assertEqual(self.d.get("/v1/check?policy=sliding&key=b&wait=0s").status, 200)
+
+    def test_client_gone_while_held(self):
+        self.d.get("/v1/check?policy=slow&key=g")
+        s = self.d.raw_http()
+        s.sendall(b"GET /v1/check?policy=slow&key=g&wait=1h HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.charged("slow", "g", 120000)  # held a minute
+        s.close()
+        self.assertEqual(self.d.get("/healthz").status, 200)
+        start = time.monotonic()
+        self.d.stop()  # nothing waits on the gone client
+        self.assertLess(time.monotonic() - start, 10)
+        import test_http
+        self.d = test_http.HttpDaemon(test_http.http_config(HTTP_CONFIG), test_clock=T0)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -160,6 +160,9 @@ bool sld_engine_supports(const sld_engine_t *e, const sl_policy_t *p, const char
 /* Worker `worker`'s loop is there (its thread, before it serves): the
  * store's clients for it start. */
 int sld_engine_attach(sld_engine_t *e, uint32_t worker, struct uv_loop_s *loop);
+/* Worker `worker`'s loop as attached (NULL: not attached): where a front
+ * holds a reply on a timer (SLD_DECIDE_WAIT). */
+struct uv_loop_s *sld_engine_loop(const sld_engine_t *e, uint32_t worker);
 /* Worker `worker` is stopping: done(arg) once the store holds nothing of it
  * (maybe at once). The loop must keep running until then. */
 void sld_engine_detach(sld_engine_t *e, uint32_t worker, void (*done)(void *arg), void *arg);

@@ -42,6 +42,7 @@
 #include "server/http/http.h"
 #include "server/http/http_api.h"
 #include "server/http/http_framing.h"
+#include "server/http/http_wait.h"
 #include "server/net/admission.h"
 #include "server/net/linger.h"
 #include "server/net/listener.h"
@@ -414,6 +415,7 @@ static void worker_begin_stop(void *arg) {
      * keeps the context from being disposed for a second, and every
      * connection is about to be closed anyway. */
     w->ctx.shutdown_requested = 1;
+    sld_http_wait_release(w->index); /* held answers (wait=) must not hold the stop */
     for (http_conn_t *c = w->conns; c; c = c->next) {
         uv_os_fd_t fd;
         if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0) {
