@@ -98,7 +98,7 @@ class Acquire(unittest.TestCase):
         for i, s in enumerate(socks):
             s.sendall(command("SL.ACQUIRE", "paced", "o", "TIMEOUT", 1000))
             deadline = time.time() + 5
-            while self.r.execute_command("SL.PEEK", "paced", "o")[3] < 100 * i and time.time() < deadline:
+            while self.r.execute_command("SL.PEEK", "paced", "o")[3] < 100 * (i + 1) and time.time() < deadline:
                 time.sleep(0.005)
         start = time.monotonic()
         got = []
