@@ -28,6 +28,7 @@
 #include "server/state/daemon.h"
 #include "server/base/log.h"
 #include "server/daemon/persist.h"
+#include "server/daemon/front_config.h"
 #include "server/daemon/wiring.h"
 #include "server/engine/decide.h"
 #include "server/engine/remote.h"
@@ -38,7 +39,9 @@
 #include "server/gateway/gateway.h"
 #include "server/gateway/gateway_config.h"
 #include "server/http/http.h"
+#include "server/http/http_config.h"
 #include "server/net/server.h"
+#include "server/resp/resp_config.h"
 #include "server/resp/resp_connection.h"
 
 #define MAINTENANCE_MS 1000
@@ -49,8 +52,7 @@ extern const char sld_embedded_config[];
 extern const unsigned long sld_embedded_config_len;
 
 typedef struct overrides {
-    const char *resp;
-    const char *http;
+    const char *listen[SLD_MAX_LISTENS]; /* --resp, --http, ...: by listen key (section.h) */
     long threads;  /* -1 = not given */
     const char *store;  /* --store: "memory" or a Redis URL */
     const char *snapshot;  /* --snapshot: a path or "off" */
@@ -63,9 +65,7 @@ static sld_http_t *http_front;  /* NULL when the HTTP front is off */
 static sld_gateway_t *gateway;  /* NULL when the configuration has no gateway: */
 static int gateway_port;
 
-/* The configuration sections the fronts register (config/section.h). */
-static const sld_config_section_t *const sections[] = {&sld_gateway_section};
-static overrides_t overrides = {NULL, NULL, -1, NULL, NULL};
+static overrides_t overrides = {.threads = -1};
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t maintenance;
 
@@ -104,11 +104,10 @@ const char *__lsan_default_suppressions(void) { return "leak:h2o_mem_alloc_recyc
 static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
     /* --resp / --http take what listen.resp / listen.http take */
     int rc;
-    if ((overrides.resp &&
-         (rc = sld_config_listen_option("--resp", overrides.resp, cfg->resp_listen, err, err_len)) != SL_OK) ||
-        (overrides.http &&
-         (rc = sld_config_listen_option("--http", overrides.http, cfg->http_listen, err, err_len)) != SL_OK))
-        return rc;
+    for (size_t i = 0; i < SLD_MAX_LISTENS; i++)
+        if (overrides.listen[i] &&
+            (rc = sld_config_listen_override(cfg, i, overrides.listen[i], err, err_len)) != SL_OK)
+            return rc;
     if (overrides.store) {
         char *url = NULL;
         if (strcmp(overrides.store, "memory") != 0 && (url = strdup(overrides.store)) == NULL) {
@@ -118,10 +117,11 @@ static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
         free(cfg->store_url);
         cfg->store_url = url;
     }
-    if (cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0' &&
-        sld_config_section(cfg, sld_gateway_section.name) == NULL) {
-        snprintf(err, err_len, "both fronts are off (resp and http) and there is no gateway: nothing "
-                               "would answer");
+    if (!sld_config_serves(cfg)) {
+        char names[256];
+        size_t n = sld_config_listen_names(names, sizeof names);
+        snprintf(err, err_len, "%s off (%s) and there is no gateway: nothing would answer",
+                 n == 2 ? "both fronts are" : "every front is", names);
         return SL_EINVAL;
     }
     if (overrides.threads >= 0)
@@ -190,9 +190,11 @@ static void raise_file_limit(uint32_t max_connections) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: sluiced [options]\n"
-            "  --config FILE        YAML configuration (default: the embedded example)\n"
-            "  --resp HOST:PORT|off RESP listen address (default 127.0.0.1:6390; port 0 = any); off = no RESP\n"
-            "  --http HOST:PORT|off HTTP listen address (default 127.0.0.1:8090); off = no HTTP\n"
+            "  --config FILE        YAML configuration (default: the embedded example)\n");
+    const sld_config_listen_t *l;
+    for (size_t i = 0; (l = sld_config_listen_def(i)) != NULL; i++)
+        fprintf(f, "  %s HOST:PORT|off %s\n", l->option, l->help);
+    fprintf(f,
             "  --threads N          worker threads (default: one per core)\n"
             "  --store URL          memory, redis://[user:pass@]host:port[/db],\n"
             "                       sentinel://host:port,.../master or\n"
@@ -206,26 +208,30 @@ static void usage(FILE *f) {
             "  --version            print the version and exit\n");
 }
 
+/* getopt's value for the option of listen key i (section.h) */
+#define LISTEN_OPTION 0x100
+
 static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_start) {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'}, {"resp", required_argument, NULL, 'r'},
-        {"http", required_argument, NULL, 'H'},   {"threads", required_argument, NULL, 't'},
-        {"check-config", no_argument, NULL, 'k'}, {"version", no_argument, NULL, 'v'},
+    struct option opts[16 + SLD_MAX_LISTENS] = {
+        {"config", required_argument, NULL, 'c'},    {"threads", required_argument, NULL, 't'},
+        {"check-config", no_argument, NULL, 'k'},    {"version", no_argument, NULL, 'v'},
         {"log-level", required_argument, NULL, 'l'}, {"test-clock", optional_argument, NULL, 'T'},
-        {"store", required_argument, NULL, 's'},  {"snapshot", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+        {"store", required_argument, NULL, 's'},     {"snapshot", required_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'}};
+    size_t nopts = 9;
+    const sld_config_listen_t *l;
+    for (size_t i = 0; (l = sld_config_listen_def(i)) != NULL; i++)
+        opts[nopts++] = (struct option){l->option + 2, required_argument, NULL, LISTEN_OPTION + (int)i};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         char *end;
+        if (o >= LISTEN_OPTION && o < LISTEN_OPTION + SLD_MAX_LISTENS) {
+            overrides.listen[o - LISTEN_OPTION] = optarg;
+            continue;
+        }
         switch (o) {
         case 'c':
             D.config_path = optarg;
-            break;
-        case 'r':
-            overrides.resp = optarg;
-            break;
-        case 'H':
-            overrides.http = optarg;
             break;
         case 't':
             overrides.threads = strtol(optarg, &end, 10);
@@ -295,16 +301,16 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
 static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
     sld_front_t fronts[3];
     size_t n = 0;
-    if (cfg->resp_listen[0] != '\0') {
+    if (sld_resp_listen(cfg)[0] != '\0') {
         sld_resp_front_init(&resp_front, &D);
-        fronts[n++] = (sld_front_t){&sld_resp_front_ops, &resp_front, cfg->resp_listen, &D.resp_port};
+        fronts[n++] = (sld_front_t){&sld_resp_front_ops, &resp_front, sld_resp_listen(cfg), &D.resp_port};
     }
-    if (cfg->http_listen[0] != '\0') {
+    if (sld_http_listen(cfg)[0] != '\0') {
         if (sld_http_new(&D, &http_front) != SL_OK) {
             snprintf(err, err_len, "out of memory");
             return SL_ENOMEM;
         }
-        fronts[n++] = (sld_front_t){&sld_http_front_ops, http_front, cfg->http_listen, &D.http_port};
+        fronts[n++] = (sld_front_t){&sld_http_front_ops, http_front, sld_http_listen(cfg), &D.http_port};
     }
     if (sld_config_section(cfg, sld_gateway_section.name) != NULL) {
         if (sld_gateway_new(&D, &gateway) != SL_OK) {
@@ -319,11 +325,15 @@ static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
 int main(int argc, char **argv) {
     bool check_only = false;
     int64_t test_start = 0;
+    /* first: the fronts' listen keys are command-line options too */
+    if (sld_daemon_config_register() != SL_OK) {
+        fprintf(stderr, "sluiced: the fronts' configuration tables are refused\n");
+        return 1;
+    }
     int rc = parse_args(argc, argv, &check_only, &test_start);
     if (rc != 0)
         return rc;
     atomic_store(&D.test_now, test_start);
-    sld_config_sections_set(sections, sizeof sections / sizeof sections[0]);
     D.started_at = sl_clock_realtime(NULL);
 
     char err[SLD_MAX_ERROR] = "";
@@ -421,8 +431,8 @@ int main(int argc, char **argv) {
     }
     sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d gateway=%s gateway_port=%d threads=%u "
              "policies=%zu config=%s store=%s%s",
-             SL_VERSION_STRING, cfg->resp_listen[0] ? cfg->resp_listen : "off", D.resp_port,
-             cfg->http_listen[0] ? cfg->http_listen : "off",
+             SL_VERSION_STRING, sld_resp_listen(cfg)[0] ? sld_resp_listen(cfg) : "off", D.resp_port,
+             sld_http_listen(cfg)[0] ? sld_http_listen(cfg) : "off",
              D.http_port, gateway ? sld_gateway_listen(gateway) : "off", gateway_port, cfg->threads, cfg->npolicies, cfg->source,
              D.remote ? sld_remote_describe(D.remote) : "memory", D.test_clock ? " test-clock" : "");
 

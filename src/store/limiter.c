@@ -143,6 +143,19 @@ int sl_check_batch(sl_limiter_t *l, const sl_policy_t *p, const sl_request_t *re
     return SL_OK;
 }
 
+int sl__limiter_group_begin(sl_limiter_t *l, const sl__group_key_t *keys, size_t n, bool all) {
+    if (l == NULL || (n > 0 && keys == NULL))
+        return SL_EINVAL;
+    if (l->store->ops->group_begin == NULL)
+        return SL_ENOTSUP;
+    return l->store->ops->group_begin(l->store, keys, n, all);
+}
+
+void sl__limiter_group_end(sl_limiter_t *l) {
+    if (l && l->store->ops->group_end)
+        l->store->ops->group_end(l->store);
+}
+
 int sl_reset(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len) {
     if (l == NULL || p == NULL || (key == NULL && key_len > 0))
         return SL_EINVAL;

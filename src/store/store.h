@@ -9,6 +9,7 @@
 #ifndef SL_STORE_STORE_H
 #define SL_STORE_STORE_H
 
+#include "group.h"
 #include "sluice.h"
 
 typedef struct sl__store_ops {
@@ -30,6 +31,11 @@ typedef struct sl__store_ops {
     int (*save)(sl_store_t *s, const char *path, sl_usec_t now);
     int (*load)(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded);
     void (*destroy)(sl_store_t *s);
+    /* Optional (group.h): holds keys[0..n) (all: every key) for the calling
+     * thread until group_end; its evaluations and resets in between skip
+     * what it holds. */
+    int (*group_begin)(sl_store_t *s, const sl__group_key_t *keys, size_t n, bool all);
+    void (*group_end)(sl_store_t *s);
 } sl__store_ops_t;
 
 struct sl_store {

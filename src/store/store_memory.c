@@ -441,7 +441,7 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
     begin(m, p, key, key_len, now, &e);
     shard_t *sh = e.sh;
 
-    pthread_mutex_lock(&sh->lock);
+    shard_lock(m, sh);
     sl__cell_t cells[SL_MAX_LIMITS];
     locate_all(&e);
     for (size_t i = 0; i < p->nlimits; i++)
@@ -464,7 +464,7 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
     }
     if (rc == SL_OK && costed && p->write_back && m->journal)
         m->journal(m->journal_ctx, p, key, key_len, costed, cost, now);
-    pthread_mutex_unlock(&sh->lock);
+    shard_unlock(m, sh);
     return rc;
 }
 
@@ -537,7 +537,7 @@ int sl__memory_import(sl_store_t *s, const sl_policy_t *p, const void *key, size
     memory_store_t *m = (memory_store_t *)s;
     eval_t e;
     begin(m, p, key, key_len, now, &e);
-    pthread_mutex_lock(&e.sh->lock);
+    shard_lock(m, e.sh);
     uint64_t costs[SL_MAX_LIMITS] = {0};
     sl_usec_t since = 0;
     if (pending)
@@ -546,7 +546,7 @@ int sl__memory_import(sl_store_t *s, const sl_policy_t *p, const void *key, size
     locate_all(&e);
     for (size_t i = 0; rc == SL_OK && i < p->nlimits; i++)
         rc = store_cell(&e, i, &cells[i]);
-    pthread_mutex_unlock(&e.sh->lock);
+    shard_unlock(m, e.sh);
     sl__cells_release(cells, p->nlimits);
     return rc;
 }
@@ -566,19 +566,23 @@ static int mem_reset(sl_store_t *s, const sl_policy_t *p, const void *key, size_
     memory_store_t *m = (memory_store_t *)s;
     uint64_t h = key_hash(m, p, key, key_len);
     shard_t *sh = &m->shards[shard_of(m, make_tag(h, p->limits[0].id))];
-    pthread_mutex_lock(&sh->lock);
+    shard_lock(m, sh);
     for (size_t i = 0; i < p->nlimits; i++) {
         int64_t at = find(sh, make_tag(h, p->limits[i].id));
         if (at >= 0)
             remove_at(sh, (uint32_t)at);
     }
-    pthread_mutex_unlock(&sh->lock);
+    shard_unlock(m, sh);
     return SL_OK;
 }
 
 /* ---- for store_memory_bulk.c: the table operations, out of line ----------------- */
 
 int64_t sl__mem_find(const shard_t *sh, uint64_t tag) { return find(sh, tag); }
+uint32_t sl__mem_shard_of_key(const memory_store_t *m, const sl_policy_t *p, const void *key,
+                              size_t key_len) {
+    return shard_of(m, make_tag(key_hash(m, p, key, key_len), p->limits[0].id));
+}
 void sl__mem_place(shard_t *sh, slot_t item) { place(sh, item); }
 void sl__mem_remove_at(shard_t *sh, uint32_t i) { remove_at(sh, i); }
 int sl__mem_resize(shard_t *sh, uint32_t cap) { return resize(sh, cap); }
@@ -618,6 +622,8 @@ static const sl__store_ops_t memory_ops = {
     .save = sl__mem_save,
     .load = sl__mem_load,
     .destroy = mem_destroy,
+    .group_begin = sl__mem_group_begin,
+    .group_end = sl__mem_group_end,
 };
 
 static uint64_t random_seed(void) {

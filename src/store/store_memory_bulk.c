@@ -19,12 +19,12 @@ int sl__mem_stats(sl_store_t *s, sl_store_stats_t *out) {
     out->bytes = m->fixed;
     for (uint32_t i = 0; i < m->nshards; i++) {
         shard_t *sh = &m->shards[i];
-        pthread_mutex_lock(&sh->lock);
+        shard_lock(m, sh);
         out->states += sh->count;
         out->bytes += sh->table_bytes + sh->block_bytes;
         out->evictions += sh->evictions;
         out->reclaimed += sh->reclaimed;
-        pthread_mutex_unlock(&sh->lock);
+        shard_unlock(m, sh);
     }
     return SL_OK;
 }

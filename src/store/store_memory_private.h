@@ -69,7 +69,50 @@ typedef struct memory_store {
     sl__journal_fn journal;  /* write-back: told what was charged */
     sl__unsynced_fn unsynced;
     void *journal_ctx;
+    /* Groups held right now by any thread (group.h), apart from the fields
+     * every decision reads: bumped twice per transaction. While it is 0 a
+     * decision does not look at its thread's held shards. */
+    char pad_[64];
+    _Atomic uint32_t groups;
 } memory_store_t;
+
+/* ---- groups (store_memory_group.c) ---------------------------------------------- */
+
+/* What the calling thread holds of a group: shards idx[0..n), ascending,
+ * or every shard (all), of store m (NULL: none). */
+typedef struct held {
+    const memory_store_t *m;
+    uint32_t *idx;
+    uint32_t n;
+    bool all;
+} held_t;
+
+extern _Thread_local held_t sl__mem_held;
+
+/* Whether the calling thread holds shard i of m in a group. */
+bool sl__mem_holds(const memory_store_t *m, uint32_t i);
+
+/* A shard's lock, unless the calling thread holds it in a group already. */
+static inline bool shard_held(const memory_store_t *m, const shard_t *sh) {
+    return atomic_load_explicit(&m->groups, memory_order_relaxed) != 0 &&
+           sl__mem_holds(m, (uint32_t)(sh - m->shards));
+}
+
+static inline void shard_lock(const memory_store_t *m, shard_t *sh) {
+    if (!shard_held(m, sh))
+        pthread_mutex_lock(&sh->lock);
+}
+
+static inline void shard_unlock(const memory_store_t *m, shard_t *sh) {
+    if (!shard_held(m, sh))
+        pthread_mutex_unlock(&sh->lock);
+}
+
+int sl__mem_group_begin(sl_store_t *s, const sl__group_key_t *keys, size_t n, bool all);
+void sl__mem_group_end(sl_store_t *s);
+/* The shard of key under p (store_memory.c). */
+uint32_t sl__mem_shard_of_key(const memory_store_t *m, const sl_policy_t *p, const void *key,
+                              size_t key_len);
 
 /* ---- slots ---------------------------------------------------------------------- */
 

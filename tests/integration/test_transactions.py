@@ -223,6 +223,21 @@ class TransactionsOnRedis(unittest.TestCase):
         self.assertEqual(lines[35], b"+PONG")
         s.close()
 
+    def test_a_reset_in_a_block_lands_between_its_neighbours(self):
+        # the reset (a DEL) used to overtake the decisions queued before it.
+        # A first EVALSHA on a fresh Redis is answered NOSCRIPT and resent
+        # after SCRIPT LOAD, which a DEL sent meanwhile still overtakes (the
+        # script is loaded on first use, not at connect): load it first.
+        self.r.execute_command("SL.PEEK", "per_user", "warm")
+        p = self.r.pipeline()
+        p.execute_command("SL.CHECK", "per_user", "rr")
+        p.execute_command("SL.CHECK", "per_user", "rr")
+        p.execute_command("SL.RESET", "per_user", "rr")
+        p.execute_command("SL.CHECK", "per_user", "rr")
+        res = p.execute()
+        self.assertEqual([res[0][2], res[1][2], res[2], res[3][2]], [4, 3, b"OK", 4])
+        self.assertEqual(self.r.execute_command("SL.PEEK", "per_user", "rr")[2], 4)
+
     def test_discard_charges_nothing_in_redis(self):
         s = self.d.raw()
         send(s, "MULTI", "SL.CHECK per_user rd", "DISCARD")
@@ -230,6 +245,109 @@ class TransactionsOnRedis(unittest.TestCase):
         s.close()
         self.assertEqual(self.r.execute_command("SL.PEEK", "per_user", "rd")[2], 5)
         self.assertEqual(self.redis.client().dbsize(), 0)  # nothing ever reached Redis
+
+
+COUNTER = one_policy("counter", "{algorithm: fixed_window, limit: 100000000, period: 1h}")
+PLAIN_BATCH = 400  # commands per round trip of the plain clients
+
+
+def hammer(d, key, block, blocks_each, tx_clients=3, plain_clients=3):
+    """tx_clients (redis-py, default pipeline) run blocks_each transactions of
+    `block` SL.CHECKs on key while plain_clients send SL.CHECKs on it as
+    fast as they can (raw pipelines, no transaction) until the others are
+    done, each on its own connection, so spread over both worker threads.
+    Returns every block's remaining counts and any client's exception."""
+    import threading
+    blocks, errors = [], []
+    done = threading.Event()
+
+    def tx_client():
+        try:
+            r = d.client()
+            for _ in range(blocks_each):
+                p = r.pipeline()  # MULTI ... EXEC
+                for _ in range(block):
+                    p.execute_command("SL.CHECK", "counter", key)
+                blocks.append([reply[2] for reply in p.execute()])
+        except Exception as e:  # reported by the main thread
+            errors.append(e)
+
+    def plain_client():
+        try:
+            s = d.raw()
+            payload = ("SL.CHECK counter %s\r\n" % key).encode() * PLAIN_BATCH + b"PING\r\n"
+            while not done.is_set():
+                s.sendall(payload)
+                got = b""
+                while not got.endswith(b"+PONG\r\n"):
+                    chunk = s.recv(1 << 16)
+                    if not chunk:
+                        raise AssertionError("the daemon closed a plain client")
+                    got += chunk
+            s.close()
+        except Exception as e:
+            errors.append(e)
+
+    plain = [threading.Thread(target=plain_client) for _ in range(plain_clients)]
+    tx = [threading.Thread(target=tx_client) for _ in range(tx_clients)]
+    for t in plain + tx:
+        t.start()
+    for t in tx:
+        t.join()
+    done.set()
+    for t in plain:
+        t.join()
+    return blocks, errors
+
+
+class Isolation(unittest.TestCase):
+    """EXEC's commands see their key as if they ran alone, though other
+    connections, served by the other worker thread (threads: 2) or in Redis
+    by another daemon, decide on it all the while: a window of 10^8 counts
+    every admission, so a block's remaining counts must be strictly
+    consecutive; any decision between two of them would show as a gap."""
+
+    def check_blocks(self, blocks, errors, count):
+        self.assertEqual(errors, [])
+        self.assertEqual(len(blocks), 3 * count)
+        gaps = [b for b in blocks if any(b[i] != b[0] - i for i in range(len(b)))]
+        self.assertEqual(gaps[:1], [], "%d of %d blocks saw other decisions between theirs"
+                         % (len(gaps), len(blocks)))
+
+    def test_memory_store_with_two_worker_threads(self):
+        with Daemon(config=config(COUNTER)) as d:
+            self.check_blocks(*hammer(d, "hot", 400, 60), 60)
+
+    def test_redis_store_with_two_daemons(self):
+        redis_server = RedisServer()
+        # a loaded machine must not turn a slow answer into a fallback
+        store = ("store:\n  type: redis\n  url: %s\n  clock: local\n  timeout: 20s\n"
+                 "  on_store_failure: closed\n" % redis_server.url)
+        daemons = []
+        try:
+            daemons = [Daemon(config=config(COUNTER, store=store)) for _ in range(2)]
+            import threading
+            results = [None, None]
+
+            def run(i):
+                # what one script call holds (store/redis/script.h)
+                results[i] = hammer(daemons[i], "shared", 64, 120)
+
+            threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            for d in daemons:  # every decision was Redis's
+                self.assertEqual(d.client().info("store")["store_failures"], 0)
+            for blocks, errors in results:
+                self.check_blocks(blocks, errors, 120)
+        finally:
+            try:
+                for d in daemons:
+                    d.stop()
+            finally:
+                redis_server.stop()
 
 
 if __name__ == "__main__":

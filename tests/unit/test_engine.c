@@ -2,7 +2,8 @@
  * fake store kind: a memory limiter on the fake clock that answers now, or
  * keeps its jobs and answers when the test says (as Redis would), or keeps
  * a batch and decides it at the flush. Every callback must come exactly
- * once, and every decision be counted once. */
+ * once, and every decision be counted once. A group reaches the kind's
+ * hooks as given. */
 #include "rig.h"
 #include "server/engine/engine.h"
 
@@ -20,6 +21,11 @@ typedef struct fake {
     bool held_reset[MAX_HELD];
     size_t nheld;
     int begun, flushed;
+    int grouped, ungrouped;   /* group_begin / group_end calls */
+    size_t group_n;           /* what the last group_begin was given */
+    bool group_every;
+    uint32_t group_worker;
+    const char *group_key;
 } fake_t;
 
 static int fake_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
@@ -91,6 +97,21 @@ static void fake_flush(void *ctx, uint32_t worker) {
     fake_answer(f); /* one instant for the whole batch */
 }
 
+static void fake_group_begin(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
+                             bool every_key) {
+    fake_t *f = ctx;
+    f->grouped++;
+    f->group_n = n;
+    f->group_every = every_key;
+    f->group_worker = worker;
+    f->group_key = n ? reqs[0].key : NULL;
+}
+
+static void fake_group_end(void *ctx, uint32_t worker) {
+    (void)worker;
+    ((fake_t *)ctx)->ungrouped++;
+}
+
 static const sld_store_kind_t fake_kind = {
     .name = "fake",
     .decide = fake_decide,
@@ -98,6 +119,8 @@ static const sld_store_kind_t fake_kind = {
     .defers = fake_defers,
     .batch_begin = fake_begin,
     .batch_flush = fake_flush,
+    .group_begin = fake_group_begin,
+    .group_end = fake_group_end,
 };
 
 /* A kind that decides several at once: counts its calls, decides in order. */
@@ -371,6 +394,38 @@ static void defaults_of_a_bare_kind(void **state) {
     fixture_free(x);
 }
 
+/* A group goes to the kind's hooks as given; a kind without them runs
+ * the calls in between as plain calls. */
+static void group_reaches_the_kind(void **state) {
+    (void)state;
+    fixture_t *x = fixture(&fake_kind);
+    sld_request_t reqs[2] = {{.p = x->fake.rig->policy, .key = "a", .key_len = 1},
+                             {.p = x->fake.rig->policy, .key = "b", .key_len = 1}};
+    sld_engine_group_begin(x->e, 3, reqs, 2, false);
+    assert_int_equal(x->fake.grouped, 1);
+    assert_int_equal(x->fake.group_n, 2);
+    assert_false(x->fake.group_every);
+    assert_int_equal(x->fake.group_worker, 3);
+    assert_ptr_equal(x->fake.group_key, reqs[0].key);
+    sl_decision_t d;
+    assert_int_equal(sld_engine_decide(x->e, 3, &reqs[0], &d, NULL, NULL, NULL), SL_OK);
+    assert_int_equal(x->fake.ungrouped, 0);
+    sld_engine_group_end(x->e, 3);
+    assert_int_equal(x->fake.ungrouped, 1);
+    sld_engine_group_begin(x->e, 0, NULL, 0, true);
+    assert_true(x->fake.group_every);
+    sld_engine_group_end(x->e, 0);
+    assert_int_equal(x->fake.grouped, 2);
+    fixture_free(x);
+    x = fixture(&bare_kind);
+    reqs[0].p = reqs[1].p = x->fake.rig->policy; /* the first fixture's is freed */
+    sld_engine_group_begin(x->e, 0, reqs, 2, false); /* no hooks: nothing happens */
+    assert_int_equal(sld_engine_decide(x->e, 0, &reqs[1], &d, NULL, NULL, NULL), SL_OK);
+    sld_engine_group_end(x->e, 0);
+    assert_int_equal(x->fake.grouped, 0);
+    fixture_free(x);
+}
+
 /* sld_engine_decide_batch: with the kind's decide_batch, in one call; without
  * it, one by one; either way the same decisions, in order, each counted. */
 static void decide_batch_as_one_by_one(void **state) {
@@ -447,6 +502,7 @@ int main(void) {
         cmocka_unit_test(error_later),
         cmocka_unit_test(reset_now_and_later),
         cmocka_unit_test(defaults_of_a_bare_kind),
+        cmocka_unit_test(group_reaches_the_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

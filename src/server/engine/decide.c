@@ -6,6 +6,7 @@
 
 #include "core/policy.h"
 #include "server/engine/decide.h"
+#include "store/group.h"
 #include "store/redis/script.h"
 
 /* ---- counting (the engine's hooks) ------------------------------------------------------------ */
@@ -71,6 +72,48 @@ static int memory_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_
     return sl_reset(d->limiter, r->p, r->key, r->key_len);
 }
 
+/* The policy on_store_failure's local mode decides r with in memory. */
+static const sl_policy_t *local_policy(const sld_decide_ctx_t *d, const sld_request_t *r) {
+    sld_store_failure_t mode;
+    const sl_policy_t *local = sld_policies_fallback(d->rt.policies(r->origin.rt), r->origin.index,
+                                                     r->p, &mode);
+    return r->origin.index == SIZE_MAX && r->origin.local ? r->origin.local : local;
+}
+
+/* A group's states in the memory store, held until memory_group_end. With
+ * write-back (redis_too), its write-back policies' states and the local
+ * fallback's of the others: a fallback deciding in memory while the
+ * group holds shards must find its own held too, as taking another lock
+ * then could wait on a group waiting on this one. Out of memory for the
+ * list, or every_key: the whole store. A group already held (never:
+ * groups do not nest) leaves this one unisolated. */
+static void memory_group(sld_decide_ctx_t *d, const sld_request_t *reqs, size_t n, bool every_key,
+                         bool redis_too) {
+    sl__group_key_t *keys = n > 0 && !every_key ? malloc(n * sizeof *keys) : NULL;
+    bool all = every_key || (n > 0 && keys == NULL);
+    size_t k = 0;
+    for (size_t i = 0; keys && i < n; i++) {
+        const sl_policy_t *p = !redis_too || reqs[i].p->write_back ? reqs[i].p : local_policy(d, &reqs[i]);
+        if (p != NULL)
+            keys[k++] = (sl__group_key_t){p, reqs[i].key, reqs[i].key_len};
+    }
+    if (all || k > 0)
+        (void)sl__limiter_group_begin(d->limiter, keys, all ? 0 : k, all);
+    free(keys);
+}
+
+static void memory_group_begin(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
+                               bool every_key) {
+    (void)worker;
+    memory_group(ctx, reqs, n, every_key, false);
+}
+
+static void memory_group_end(void *ctx, uint32_t worker) {
+    (void)worker;
+    sld_decide_ctx_t *d = ctx;
+    sl__limiter_group_end(d->limiter);
+}
+
 /* One clock read per batch; Redis sends its queue at the end of the loop
  * turn (remote.c), one round trip per node. */
 static void batch_begin(void *ctx, uint32_t worker) {
@@ -94,6 +137,8 @@ const sld_store_kind_t sld_kind_memory = {
     .decide_batch = memory_decide_batch,
     .batch_begin = batch_begin,
     .batch_flush = batch_flush,
+    .group_begin = memory_group_begin,
+    .group_end = memory_group_end,
 };
 
 /* ---- Redis strict ------------------------------------------------------------------------------ */
@@ -203,6 +248,15 @@ static void redis_detach(void *ctx, uint32_t worker, void (*done)(void *arg), vo
     sld_remote_detach(d->remote, worker, done, arg);
 }
 
+/* A group's evaluations go to Redis in one script call per Cluster slot
+ * (remote.c), which Redis runs with nothing in between. */
+static void redis_group_begin(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
+                              bool every_key) {
+    (void)reqs, (void)every_key;
+    sld_decide_ctx_t *d = ctx;
+    sld_remote_group_begin(d->remote, worker, n);
+}
+
 static bool redis_defers(void *ctx, const sl_policy_t *p) {
     (void)ctx, (void)p;
     return true;
@@ -247,6 +301,7 @@ const sld_store_kind_t sld_kind_redis = {
     .detach = redis_detach,
     .batch_begin = batch_begin,
     .batch_flush = batch_flush,
+    .group_begin = redis_group_begin,
     .status = redis_status,
     .share_rules = redis_share_rules,
 };
@@ -288,6 +343,14 @@ static int write_back_reset(void *ctx, uint32_t worker, const sld_request_t *r, 
     return rc;
 }
 
+/* Write-back policies' states are held here as the memory store's; the
+ * others go to Redis as a group (and their local fallback's are held). */
+static void write_back_group_begin(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
+                                   bool every_key) {
+    memory_group(ctx, reqs, n, every_key, true);
+    redis_group_begin(ctx, worker, reqs, n, every_key);
+}
+
 static void write_back_status(void *ctx, sld_store_status_t *out) {
     sld_decide_ctx_t *d = ctx;
     redis_status(ctx, out);
@@ -315,6 +378,8 @@ const sld_store_kind_t sld_kind_write_back = {
     .detach = redis_detach,
     .batch_begin = batch_begin,
     .batch_flush = batch_flush,
+    .group_begin = write_back_group_begin,
+    .group_end = memory_group_end,
     .status = write_back_status,
     .share_rules = redis_share_rules,
 };

@@ -144,6 +144,17 @@ void sld_engine_detach(sld_engine_t *e, uint32_t worker, void (*done)(void *arg)
         done(arg);
 }
 
+void sld_engine_group_begin(sld_engine_t *e, uint32_t worker, const sld_request_t *reqs, size_t n,
+                            bool every_key) {
+    if (e->kind->group_begin)
+        e->kind->group_begin(e->ctx, worker, reqs, n, every_key);
+}
+
+void sld_engine_group_end(sld_engine_t *e, uint32_t worker) {
+    if (e->kind->group_end)
+        e->kind->group_end(e->ctx, worker);
+}
+
 void sld_engine_batch_begin(sld_engine_t *e, uint32_t worker) {
     if (e->kind->batch_begin)
         e->kind->batch_begin(e->ctx, worker);

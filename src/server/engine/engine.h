@@ -22,6 +22,11 @@
  * kind with a decide_batch hook (memory: sl_check_batch, which prefetches
  * the next keys' states) decides them together, others one by one.
  *
+ * Groups: the requests a worker makes between sld_engine_group_begin()
+ * and sld_engine_group_end() (a MULTI ... EXEC block) are decided as one
+ * group: no other worker's (memory) or daemon's (Redis, one script call)
+ * decision on their keys comes between them.
+ *
  * Not here: the stores themselves (decide.c, remote.c, write_back.c), the
  * fronts' replies, the configuration.
  */
@@ -103,6 +108,11 @@ typedef struct sld_store_kind {
                          sl_decision_t *out, int *rcs);
     void (*batch_begin)(void *ctx, uint32_t worker);
     void (*batch_flush)(void *ctx, uint32_t worker);
+    /* Optional: what worker `worker` decides, resets and peeks until
+     * group_end is one group (see sld_engine_group_begin). */
+    void (*group_begin)(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
+                        bool every_key);
+    void (*group_end)(void *ctx, uint32_t worker);
     /* Fills what INFO, /metrics and /readyz show (zeroed, up, "memory" before). */
     void (*status)(void *ctx, sld_store_status_t *out);
     /* Stores policy `name`'s JSON (NULL: its removal) for every daemon; fn
@@ -170,6 +180,19 @@ void sld_engine_detach(sld_engine_t *e, uint32_t worker, void (*done)(void *arg)
 /* Requests of one read: decided at one instant, sent together. */
 void sld_engine_batch_begin(sld_engine_t *e, uint32_t worker);
 void sld_engine_batch_flush(sld_engine_t *e, uint32_t worker);
+
+/* The decisions, peeks and resets worker `worker` asks for from now until
+ * sld_engine_group_end() are one group: no other worker or daemon decides
+ * on their keys in between, so they see the keys as if they ran alone
+ * (what each store can promise: docs/protocol.md, Transactions). reqs[0..n)
+ * name every (origin, policy, key) the group will touch (cost and flags do
+ * not matter; the origin finds a fallback's policy); every_key: it may touch keys beyond them (DEL of a key under
+ * every CL.THROTTLE parameter set), so hold them all. The caller runs the
+ * group's calls at once, on this worker's thread, and ends it before it
+ * returns to its loop. Groups do not nest. */
+void sld_engine_group_begin(sld_engine_t *e, uint32_t worker, const sld_request_t *reqs, size_t n,
+                            bool every_key);
+void sld_engine_group_end(sld_engine_t *e, uint32_t worker);
 
 void sld_engine_status(const sld_engine_t *e, sld_store_status_t *out);
 

@@ -387,6 +387,14 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
     return SL_OK;
 }
 
+void sld_remote_group_begin(sld_remote_t *r, uint32_t worker, size_t n) {
+    remote_worker_t *w = &r->workers[worker];
+    /* the block's evaluations should fit in one script call: what is
+     * queued goes first when they would not fit after it */
+    if (w->nqueued > 0 && w->nqueued + n > SL__REDIS_MAX_BATCH)
+        flush_batch(r, w, false);
+}
+
 typedef struct int_call {
     remote_worker_t *w;
     sld_remote_done_fn fn;
@@ -406,6 +414,9 @@ int sld_remote_command_int(sld_remote_t *r, uint32_t worker, const char *key, si
                            const char *const *argv, const size_t *argvlen, sld_remote_done_fn fn,
                            void *arg) {
     remote_worker_t *w = &r->workers[worker];
+    /* evaluations queued before it go first, on the same connection, so
+     * that a reset lands after the decisions asked before it */
+    flush_batch(r, w, false);
     int_call_t *c = malloc(sizeof *c);
     if (c == NULL || w->client == NULL) {
         free(c);

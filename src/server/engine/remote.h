@@ -71,6 +71,13 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
                         size_t key_len, uint64_t cost, bool peek, sl_usec_t now, sld_remote_fn fn,
                         void *arg);
 
+/* A transaction's n evaluations from worker `worker` follow at once: they
+ * go in one script call (Redis runs it with no other command in between)
+ * when they fit in one (SL__REDIS_MAX_BATCH, and in a Cluster one slot:
+ * each run of one slot is one call). A reset among them (a DEL, sent on
+ * its own) ends the call before it. */
+void sld_remote_group_begin(sld_remote_t *r, uint32_t worker, size_t n);
+
 
 /* The parsed store URL and client options, for other clients of the same
  * store (the rules, on the main loop). */

@@ -13,10 +13,12 @@
 #include "server/resp/commands.h"
 #include "server/resp/acquire.h"
 #include "server/resp/auth.h"
+#include "server/resp/resp_config.h"
 #include "server/resp/connection_commands.h"
 #include "server/resp/hello.h"
 #include "server/resp/keyspace.h"
 #include "server/resp/throttle_args.h"
+#include "server/resp/transaction_group.h"
 #include "server/engine/engine.h"
 #include "server/base/log.h"
 
@@ -595,6 +597,10 @@ static void cmd_multi(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     }
 }
 
+static void run_queued(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    lookup(&argv[0])->run(c, argv, argc); /* found and its arity checked when queued */
+}
+
 /* Runs the queued commands in order, one reply each in one array. A reply
  * that comes later (the Redis store) takes its place in the reply queue as
  * any pipelined reply does, so it still lands inside the array, in order. */
@@ -610,10 +616,7 @@ static void cmd_exec(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
         sld_reply_error(c->out, "EXECABORT Transaction discarded because of previous errors.");
     } else {
         sld_reply_array(c->out, tx->n);
-        sld_arg_t args[SLD_TX_MAX_ARGS];
-        size_t pos = 0, n;
-        while (sld_tx_next(tx, &pos, args, &n))
-            lookup(&args[0])->run(c, args, n); /* found and its arity checked when queued */
+        sld_tx_exec(c, tx, run_queued); /* no other client decides on its keys meanwhile */
     }
     sld_tx_free(tx);
 }
@@ -720,7 +723,7 @@ void sld_command_batched(sld_client_t *c, sld_resp_batch_t *b, const sld_arg_t *
     /* outside MULTI and past the NOAUTH gate, the checks sld_command makes
      * before a handler say nothing: found once here, run here */
     const command_t *cmd = NULL;
-    if (c->tx == NULL && (c->authed || c->rt->cfg->requirepass == NULL)) {
+    if (c->tx == NULL && (c->authed || sld_resp_requirepass(c->rt->cfg) == NULL)) {
         cmd = lookup(&argv[0]);
         if (cmd && (!arity_ok(cmd, argc) || (cmd->test_only && !c->d->test_clock)))
             cmd = NULL;
