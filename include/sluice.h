@@ -60,7 +60,8 @@ typedef int64_t sl_usec_t;
     X(ENOTSUP, -9, "operation not supported by this store")                     \
     X(ENOENT, -10, "no such policy")                                            \
     X(ETOOMANY, -11, "too many distinct parameter sets")                        \
-    X(ENOCONFIG, -12, "no configuration file to reload")
+    X(ENOCONFIG, -12, "no configuration file to reload")                       \
+    X(ENOWAIT, -13, "sliding_window and sliding_log cannot wait: use gcra, token_bucket, leaky_bucket or fixed_window")
 
 typedef enum sl_error {
     SL_OK = 0,
@@ -246,8 +247,9 @@ typedef struct sl_decision {
     sl_usec_t reset_after;  /* until every limit is as if the key were new */
     sl_usec_t retry_after;  /* 0 when allowed; else until this cost would
                                pass; SL_NEVER when it never can */
-    sl_usec_t delay;        /* leaky_bucket shaper: how long to hold the
-                               admitted request; 0 otherwise */
+    sl_usec_t delay;        /* how long to hold the admitted request: a
+                               leaky_bucket shaper's queue, or the wait
+                               sl_reserve() gave it; 0 otherwise */
     int limit_index;        /* the deciding limit (index in the policy), or -1
                                when the elastic pool decided */
 } sl_decision_t;
@@ -283,6 +285,37 @@ typedef struct sl_limit_report {
 SL_EXPORT int sl_decide(sl_limiter_t *limiter, const sl_policy_t *policy, const void *key,
                         size_t key_len, uint64_t cost, unsigned flags, sl_decision_t *out,
                         sl_limit_report_t *limits);
+
+/* The longest wait sl_reserve() accepts: one hour. */
+#define SL_MAX_WAIT (INT64_C(3600) * SL_USEC_PER_SEC)
+
+/* Reserves a place for a request of `cost` units: admits it now or at a
+ * moment within `max_wait` us, holding that place, or denies it now and
+ * charges nothing (count_denied limits aside, as sl_check()). An admitted
+ * request gets out->delay = how long to hold it before it runs (0: now);
+ * waiters are admitted in the order of their calls, exactly as many as the
+ * limits allow, each at its own moment (docs/algorithms.md says how each
+ * algorithm reserves). A denied request's retry_after is until a reservation
+ * with the same max_wait would succeed. max_wait 0 is sl_check().
+ *   - gcra, token_bucket, leaky_bucket: the request takes the next slot of
+ *     the limit's schedule; a leaky_bucket shaper's delay stays its queue's,
+ *     and max_wait adds to the queue. A limit holds waits of at most
+ *     SL_MAX_WAIT or 2^61/limit us, whichever is less.
+ *   - fixed_window: the request is charged to the window it will run in
+ *     (the current one, or the first later one with room); delay is until
+ *     that window opens.
+ *   - sliding_window, sliding_log: SL_ENOWAIT when max_wait > 0 (they keep
+ *     no schedule that could hold a place).
+ * Several limits: all or nothing; the delay is the largest, and a limit
+ * whose own place is earlier is charged at that common moment
+ * (conservative: it never admits more). Shadow and soft modes act as in
+ * sl_check(); in elastic mode a key its own limits deny borrows from the
+ * pool at once or not at all. max_wait < 0 or > SL_MAX_WAIT gives
+ * SL_ERANGE. `limits`, when not NULL, gets one report per limit as
+ * sl_decide() gives. */
+SL_EXPORT int sl_reserve(sl_limiter_t *limiter, const sl_policy_t *policy, const void *key,
+                         size_t key_len, uint64_t cost, sl_usec_t max_wait, sl_decision_t *out,
+                         sl_limit_report_t *limits);
 
 typedef struct sl_request {
     const void *key;

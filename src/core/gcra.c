@@ -23,18 +23,23 @@ static void set_debt(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, int6
     int64_t whole = sl__ceil_div(debt, (int64_t)l->rate);
     cell->expire_at = now + whole;
     cell->word = (uint64_t)(whole * (int64_t)l->rate - debt);
+    if (debt > l->debt_max) /* only a reservation leaves this much */
+        cell->word |= SL__HELD;
 }
 
-/* (TAT - now) in units. A TAT further ahead than debt_max means the clock
- * went back: the state moves back with it, keeping the most it can hold. */
+/* (TAT - now) in units. A TAT further ahead than debt_max (debt_hold for a
+ * state holding reservations) means the clock went back: the state moves
+ * back with it, keeping the most it can hold. */
 static int64_t debt_at(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now) {
     if (cell->expire_at <= now)
         return 0;
+    uint64_t word = cell->word & ~SL__HELD;
+    int64_t most = (cell->word & SL__HELD) ? sl__max64(l->debt_max, l->debt_hold) : l->debt_max;
     uint64_t ahead = (uint64_t)cell->expire_at - (uint64_t)now;
-    if (ahead <= (uint64_t)l->debt_max / l->rate + 1) {
-        uint64_t frac = cell->word < l->rate ? cell->word : l->rate - 1;
+    if (ahead <= (uint64_t)most / l->rate + 1) {
+        uint64_t frac = word < l->rate ? word : l->rate - 1;
         sl__u128 debt = (sl__u128)ahead * l->rate - frac;
-        if (debt <= (sl__u128)l->debt_max)
+        if (debt <= (sl__u128)most)
             return (int64_t)debt;
     }
     set_debt(l, cell, now, l->debt_max);
@@ -83,6 +88,51 @@ void sl__rate_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint
     int64_t debt = debt_at(l, cell, now);
     int64_t inc = cost > l->capacity ? l->debt_max : (int64_t)cost * l->period;
     /* Only count_denied takes debt past tau: tokens go negative down to
-     * -capacity, so a client that keeps hammering stays out. */
-    set_debt(l, cell, now, debt > l->debt_max - inc ? l->debt_max : debt + inc);
+     * -capacity, so a client that keeps hammering stays out. Debt that
+     * reservations hold is never cut back to that. */
+    if (debt > l->debt_max)
+        set_debt(l, cell, now, debt);
+    else
+        set_debt(l, cell, now, debt > l->debt_max - inc ? l->debt_max : debt + inc);
+}
+
+/* ---- reservations (sl_reserve) ------------------------------------------------ */
+
+/* Until the request's place in the schedule: the moment debt + inc fits tau
+ * (a shaper's request leaves its queue when the debt before it has drained). */
+static sl_usec_t own_delay(const sl__limit_t *l, int64_t debt, int64_t inc) {
+    if (l->shaper)
+        return drain_time(l, debt);
+    return debt + inc > l->tau ? drain_time(l, debt + inc - l->tau) : 0;
+}
+
+void sl__rate_reserve(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
+                      sl_usec_t max_wait, sl__verdict_t *v) {
+    sl__rate_decide(l, cell, now, cost, v);
+    if (v->allowed || cost > l->capacity)
+        return;
+    int64_t debt = debt_at(l, cell, now);
+    int64_t inc = (int64_t)cost * l->period;
+    sl_usec_t wait = max_wait < l->wait_max ? max_wait : l->wait_max;
+    /* wait*rate <= 2^61 (wait_max), debt + inc <= debt_hold + tau: no overflow */
+    int64_t over = debt + inc - l->tau - wait * (int64_t)l->rate;
+    if (over > 0) {
+        v->retry_after = drain_time(l, over); /* until this wait would be enough */
+        return;
+    }
+    v->allowed = true;
+    v->retry_after = 0;
+    v->delay = own_delay(l, debt, inc);
+    v->remaining_charged = 0;
+    v->reset_charged = drain_time(l, debt + inc);
+}
+
+void sl__rate_reserve_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_usec_t at,
+                             uint64_t cost) {
+    int64_t debt = debt_at(l, cell, now);
+    int64_t inc = (int64_t)cost * l->period;
+    sl_usec_t common = at - now; /* <= wait_max, so common*rate <= 2^61 */
+    if (common > own_delay(l, debt, inc) && common * (int64_t)l->rate > debt)
+        debt = common * (int64_t)l->rate; /* it runs later than its place: charged from then */
+    set_debt(l, cell, now, debt + inc);
 }

@@ -108,6 +108,10 @@ int sl__limit_compile(const sl_limit_t *in, uint32_t soft_percent, uint64_t poli
             return fail(why, "capacity * period is too large (at most 2^61)", SL_ERANGE);
         l.tau = (int64_t)l.capacity * l.period;
         l.debt_max = l.count_denied ? 2 * l.tau : l.tau;
+        /* waits cost wait*rate units of debt: kept under 2^61 */
+        l.wait_max = SL_MAX_WAIT < SL__MAX_SCALED / (int64_t)l.rate ? SL_MAX_WAIT
+                                                                    : SL__MAX_SCALED / (int64_t)l.rate;
+        l.debt_hold = l.tau + l.wait_max * (int64_t)l.rate;
         break;
     case SL_FIXED_WINDOW:
     case SL_SLIDING_WINDOW:
@@ -134,6 +138,8 @@ int sl__limit_compile(const sl_limit_t *in, uint32_t soft_percent, uint64_t poli
             if (l.period % l.precision != 0)
                 return fail(why, "period must be a multiple of precision", SL_EINVAL);
             l.sub = l.period / l.precision;
+        } else if (!log) {
+            l.wait_max = SL_MAX_WAIT;
         }
         break;
     }
@@ -172,6 +178,26 @@ void sl__limit_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uin
         sl__log_commit(l, cell, now, cost);
         break;
     }
+}
+
+void sl__limit_reserve(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
+                       sl_usec_t max_wait, sl__verdict_t *v) {
+    if (l->family == SL__RATE)
+        sl__rate_reserve(l, cell, now, cost, max_wait, v);
+    else if (l->family == SL__WINDOW && l->precision == 0)
+        sl__fixed_reserve(l, cell, now, cost, max_wait, v);
+    else
+        sl__limit_decide(l, cell, now, cost, v);
+}
+
+void sl__limit_reserve_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_usec_t at,
+                              uint64_t cost) {
+    if (l->family == SL__RATE)
+        sl__rate_reserve_commit(l, cell, now, at, cost);
+    else if (l->family == SL__WINDOW && l->precision == 0)
+        sl__fixed_reserve_commit(l, cell, now, at, cost);
+    else
+        sl__limit_commit(l, cell, now, cost);
 }
 
 uint32_t sl__limit_block_kind(const sl__limit_t *l) {

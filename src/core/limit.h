@@ -43,12 +43,21 @@ typedef struct sl__limit {
      * cost 1 is `period` units long and no division ever rounds. */
     int64_t tau;          /* capacity * period: the tolerance, scaled */
     int64_t debt_max;     /* largest debt kept: tau, or 2*tau with count_denied */
+    int64_t debt_hold;    /* largest debt a reservation may leave: tau + wait_max*rate */
+    sl_usec_t wait_max;   /* longest wait a reservation may hold, us (0: none) */
     /* SL__WINDOW */
     uint32_t precision;   /* sub-windows; 0 for fixed_window */
     sl_usec_t sub;        /* sub-window length, us */
     uint64_t id;          /* names this limit's state: policy name + effective
                              parameters, so unchanged limits keep their state */
 } sl__limit_t;
+
+/* A flag in the word of a gcra/token/leaky or fixed_window state: the state
+ * holds reservations (sl__limit_reserve_commit), so it may lie as far ahead
+ * of the clock as wait_max allows before it means the clock went back.
+ * States without it are read exactly as before reservations existed (and as
+ * the Redis scripts read them). */
+#define SL__HELD (UINT64_C(1) << 63)
 
 /* Out-of-line state. Logs are rings of timestamps, oldest at `head`:
  * LOG32 holds them modulo 2^32 us (periods up to 2^31 us, ~35 min), LOG64
@@ -101,6 +110,21 @@ int sl__limit_compile(const sl_limit_t *in, uint32_t soft_percent, uint64_t poli
 void sl__limit_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
                       sl__verdict_t *v);
 
+/* Decides a reservation (sl_reserve): as sl__limit_decide, but a request
+ * the limit would deny now passes when its place in the limit's schedule
+ * comes within min(max_wait, wait_max); v->delay is then how long until
+ * that place (a shaper's: until it leaves the queue). Only for limits with
+ * wait_max > 0 (the rate family and fixed_window). */
+void sl__limit_reserve(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
+                       sl_usec_t max_wait, sl__verdict_t *v);
+
+/* Charges a reservation decided by sl__limit_reserve at `now`, for a request
+ * that runs at `at` (now + the policy's largest delay, within wait_max). A
+ * limit whose own place comes at `at` keeps its exact schedule; one whose
+ * place is earlier is charged as if the request arrived at `at`. */
+void sl__limit_reserve_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_usec_t at,
+                              uint64_t cost);
+
 /* The block kind of this limit's state, SL__BLOCK_NONE for inline state. */
 uint32_t sl__limit_block_kind(const sl__limit_t *l);
 
@@ -134,6 +158,14 @@ bool sl__block_valid(const sl__block_t *b);
 void sl__rate_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
                      sl__verdict_t *v);
 void sl__rate_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost);
+void sl__rate_reserve(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
+                      sl_usec_t max_wait, sl__verdict_t *v);
+void sl__rate_reserve_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_usec_t at,
+                             uint64_t cost);
+void sl__fixed_reserve(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
+                       sl_usec_t max_wait, sl__verdict_t *v);
+void sl__fixed_reserve_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_usec_t at,
+                              uint64_t cost);
 void sl__window_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
                        sl__verdict_t *v);
 void sl__window_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost);

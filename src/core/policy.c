@@ -232,6 +232,65 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
     return SL_OK;
 }
 
+int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
+                       sl_usec_t max_wait, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
+                       sl_decision_t *out, sl_limit_report_t *limits) {
+    for (size_t i = 0; i < p->nlimits && max_wait > 0; i++)
+        if (p->limits[i].wait_max == 0)
+            return SL_ENOWAIT;
+    if (max_wait <= 0 || cost == 0)
+        return sl__policy_evaluate(p, cells, now, cost, false, prepare, ctx, charged, NULL, out,
+                                   limits);
+    sl__verdict_t v[SL_MAX_LIMITS];
+    bool all = true;
+    sl_usec_t common = 0;
+    for (size_t i = 0; i < p->nlimits; i++) {
+        sl__limit_reserve(&p->limits[i], &cells[i], now, cost, max_wait, &v[i]);
+        all = all && v[i].allowed;
+        common = sl__max64(common, v[i].delay);
+    }
+    /* every limit must be able to hold the common moment (a limit of a
+     * huge rate holds less than SL_MAX_WAIT) */
+    for (size_t i = 0; all && i < p->nlimits; i++) {
+        if (common > p->limits[i].wait_max) {
+            all = false;
+            v[i].allowed = false;
+            v[i].retry_after = common - p->limits[i].wait_max;
+        }
+    }
+    uint32_t mask = 0;
+    for (size_t i = 0; i < p->nlimits; i++)
+        if (all || p->limits[i].count_denied)
+            mask |= 1u << i;
+    for (size_t i = 0; i < p->nlimits; i++) {
+        if (!(mask & (1u << i)))
+            continue;
+        int rc = prepare(ctx, i, &cells[i], 0); /* these limits keep no blocks */
+        if (rc != SL_OK)
+            return rc;
+    }
+    for (size_t i = 0; i < p->nlimits; i++) {
+        if (!(mask & (1u << i)))
+            continue;
+        if (all) {
+            sl__limit_reserve_commit(&p->limits[i], &cells[i], now, now + common, cost);
+        } else { /* a counted deny, as sl__policy_evaluate's */
+            sl__limit_commit(&p->limits[i], &cells[i], now, cost);
+            sl__limit_reserve(&p->limits[i], &cells[i], now, cost, max_wait, &v[i]);
+        }
+    }
+    for (size_t i = 0; i < p->nlimits; i++)
+        if (cells[i].dirty)
+            mask |= 1u << i;
+    *charged = mask;
+    report(p, v, all, false, out);
+    if (all)
+        out->delay = common;
+    if (limits)
+        report_limits(p, v, all, limits);
+    return SL_OK;
+}
+
 int sl__policy_force(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, sl_usec_t since,
                      const uint64_t *costs, sl__prepare_fn prepare, void *ctx) {
     for (size_t i = 0; i < p->nlimits; i++) {

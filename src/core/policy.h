@@ -60,6 +60,16 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
                         bool peek, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
                         uint32_t *costed, sl_decision_t *out, sl_limit_report_t *limits);
 
+/* sl__policy_evaluate for a reservation (sl_reserve): each limit reserves
+ * within max_wait (sl__limit_reserve); when all pass, every limit is charged
+ * for the largest delay (sl__limit_reserve_commit) and out->delay is that.
+ * max_wait 0 or cost 0 is a plain evaluation. SL_ENOWAIT when a limit
+ * cannot reserve (sliding_window, sliding_log) and max_wait > 0; nothing is
+ * decided then. */
+int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
+                       sl_usec_t max_wait, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
+                       sl_decision_t *out, sl_limit_report_t *limits);
+
 /* Charges costs[i] to every limit i whatever it decides (cost 0: none),
  * as count_denied charges a denied request: how charges a daemon already
  * admitted are merged into a shared state. `since` (0: now) is when the

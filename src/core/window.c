@@ -26,30 +26,58 @@
 typedef struct fixed_view {
     uint64_t count;
     sl_usec_t end;  /* end of the window the request falls in */
+    bool ahead;     /* reservations hold later windows: this one and every
+                       one before the last (which ends at `end` and holds
+                       `count`) are full */
 } fixed_view_t;
 
-/* A stored window that starts after now means the clock went back: the
- * count moves to the window of now. */
+/* The end of the last window a reservation made at `now` may hold. */
+static sl_usec_t held_end(const sl__limit_t *l, sl_usec_t now) {
+    return ((now + l->wait_max) / l->period + 1) * l->period;
+}
+
+/* A stored window that starts after now means the clock went back (unless
+ * reservations hold it, within their reach): the count moves to the window
+ * of now. */
 static fixed_view_t fixed_view(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now) {
     fixed_view_t f;
     sl_usec_t end_now = (now / l->period + 1) * l->period;
+    f.ahead = false;
     if (cell->expire_at <= now) {
         f.count = 0;
         f.end = end_now;
         return f;
     }
     if (cell->expire_at > end_now) {
-        cell->expire_at = end_now;
-        cell->dirty = true;
+        if ((cell->word & SL__HELD) && cell->expire_at <= held_end(l, now)) {
+            f.ahead = true;
+        } else {
+            cell->expire_at = end_now;
+            cell->dirty = true;
+        }
     }
-    f.count = cell->word;
+    f.count = cell->word & ~SL__HELD;
     f.end = cell->expire_at;
     return f;
+}
+
+/* Until the first window at or after the last held one with room for cost. */
+static sl_usec_t held_retry(const sl__limit_t *l, const fixed_view_t *f, sl_usec_t now,
+                            uint64_t cost) {
+    return (f->count <= l->capacity - cost ? f->end - l->period : f->end) - now;
 }
 
 static void fixed_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now,
                          uint64_t cost, sl__verdict_t *v) {
     fixed_view_t f = fixed_view(l, cell, now);
+    if (f.ahead) {
+        v->allowed = false;
+        v->delay = 0;
+        v->remaining_now = v->remaining_charged = 0;
+        v->reset_now = v->reset_charged = f.end - now;
+        v->retry_after = cost > l->capacity ? SL_NEVER : held_retry(l, &f, now, cost);
+        return;
+    }
     v->remaining_now = sl__sat_sub_u64(l->capacity, f.count);
     v->reset_now = f.count > 0 ? f.end - now : 0;
     v->delay = 0;
@@ -69,7 +97,46 @@ static void fixed_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now,
 static void fixed_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost) {
     fixed_view_t f = fixed_view(l, cell, now);
     cell->expire_at = f.end;
-    cell->word = sl__sat_add_u64(f.count, cost);
+    /* Counted to the last window held (a denied count_denied request). Any
+     * count above capacity denies every cost alike: kept small, as the
+     * Redis script keeps it, clear of the SL__HELD bit. */
+    uint64_t count = sl__sat_add_u64(f.count, cost);
+    cell->word = count > l->capacity ? l->capacity + 1 : count;
+    if (f.ahead)
+        cell->word |= SL__HELD;
+}
+
+void sl__fixed_reserve(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
+                       sl_usec_t max_wait, sl__verdict_t *v) {
+    fixed_decide(l, cell, now, cost, v);
+    if (v->allowed || cost > l->capacity)
+        return;
+    fixed_view_t f = fixed_view(l, cell, now);
+    /* the window it would run in: the last one held (or now's) if it has
+     * room, else the one after it */
+    sl_usec_t start = f.count <= l->capacity - cost && f.ahead ? f.end - l->period : f.end;
+    sl_usec_t wait = max_wait < l->wait_max ? max_wait : l->wait_max;
+    if (start - now > wait) {
+        v->retry_after = start - now - wait; /* until this wait would be enough */
+        return;
+    }
+    v->allowed = true;
+    v->retry_after = 0;
+    v->delay = start - now;
+    v->remaining_charged = 0;
+    v->reset_charged = start + l->period - now;
+}
+
+void sl__fixed_reserve_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_usec_t at,
+                              uint64_t cost) {
+    fixed_view_t f = fixed_view(l, cell, now);
+    sl_usec_t end_at = (at / l->period + 1) * l->period; /* the window it runs in */
+    uint64_t count = end_at == f.end ? sl__sat_add_u64(f.count, cost) : cost;
+    /* windows skipped before end_at now count as full: conservative */
+    cell->expire_at = end_at;
+    cell->word = count & ~SL__HELD;
+    if (end_at > (now / l->period + 1) * l->period)
+        cell->word |= SL__HELD;
 }
 
 /* ---- sliding_window ---------------------------------------------------------- */

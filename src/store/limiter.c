@@ -53,14 +53,21 @@ static sl_usec_t now_of(const sl_limiter_t *l) {
  * decisions, few enough to stay in L1: measured best at 8. */
 #define SL__LOOKAHEAD 8
 
+/* wait < 0: a plain decision; else a reservation of at most `wait` us. */
 static int decide_at(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len,
-                     uint64_t cost, bool peek, sl_usec_t now, sl_decision_t *out,
+                     uint64_t cost, bool peek, sl_usec_t wait, sl_usec_t now, sl_decision_t *out,
                      sl_limit_report_t *limits) {
     if (key == NULL && key_len > 0)
         return SL_EINVAL;
     if (key == NULL)
         key = "";
-    int rc = l->store->ops->evaluate(l->store, p, key, key_len, cost, now, peek, out, limits);
+    int rc;
+    if (wait < 0)
+        rc = l->store->ops->evaluate(l->store, p, key, key_len, cost, now, peek, out, limits);
+    else if (l->store->ops->reserve == NULL)
+        rc = SL_ENOTSUP;
+    else
+        rc = l->store->ops->reserve(l->store, p, key, key_len, cost, now, wait, out, limits);
     if (rc != SL_OK || out->allowed || p->mode != SL_MODE_ELASTIC)
         return rc;
     sl_decision_t pool;
@@ -82,7 +89,16 @@ int sl_decide(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key
               unsigned flags, sl_decision_t *out, sl_limit_report_t *limits) {
     if (l == NULL || p == NULL || out == NULL)
         return SL_EINVAL;
-    return decide_at(l, p, key, key_len, cost, flags & SL_DECIDE_PEEK, now_of(l), out, limits);
+    return decide_at(l, p, key, key_len, cost, flags & SL_DECIDE_PEEK, -1, now_of(l), out, limits);
+}
+
+int sl_reserve(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
+               sl_usec_t max_wait, sl_decision_t *out, sl_limit_report_t *limits) {
+    if (l == NULL || p == NULL || out == NULL)
+        return SL_EINVAL;
+    if (max_wait < 0 || max_wait > SL_MAX_WAIT)
+        return SL_ERANGE;
+    return decide_at(l, p, key, key_len, cost, false, max_wait, now_of(l), out, limits);
 }
 
 int sl_check(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
@@ -117,7 +133,8 @@ int sl_check_batch(sl_limiter_t *l, const sl_policy_t *p, const sl_request_t *re
             __builtin_prefetch(reqs[i + 2 * SL__LOOKAHEAD].key);
         if (ahead && i + SL__LOOKAHEAD < n)
             prefetch(l, p, &reqs[i + SL__LOOKAHEAD]);
-        int rc = decide_at(l, p, reqs[i].key, reqs[i].key_len, reqs[i].cost, false, now, &out[i], NULL);
+        int rc = decide_at(l, p, reqs[i].key, reqs[i].key_len, reqs[i].cost, false, -1, now,
+                           &out[i], NULL);
         if (rc != SL_OK)
             return rc;
         if (done)

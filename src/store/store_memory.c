@@ -468,6 +468,36 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
     return rc;
 }
 
+/* A reservation: as mem_evaluate without write-back, whose journal and
+ * shares know nothing of places held for later. */
+static int mem_reserve(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
+                       uint64_t cost, sl_usec_t now, sl_usec_t max_wait, sl_decision_t *out,
+                       sl_limit_report_t *limits) {
+    memory_store_t *m = (memory_store_t *)s;
+    if (p->write_back)
+        return SL_ENOTSUP;
+    eval_t e;
+    begin(m, p, key, key_len, now, &e);
+    shard_t *sh = e.sh;
+    pthread_mutex_lock(&sh->lock);
+    sl__cell_t cells[SL_MAX_LIMITS];
+    locate_all(&e);
+    for (size_t i = 0; i < p->nlimits; i++)
+        cells[i] = load_cell(&e, i);
+    uint32_t charged = 0;
+    int rc = sl__policy_reserve(p, cells, now, cost, max_wait, prepare, &e, &charged, out, limits);
+    for (size_t i = 0; rc == SL_OK && i < p->nlimits; i++) {
+        if (!(charged & (1u << i)))
+            continue;
+        slot_t *slot = &sh->slots[locate(&e, i)];
+        slot->expire_at = cells[i].expire_at;
+        if (cells[i].block == NULL)
+            slot->word = cells[i].word;
+    }
+    pthread_mutex_unlock(&sh->lock);
+    return rc;
+}
+
 /* ---- write-back ------------------------------------------------------------------ */
 
 void sl__memory_journal(sl_store_t *s, sl__journal_fn fn, sl__unsynced_fn unsynced, void *ctx) {
@@ -584,6 +614,7 @@ static void mem_destroy(sl_store_t *s) {
 static const sl__store_ops_t memory_ops = {
     .name = "memory",
     .evaluate = mem_evaluate,
+    .reserve = mem_reserve,
     .reset = mem_reset,
     .prefetch = mem_prefetch,
     .stats = sl__mem_stats,

@@ -28,6 +28,8 @@ static int memory_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_
                          sl_limit_report_t *limits, sld_job_t *job) {
     (void)worker, (void)job;
     sld_decide_ctx_t *d = ctx;
+    if (r->flags & SLD_DECIDE_WAIT)
+        return sl_reserve(d->limiter, r->p, r->key, r->key_len, r->cost, r->max_wait, out, limits);
     return sl_decide(d->limiter, r->p, r->key, r->key_len, r->cost, r->flags, out, limits);
 }
 
@@ -43,7 +45,8 @@ static void memory_decide_batch(void *ctx, uint32_t worker, const sld_request_t 
     for (size_t i = 0; i < n;) {
         const sl_policy_t *p = reqs[i].p;
         size_t m = 0;
-        while (i + m < n && m < MEMORY_RUN && reqs[i + m].p == p && !(reqs[i + m].flags & SL_DECIDE_PEEK)) {
+        while (i + m < n && m < MEMORY_RUN && reqs[i + m].p == p &&
+               !(reqs[i + m].flags & (SL_DECIDE_PEEK | SLD_DECIDE_WAIT))) {
             run[m] = (sl_request_t){.key = reqs[i + m].key, .key_len = reqs[i + m].key_len,
                                     .cost = reqs[i + m].cost};
             m++;
@@ -195,6 +198,8 @@ static void on_remote(void *arg, int rc, const sl_decision_t *dec, const sl_limi
 static int redis_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
                         sl_limit_report_t *limits, sld_job_t *job) {
     sld_decide_ctx_t *d = ctx;
+    if (r->flags & SLD_DECIDE_WAIT) /* the scripts hold no places yet */
+        return SL_ENOTSUP;
     if (job == NULL) /* the caller cannot wait: this daemon's memory */
         return memory_decide(ctx, worker, r, out, limits, NULL);
     sld_job_t *kept = sld_job_keep(job);

@@ -6,10 +6,14 @@
 
 #include "server/engine/engine.h"
 
+/* Workers whose loops are kept (threads are at most 256). */
+#define MAX_LOOPS 256
+
 struct sld_engine {
     const sld_store_kind_t *kind;
     void *ctx;
     sld_engine_hooks_t hooks;
+    struct uv_loop_s *loops[MAX_LOOPS]; /* by worker, as attached */
 };
 
 struct sld_job {
@@ -124,7 +128,13 @@ bool sld_engine_supports(const sld_engine_t *e, const sl_policy_t *p, const char
 }
 
 int sld_engine_attach(sld_engine_t *e, uint32_t worker, struct uv_loop_s *loop) {
+    if (worker < MAX_LOOPS)
+        e->loops[worker] = loop;
     return e->kind->attach ? e->kind->attach(e->ctx, worker, loop) : SL_OK;
+}
+
+struct uv_loop_s *sld_engine_loop(const sld_engine_t *e, uint32_t worker) {
+    return worker < MAX_LOOPS ? e->loops[worker] : NULL;
 }
 
 void sld_engine_detach(sld_engine_t *e, uint32_t worker, void (*done)(void *arg), void *arg) {

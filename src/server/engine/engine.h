@@ -68,8 +68,14 @@ typedef struct sld_request {
     const void *key;
     size_t key_len;
     uint64_t cost;
-    unsigned flags;               /* SL_DECIDE_PEEK */
+    unsigned flags;               /* SL_DECIDE_PEEK, SLD_DECIDE_WAIT */
+    sl_usec_t max_wait;           /* SLD_DECIDE_WAIT: reserve within this (sl_reserve) */
 } sld_request_t;
+
+/* sld_request_t.flags: a reservation (sl_reserve) within max_wait; an
+ * admitted decision's delay is how long the front holds the reply. The
+ * memory store only: Redis strict and write-back answer SL_ENOTSUP. */
+#define SLD_DECIDE_WAIT 0x100u
 
 /* A decision on its way: the engine's. A store kind that answers later
  * keeps it (sld_job_keep) and finishes it (sld_job_done). */
@@ -164,6 +170,9 @@ bool sld_engine_supports(const sld_engine_t *e, const sl_policy_t *p, const char
 /* Worker `worker`'s loop is there (its thread, before it serves): the
  * store's clients for it start. */
 int sld_engine_attach(sld_engine_t *e, uint32_t worker, struct uv_loop_s *loop);
+/* Worker `worker`'s loop as attached (NULL: not attached): where a front
+ * holds a reply on a timer (SLD_DECIDE_WAIT). */
+struct uv_loop_s *sld_engine_loop(const sld_engine_t *e, uint32_t worker);
 /* Worker `worker` is stopping: done(arg) once the store holds nothing of it
  * (maybe at once). The loop must keep running until then. */
 void sld_engine_detach(sld_engine_t *e, uint32_t worker, void (*done)(void *arg), void *arg);

@@ -28,6 +28,7 @@
 #include "server/http/http_framing.h"
 #include "server/http/http_request.h"
 #include "server/http/http_server.h"
+#include "server/http/http_wait.h"
 
 #define MAX_URI_BYTES 8192   /* the request target, query included */
 #define MAX_HEAD_BYTES 65536 /* request line and headers (or max_request_bytes if less) */
@@ -193,6 +194,13 @@ static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void
     return sld_http_server_start(&w->server, h->d, loop, &h->config, fd, "HTTP", err, err_len);
 }
 
+/* Answers held by wait= are released (503) first: they must not hold the stop. */
+static void worker_begin_stop(void *arg) {
+    sld_http_worker_t *w = arg;
+    sld_http_wait_release(w->index);
+    sld_http_server_begin_stop(w);
+}
+
 static void worker_dispose(void *arg) {
     sld_http_worker_t *w = arg;
     sld_http_server_dispose(&w->server);
@@ -204,7 +212,10 @@ static void worker_free(void *arg) { free(arg); }
 const sld_front_ops_t sld_http_front_ops = {
     .name = "http",
     .start = worker_start,
-    SLD_HTTP_SERVER_HOOKS,
+    .begin_stop = worker_begin_stop,
+    .tick = sld_http_server_tick,
+    .force_close = sld_http_server_force_close,
+    .idle = sld_http_server_idle,
     .dispose = worker_dispose,
     .free = worker_free,
 };

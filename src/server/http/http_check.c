@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "server/config/config.h" /* sld_parse_duration: wait= */
 #include "server/http/http_check.h"
 #include "server/http/http_json.h"
 #include "sluice.h"
@@ -129,7 +130,19 @@ static bool form_value(const char *s, size_t n, bool plain, char *scratch, size_
     return true;
 }
 
-enum { Q_POLICY = 1, Q_KEY = 2, Q_COST = 4 };
+enum { Q_POLICY = 1, Q_KEY = 2, Q_COST = 4, Q_WAIT = 8 };
+
+#define WAIT_RANGE "must be a duration from 0 to 1h (\"500ms\", \"2s\")"
+
+/* wait: a duration ("500ms", "2s"; a bare number is seconds), up to SL_MAX_WAIT. */
+static bool parse_wait(const char *p, size_t n, sl_usec_t *out) {
+    char text[32];
+    if (n == 0 || n >= sizeof text)
+        return false;
+    memcpy(text, p, n);
+    text[n] = '\0';
+    return sld_parse_duration(text, out) == SL_OK && *out >= 0 && *out <= SL_MAX_WAIT;
+}
 
 /* The longest known name is 6 bytes, so 3 bytes each at most when encoded:
  * a longer encoded name is unknown without decoding it. */
@@ -158,8 +171,11 @@ static int query_pair(const char *s, size_t n, bool plain, char *scratch, size_t
     } else if (span_is(name, "cost")) {
         p = "cost";
         bit = Q_COST;
+    } else if (span_is(name, "wait")) {
+        p = "wait";
+        bit = Q_WAIT;
     } else {
-        return fail(param, why, "query", "unknown parameter (known: policy, key, cost)");
+        return fail(param, why, "query", "unknown parameter (known: policy, key, cost, wait)");
     }
     if (eq == NULL)
         return fail(param, why, p, "expected name=value");
@@ -179,6 +195,10 @@ static int query_pair(const char *s, size_t n, bool plain, char *scratch, size_t
         out->has_key = true;
         out->key = value;
         break;
+    case Q_WAIT:
+        if (!parse_wait(value.ptr, value.len, &out->wait))
+            return fail(param, why, p, WAIT_RANGE);
+        break;
     default:
         if (!parse_cost(value.ptr, value.len, &out->cost))
             return fail(param, why, p, COST_RANGE);
@@ -189,7 +209,7 @@ static int query_pair(const char *s, size_t n, bool plain, char *scratch, size_t
 
 int sld_check_parse_query(const char *query, size_t len, char *scratch, sld_check_request_t *out,
                           const char **param, const char **why) {
-    *out = (sld_check_request_t){.cost = 1};
+    *out = (sld_check_request_t){.cost = 1, .wait = -1};
     unsigned seen = 0;
     size_t used = 0; /* bytes of scratch holding decoded values */
     /* Nearly every query has nothing to decode: then names and values are
@@ -457,7 +477,7 @@ static int attributes_value(json_t *j, sld_check_request_t *out) {
     }
 }
 
-enum { J_POLICY = 1, J_KEY = 2, J_COST = 4, J_ATTRS = 8 };
+enum { J_POLICY = 1, J_KEY = 2, J_COST = 4, J_ATTRS = 8, J_WAIT = 16 };
 
 /* One "name": value member of the top object. */
 static int member(json_t *j, unsigned *seen, sld_check_request_t *out) {
@@ -486,8 +506,11 @@ static int member(json_t *j, unsigned *seen, sld_check_request_t *out) {
     } else if (span_is(name, "attributes")) {
         field = "attributes";
         bit = J_ATTRS;
+    } else if (span_is(name, "wait")) {
+        field = "wait";
+        bit = J_WAIT;
     } else {
-        return jfail(j, "body", "unknown field (known: policy, key, cost, attributes)");
+        return jfail(j, "body", "unknown field (known: policy, key, cost, attributes, wait)");
     }
     if (*seen & bit)
         return jfail(j, field, "given twice");
@@ -506,6 +529,12 @@ static int member(json_t *j, unsigned *seen, sld_check_request_t *out) {
         return string_value(j, field, "must be a string", &out->key);
     case J_COST:
         return cost_value(j, &out->cost);
+    case J_WAIT: {
+        sld_span_t w;
+        if ((rc = string_value(j, field, "must be a string (\"500ms\", \"2s\")", &w)) != SL_OK)
+            return rc;
+        return parse_wait(w.ptr, w.len, &out->wait) ? SL_OK : jfail(j, field, WAIT_RANGE);
+    }
     default:
         return attributes_value(j, out);
     }
@@ -513,7 +542,7 @@ static int member(json_t *j, unsigned *seen, sld_check_request_t *out) {
 
 int sld_check_parse_json(const char *body, size_t len, char *scratch, sld_check_request_t *out,
                          const char **param, const char **why) {
-    *out = (sld_check_request_t){.cost = 1};
+    *out = (sld_check_request_t){.cost = 1, .wait = -1};
     json_t j = {.p = body, .len = len, .scratch = scratch, .param = param, .why = why};
     skip_ws(&j);
     if (j.pos == len)

@@ -1,6 +1,6 @@
 /* http_check.h -- what a check request asks, from a query string or JSON.
  *
- *   GET  /v1/check?policy=P&key=K[&cost=N]
+ *   GET  /v1/check?policy=P&key=K[&cost=N][&wait=500ms]
  *   POST /v1/check   {"policy": "P", "key": "K", "cost": N}
  *                    {"policy": "P", "attributes": {"user": "u", "ip": "..."}, "cost": N}
  *
@@ -32,6 +32,7 @@ typedef struct sld_check_request {
     bool has_key;
     sld_span_t key;               /* may be empty ("" is a key) */
     uint64_t cost;                /* default 1; 0 allowed (charges nothing) */
+    int64_t wait;                 /* wait=: the longest hold, us (0..SL_MAX_WAIT); -1 none */
     sld_attr_t attrs[SLD_CHECK_MAX_ATTRS];
     size_t nattrs;                /* JSON "attributes" (instead of, or with, key) */
 } sld_check_request_t;

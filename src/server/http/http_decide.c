@@ -148,6 +148,11 @@ static void finish(sld_http_reply_t *r, const sld_http_decision_t *f, int rc, co
     f->answer(r, f, dec);
 }
 
+void sld_http_finish(sld_http_reply_t *r, const sld_http_decision_t *f, int rc, const sl_decision_t *dec,
+                     const sl_limit_report_t *lr) {
+    finish(r, f, rc, dec, lr);
+}
+
 static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *lr) {
     sld_http_pending_t *pd = arg;
     finish(sld_http_pending_reply(pd), sld_http_pending_extra(pd), rc, dec, lr);

@@ -43,6 +43,11 @@ struct sld_http_decision {
     sld_http_answer_fn answer;
 };
 
+/* Writes the answer to a decision (or to error rc) into r: the rate limit
+ * headers, then f's answer. */
+void sld_http_finish(sld_http_reply_t *r, const sld_http_decision_t *f, int rc, const sl_decision_t *dec,
+                     const sl_limit_report_t *lr);
+
 /* Decides `cost` for `key` and answers in c->reply, or (with *c->later)
  * when the store answers. Store errors are 503, a refused cost 400. */
 void sld_http_decide(const sld_http_call_t *c, const sld_http_decision_t *f, sld_span_t key, uint64_t cost);

@@ -123,6 +123,8 @@ struct sld_http_pending {
     sld_http_reply_t reply;
     sld_http_done_fn done;  /* set by the wire layer; NULL: nobody waits any more */
     void *done_arg;
+    void (*cancel)(void *arg); /* told once when nobody waits any more */
+    void *cancel_arg;
     alignas(max_align_t) unsigned char extra[]; /* the route's own state */
 };
 
@@ -137,6 +139,16 @@ void *sld_http_pending_extra(sld_http_pending_t *pd) { return pd->extra; }
 void sld_http_pending_wait(sld_http_pending_t *pd, sld_http_done_fn done, void *arg) {
     pd->done = done;
     pd->done_arg = arg;
+    void (*cancel)(void *) = pd->cancel;
+    if (done == NULL && cancel) {
+        pd->cancel = NULL;
+        cancel(pd->cancel_arg);
+    }
+}
+
+void sld_http_pending_on_cancel(sld_http_pending_t *pd, void (*cancel)(void *arg), void *arg) {
+    pd->cancel = cancel;
+    pd->cancel_arg = arg;
 }
 
 void sld_http_pending_deliver(sld_http_pending_t *pd) {

@@ -119,6 +119,11 @@ sld_http_reply_t *sld_http_pending_reply(sld_http_pending_t *pd);
 void *sld_http_pending_extra(sld_http_pending_t *pd);
 /* Who gets the answer; done NULL: nobody (the request went away). */
 void sld_http_pending_wait(sld_http_pending_t *pd, sld_http_done_fn done, void *arg);
+/* Asks to be told, by cancel(arg), when nobody waits any more
+ * (sld_http_pending_wait with done NULL) before the answer is delivered:
+ * an answer held on a timer stops waiting. It is still delivered (and
+ * freed) by sld_http_pending_deliver, later. */
+void sld_http_pending_on_cancel(sld_http_pending_t *pd, void (*cancel)(void *arg), void *arg);
 /* Gives the reply to whoever waits (an unwritable one becomes a 503) and
  * frees the pending answer. */
 void sld_http_pending_deliver(sld_http_pending_t *pd);

@@ -10,6 +10,7 @@
 #include "server/http/http_decide.h"
 #include "server/http/http_request.h"
 #include "server/http/http_routes.h"
+#include "server/http/http_wait.h"
 
 static sld_span_t header(const sld_http_request_t *req, const char *name) {
     if (req->header == NULL)
@@ -91,7 +92,9 @@ static void forward_auth(const sld_http_call_t *c) {
         return;
     }
     sld_http_decision_t f = {.rt = rt, .index = index, .p = p, .tier = NULL, .answer = auth_status};
-    sld_http_decide(c, &f, key, 1);
+    int64_t wait;
+    if (sld_http_query_wait(c, &wait))
+        sld_http_decide_wait(c, &f, key, 1, wait);
 }
 
 const sld_http_route_t sld_http_auth_routes[] = {

@@ -9,6 +9,7 @@
 #include "server/base/decimal.h"
 #include "server/http/http_decide.h"
 #include "server/http/http_routes.h"
+#include "server/http/http_wait.h"
 
 #define USEC_PER_MS 1000
 
@@ -113,7 +114,7 @@ static void check(const sld_http_call_t *c) {
         return;
     }
     sld_http_decision_t f = {.rt = rt, .index = index, .p = p, .tier = tier, .answer = check_body};
-    sld_http_decide(c, &f, key, cr.cost);
+    sld_http_decide_wait(c, &f, key, cr.cost, cr.wait); /* without wait=: sld_http_decide */
 }
 
 const sld_http_route_t sld_http_check_routes[] = {

@@ -11,6 +11,8 @@ struct sld_reply {
     sld_buf_t reply;         /* written by the completion */
     sld_buf_t after;         /* replies of later commands, up to the next late one */
     bool ready;
+    void (*cancel)(void *arg); /* told when the connection goes first */
+    void *cancel_arg;
 };
 
 void sld_reply_queue_init(sld_reply_queue_t *q, sld_buf_t *out, void (*ready)(void *ctx), void *ctx) {
@@ -55,6 +57,28 @@ void sld_reply_undefer(sld_reply_queue_t *q, sld_reply_t *r) {
 }
 
 sld_buf_t *sld_reply_buf(sld_reply_t *r) { return &r->reply; }
+
+void sld_reply_on_close(sld_reply_t *r, void (*cancel)(void *arg), void *arg) {
+    r->cancel = cancel;
+    r->cancel_arg = arg;
+}
+
+bool sld_reply_queue_holds(const sld_reply_queue_t *q) {
+    for (const sld_reply_t *r = q->head; r; r = r->next)
+        if (r->cancel)
+            return true;
+    return false;
+}
+
+void sld_reply_queue_close(sld_reply_queue_t *q) {
+    q->closed = true;
+    for (sld_reply_t *r = q->head; r; r = r->next) {
+        void (*cancel)(void *) = r->cancel;
+        r->cancel = NULL;
+        if (cancel)
+            cancel(r->cancel_arg);
+    }
+}
 
 void sld_reply_done(sld_reply_t *r) {
     sld_reply_queue_t *q = r->q;

@@ -47,6 +47,17 @@ sld_reply_t *sld_reply_defer(sld_reply_queue_t *q);
 void sld_reply_undefer(sld_reply_queue_t *q, sld_reply_t *r);
 /* Where the late reply is written. */
 sld_buf_t *sld_reply_buf(sld_reply_t *r);
+/* Asks to be told, by cancel(arg), if the connection goes before the late
+ * reply r is written (a reply held on a timer stops waiting). cancel must
+ * not touch the queue at once: it still ends with sld_reply_done(r), later. */
+void sld_reply_on_close(sld_reply_t *r, void (*cancel)(void *arg), void *arg);
+/* Whether a late reply asked to be told of the close (one held on a
+ * timer): a client that stops sending while it waits is gone, not
+ * half-closed. */
+bool sld_reply_queue_holds(const sld_reply_queue_t *q);
+/* The connection is gone: late replies will be dropped, and those that
+ * asked (sld_reply_on_close) are told. */
+void sld_reply_queue_close(sld_reply_queue_t *q);
 /* The late reply is written: what is ready moves out (dropped when the
  * queue is closed) and ready(ctx) is called, once; the callback may free
  * the queue. */

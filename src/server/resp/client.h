@@ -31,6 +31,7 @@ typedef struct sld_client {
     bool authed;              /* AUTH passed; kept by the connection (requirepass) */
     sld_reply_queue_t *replies; /* the connection's: for replies that come later */
     uint8_t proto;            /* HELLO's: 3 for RESP3, else RESP2; the connection keeps it */
+    struct uv_loop_s *loop;   /* the worker's: replies held on a timer (acquire.c) */
     sld_tx_t *tx;             /* MULTI's queue, NULL outside a transaction; the connection
                                * keeps it and frees it unrun (sld_tx_free) when it closes */
 } sld_client_t;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "server/resp/commands.h"
+#include "server/resp/acquire.h"
 #include "server/resp/auth.h"
 #include "server/resp/resp_config.h"
 #include "server/resp/connection_commands.h"
@@ -237,6 +238,51 @@ static void cmd_sl_peek(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     decide(c, argv, argc, true);
 }
 
+static void write_any(sld_buf_t *out, int kind, int rc, const sl_decision_t *d) {
+    write_reply(out, (reply_kind_t)kind, rc, d);
+}
+
+/* SL.ACQUIRE policy key [COST n] TIMEOUT ms: SL.CHECK's reply, once admitted
+ * (acquire.h). */
+static void cmd_sl_acquire(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    int64_t cost = 1, unused;
+    sl_usec_t wait = 0;
+    size_t index = 0;
+    const sl_policy_t *p;
+    const char *err = sld_acquire_options(argv, argc, 3, &cost, &wait);
+    if (err) {
+        sld_reply_error(c->out, err);
+        return;
+    }
+    if (!decide_args(c, argv, 3, &unused, &p, &index))
+        return;
+    sld_request_t req = {.origin = {.rt = c->rt, .index = index,
+                                    .slot = sld_policies_slot(c->rt->policies, index)},
+                         .p = p, .key = argv[2].ptr, .key_len = argv[2].len, .cost = (uint64_t)cost};
+    sld_acquire(c, &req, wait, REPLY_NATIVE, write_any);
+}
+
+/* CL.ACQUIRE key max_burst count period [quantity] TIMEOUT ms: CL.THROTTLE's
+ * reply, once admitted. */
+static void cmd_cl_acquire(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
+    sl_usec_t wait = 0;
+    sld_throttle_args_t a;
+    const char *err = sld_acquire_options(argv, argc, argc - 2, NULL, &wait);
+    if (err == NULL)
+        err = sld_throttle_parse(argv, argc - 2, &a);
+    if (err) {
+        sld_reply_error(c->out, err);
+        return;
+    }
+    const sl_policy_t *p;
+    sld_origin_t origin;
+    if (!throttle_policy(c, &a, false, &p, &origin))
+        return;
+    sld_request_t req = {.origin = origin, .p = p, .key = a.key.ptr, .key_len = a.key.len,
+                         .cost = (uint64_t)a.quantity};
+    sld_acquire(c, &req, wait, REPLY_THROTTLE, write_any);
+}
+
 /* SL.RESET's policy: NULL after an error reply. */
 static const sl_policy_t *reset_policy(sld_client_t *c, const sld_arg_t *argv, size_t *index) {
     const sl_policy_t *p = sld_policies_find(c->rt->policies, argv[1].ptr, argv[1].len,
@@ -367,6 +413,7 @@ static void cmd_watch(sld_client_t *c, const sld_arg_t *argv, size_t argc);
 
 static const command_t table[] = {
     {NAME("AUTH"), -2, sld_cmd_auth, 0, false, false},
+    {NAME("CL.ACQUIRE"), -7, cmd_cl_acquire, 1, false, false},
     {NAME("CL.THROTTLE"), -5, cmd_cl_throttle, 1, false, false},
     {NAME("CLIENT"), -2, sld_cmd_client, 0, false, false},
     {NAME("CLUSTER"), -2, sld_cmd_cluster, 0, false, false},
@@ -386,6 +433,7 @@ static const command_t table[] = {
     {NAME("PTTL"), 2, sld_cmd_pttl, 1, false, false},
     {NAME("QUIT"), -1, cmd_quit, 0, false, false},
     {NAME("SELECT"), 2, sld_cmd_select, 0, false, false},
+    {NAME("SL.ACQUIRE"), -5, cmd_sl_acquire, 2, false, false},
     {NAME("SL.CHECK"), -3, cmd_sl_check, 2, false, false},
     {NAME("SL.PEEK"), -3, cmd_sl_peek, 2, false, false},
     {NAME("SL.POLICIES"), 1, cmd_sl_policies, 0, false, false},
@@ -494,6 +542,10 @@ static bool queue_check(sld_client_t *c, const command_t *cmd, const sld_arg_t *
     int64_t cost;
     const sl_policy_t *p;
     size_t index;
+    if (cmd->run == cmd_sl_acquire || cmd->run == cmd_cl_acquire) {
+        sld_reply_error(c->out, "ERR SL.ACQUIRE and CL.ACQUIRE cannot wait inside MULTI");
+        return false;
+    }
     if (cmd->run == cmd_sl_check || cmd->run == cmd_sl_peek)
         return decide_args(c, argv, argc, &cost, &p, &index);
     if (cmd->run == cmd_sl_reset)

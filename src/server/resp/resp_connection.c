@@ -100,7 +100,7 @@ static void conn_close(conn_t *c) {
     if (c->closed)
         return;
     c->closed = true;
-    c->replies.closed = true;
+    sld_reply_queue_close(&c->replies); /* replies held on timers stop waiting */
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -204,7 +204,7 @@ static void process(conn_t *c) {
     sld_client_t client = {.d = d, .rt = rt, .out = sld_reply_queue_tail(&c->replies),
                            .counters = c->w->counters, .replies = &c->replies,
                            .worker = c->w->index, .id = c->id, .proto = c->proto, .tx = c->tx,
-                           .authed = c->authed};
+                           .authed = c->authed, .loop = c->w->loop};
     memcpy(client.name, c->name, sizeof c->name);
     sld_arg_t argv[MAX_ARGS];
     size_t off = 0;
@@ -318,8 +318,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (nread < 0) { /* EOF, reset, or no memory for the buffer */
         c->closing = true;
         stop_reading(c);
-        if (nread == UV_EOF)
+        if (nread == UV_EOF && !sld_reply_queue_holds(&c->replies))
             flush(c); /* a half-close still gets what it is owed; flush closes after */
+        else if (nread == UV_EOF) /* gone while it waits (SL.ACQUIRE), as from BLPOP */
+            conn_close(c);
         else if (!c->writing)
             conn_close(c);
         return;

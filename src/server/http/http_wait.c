@@ -1,0 +1,137 @@
+/* http_wait.c -- decisions that wait over HTTP (see http_wait.h): a
+ * reservation, then the answer held on a uv timer of the worker's loop in
+ * a pending answer (http_reply.h), which the wire layer sends when it is
+ * delivered. */
+#include <string.h>
+
+#include <uv.h>
+
+#include "server/config/config.h" /* sld_parse_duration */
+#include "server/http/http_wait.h"
+
+typedef struct held {
+    uv_timer_t timer;
+    sld_http_pending_t *pd; /* holds this struct: freed when delivered */
+    bool closing;           /* the timer's handle is being closed */
+    uint32_t worker;
+    struct held *prev, *next; /* the worker's held answers */
+} held_t;
+
+/* The answers each worker holds (threads are at most 256), so that a
+ * stopping worker lets them go: HTTP/1 learns that a client went away only
+ * when it writes, so nothing else would end them before their time. Each
+ * list is only touched from its worker's thread. */
+#define MAX_WORKERS 256
+static held_t *held_by_worker[MAX_WORKERS];
+
+/* Delivered (and freed) only once the timer's handle is closed. */
+static void on_closed(uv_handle_t *h) {
+    held_t *held = h->data;
+    if (held->prev)
+        held->prev->next = held->next;
+    else if (held->worker < MAX_WORKERS && held_by_worker[held->worker] == held)
+        held_by_worker[held->worker] = held->next;
+    if (held->next)
+        held->next->prev = held->prev;
+    sld_http_pending_deliver(held->pd);
+}
+
+static void close_timer(held_t *held) {
+    if (held->closing)
+        return;
+    held->closing = true;
+    uv_timer_stop(&held->timer);
+    uv_close((uv_handle_t *)&held->timer, on_closed);
+}
+
+static void on_fire(uv_timer_t *t) { close_timer(t->data); }
+
+/* The client went away: the answer is delivered to nobody, now. */
+static void on_cancel(void *arg) { close_timer(arg); }
+
+static int64_t ms_up(sl_usec_t us) { return us / 1000 + (us % 1000 != 0); }
+
+void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f, sld_span_t key,
+                          uint64_t cost, int64_t wait) {
+    if (wait <= 0) {
+        sld_http_decide(c, f, key, cost);
+        return;
+    }
+    sl_decision_t dec;
+    sl_limit_report_t lr[SL_MAX_LIMITS];
+    sld_request_t req = {.origin = {.rt = f->rt, .index = f->index,
+                                    .slot = sld_policies_slot(f->rt->policies, f->index)},
+                         .p = f->p, .key = key.ptr, .key_len = key.len, .cost = cost,
+                         .flags = SLD_DECIDE_WAIT, .max_wait = wait};
+    /* no callback: every store that can reserve answers now */
+    int rc = sld_engine_decide(c->d->engine, c->worker, &req, &dec, lr, NULL, NULL);
+    if (rc == SL_ENOWAIT || rc == SL_ENOTSUP) {
+        sld_http_error(c->reply, 400, "bad_request", "wait", "wait: %s",
+                       rc == SL_ENOWAIT ? sl_strerror(rc)
+                                        : "waiting needs the memory store (Redis strict and "
+                                          "write-back cannot hold places yet)");
+        return;
+    }
+    uv_loop_t *loop = sld_engine_loop(c->d->engine, c->worker);
+    sld_http_pending_t *pd = NULL;
+    if (rc == SL_OK && dec.allowed && dec.delay > 0 && c->later && loop)
+        pd = sld_http_pending_new(sizeof(held_t));
+    if (pd == NULL) { /* now: denied, admitted at once, or nowhere to wait (its delay says how long) */
+        sld_http_finish(c->reply, f, rc, &dec, lr);
+        return;
+    }
+    sld_http_finish(sld_http_pending_reply(pd), f, rc, &dec, lr);
+    held_t *held = sld_http_pending_extra(pd);
+    *held = (held_t){.pd = pd, .worker = c->worker};
+    if (c->worker < MAX_WORKERS) {
+        held->next = held_by_worker[c->worker];
+        if (held->next)
+            held->next->prev = held;
+        held_by_worker[c->worker] = held;
+    }
+    uv_timer_init(loop, &held->timer);
+    held->timer.data = held;
+    uv_timer_start(&held->timer, on_fire, (uint64_t)ms_up(dec.delay), 0);
+    sld_http_pending_on_cancel(pd, on_cancel, held);
+    *c->later = pd;
+}
+
+void sld_http_wait_release(uint32_t worker) {
+    for (held_t *h = worker < MAX_WORKERS ? held_by_worker[worker] : NULL; h; h = h->next) {
+        if (h->closing)
+            continue;
+        sld_http_reply_t *r = sld_http_pending_reply(h->pd);
+        sld_http_reply_reset(r);
+        sld_http_error(r, 503, "shutting_down", NULL, "sluiced is stopping: the wait is cut short");
+        close_timer(h);
+    }
+}
+
+bool sld_http_query_wait(const sld_http_call_t *c, int64_t *wait) {
+    *wait = -1;
+    sld_span_t q = c->req->query;
+    for (size_t start = 0; q.ptr && start < q.len;) {
+        const char *amp = memchr(q.ptr + start, '&', q.len - start);
+        size_t end = amp ? (size_t)(amp - q.ptr) : q.len;
+        const char *pair = q.ptr + start;
+        size_t n = end - start;
+        if (n >= 5 && memcmp(pair, "wait=", 5) == 0) {
+            char text[32];
+            sl_usec_t us = -1;
+            if (n - 5 > 0 && n - 5 < sizeof text) {
+                memcpy(text, pair + 5, n - 5);
+                text[n - 5] = '\0';
+                if (sld_parse_duration(text, &us) != SL_OK)
+                    us = -1;
+            }
+            if (us < 0 || us > SL_MAX_WAIT) {
+                sld_http_error(c->reply, 400, "bad_request", "wait",
+                               "wait: must be a duration from 0 to 1h (\"500ms\", \"2s\")");
+                return false;
+            }
+            *wait = us;
+        }
+        start = end + 1;
+    }
+    return true;
+}

@@ -1,0 +1,99 @@
+/* acquire.c -- decisions that wait (see acquire.h): a reservation, then the
+ * reply held on a uv timer of the worker's loop. No thread, no polling: one
+ * timer per waiter, stopped when its connection goes. */
+#include <stdlib.h>
+
+#include <uv.h>
+
+#include "server/resp/acquire.h"
+
+typedef struct waiter {
+    uv_timer_t timer;  /* first: the handle is the waiter */
+    sld_reply_t *slot; /* its place among the connection's replies */
+    sld_acquire_write_fn write;
+    int kind;
+    sl_decision_t d;   /* the decision, replied when the timer fires */
+} waiter_t;
+
+static void on_fired_closed(uv_handle_t *h) { free(h); }
+
+static void on_fire(uv_timer_t *t) {
+    waiter_t *w = (waiter_t *)t;
+    sld_reply_on_close(w->slot, NULL, NULL);
+    w->write(sld_reply_buf(w->slot), w->kind, SL_OK, &w->d);
+    sld_reply_done(w->slot); /* may free the connection: w->slot is gone after */
+    uv_close((uv_handle_t *)&w->timer, on_fired_closed);
+}
+
+/* The place is given up once the timer's handle is closed: the queue (and
+ * the connection holding it) lives until every late reply is done. */
+static void on_cancel_closed(uv_handle_t *h) {
+    waiter_t *w = (waiter_t *)h;
+    sld_reply_done(w->slot); /* dropped: the queue is closed */
+    free(w);
+}
+
+static void on_cancel(void *arg) {
+    waiter_t *w = arg;
+    uv_timer_stop(&w->timer);
+    uv_close((uv_handle_t *)&w->timer, on_cancel_closed);
+}
+
+#define MAX_TIMEOUT_MS (SL_MAX_WAIT / 1000)
+
+const char *sld_acquire_options(const sld_arg_t *argv, size_t argc, size_t from, int64_t *cost,
+                                sl_usec_t *wait) {
+    bool timeout = false;
+    for (size_t i = from; i < argc; i += 2) {
+        int64_t v;
+        bool is_timeout = sld_arg_is(&argv[i], "TIMEOUT");
+        if (!is_timeout && !(cost && sld_arg_is(&argv[i], "COST")))
+            return cost ? "ERR syntax error: expected [COST n] TIMEOUT ms"
+                        : "ERR syntax error: expected TIMEOUT ms after the arguments of CL.THROTTLE";
+        if (i + 1 >= argc)
+            return is_timeout ? "ERR TIMEOUT needs a value in milliseconds" : "ERR COST needs a value";
+        if (!is_timeout) {
+            if (sld_arg_int(&argv[i + 1], &v) != SL_OK || v < 0)
+                return "ERR cost must be an integer >= 0";
+            *cost = v;
+            continue;
+        }
+        if (sld_arg_int(&argv[i + 1], &v) != SL_OK || v < 0 || v > MAX_TIMEOUT_MS)
+            return "ERR TIMEOUT must be an integer number of milliseconds, 0 to 3600000";
+        *wait = v * 1000;
+        timeout = true;
+    }
+    return timeout ? NULL : "ERR TIMEOUT ms is required (0: do not wait)";
+}
+
+static int64_t ms_up(sl_usec_t us) { return us / 1000 + (us % 1000 != 0); }
+
+void sld_acquire(sld_client_t *c, sld_request_t *r, sl_usec_t wait, int kind,
+                 sld_acquire_write_fn write) {
+    r->flags |= SLD_DECIDE_WAIT;
+    r->max_wait = wait;
+    sl_decision_t d = {0};
+    /* no callback: every store that can reserve answers now */
+    int rc = sld_engine_decide(c->d->engine, c->worker, r, &d, NULL, NULL, NULL);
+    if (rc == SL_ENOTSUP) {
+        sld_reply_error(c->out, "ERR waiting needs the memory store: Redis strict and write-back "
+                                "cannot hold places yet");
+        return;
+    }
+    if (rc != SL_OK || !d.allowed || d.delay == 0 || c->loop == NULL) {
+        write(c->out, kind, rc, &d);
+        return;
+    }
+    waiter_t *w = calloc(1, sizeof *w);
+    sld_reply_t *slot = w ? sld_reply_defer(c->replies) : NULL;
+    if (slot == NULL) { /* admitted and charged: say so now rather than lose it */
+        free(w);
+        write(c->out, kind, rc, &d);
+        return;
+    }
+    *w = (waiter_t){.slot = slot, .write = write, .kind = kind, .d = d};
+    uv_timer_init(c->loop, &w->timer);
+    uv_timer_start(&w->timer, on_fire, (uint64_t)ms_up(d.delay), 0);
+    sld_reply_on_close(slot, on_cancel, w);
+    c->out = sld_reply_queue_tail(c->replies); /* later replies wait behind it */
+}
