@@ -1,6 +1,7 @@
 /* sluiced.c -- the rate-limit daemon: main(), signals, reload, snapshots.
  *
- *   sluiced [--config FILE] [--resp HOST:PORT|off] [--http HOST:PORT|off] [--threads N]
+ *   sluiced [--config FILE] [--resp HOST:PORT|off] [--http HOST:PORT|off] [--grpc HOST:PORT|off]
+ *           [--threads N]
  *           [--snapshot PATH|off] [--check-config] [--version] [--log-level LEVEL]
  *           [--test-clock[=US]]
  *
@@ -37,6 +38,7 @@
 #include "server/config/section.h"
 #include "server/gateway/gateway.h"
 #include "server/gateway/gateway_config.h"
+#include "server/grpc/grpc_front.h"
 #include "server/http/http.h"
 #include "server/net/server.h"
 #include "server/resp/resp_connection.h"
@@ -51,6 +53,7 @@ extern const unsigned long sld_embedded_config_len;
 typedef struct overrides {
     const char *resp;
     const char *http;
+    const char *grpc;
     long threads;  /* -1 = not given */
     const char *store;  /* --store: "memory" or a Redis URL */
     const char *snapshot;  /* --snapshot: a path or "off" */
@@ -62,10 +65,12 @@ static sld_resp_front_t resp_front;
 static sld_http_t *http_front;  /* NULL when the HTTP front is off */
 static sld_gateway_t *gateway;  /* NULL when the configuration has no gateway: */
 static int gateway_port;
+static sld_grpc_t *grpc_front;  /* NULL when the gRPC front is off */
+static int grpc_port;
 
 /* The configuration sections the fronts register (config/section.h). */
 static const sld_config_section_t *const sections[] = {&sld_gateway_section};
-static overrides_t overrides = {NULL, NULL, -1, NULL, NULL};
+static overrides_t overrides = {NULL, NULL, NULL, -1, NULL, NULL};
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t maintenance;
 
@@ -107,7 +112,9 @@ static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
     if ((overrides.resp &&
          (rc = sld_config_listen_option("--resp", overrides.resp, cfg->resp_listen, err, err_len)) != SL_OK) ||
         (overrides.http &&
-         (rc = sld_config_listen_option("--http", overrides.http, cfg->http_listen, err, err_len)) != SL_OK))
+         (rc = sld_config_listen_option("--http", overrides.http, cfg->http_listen, err, err_len)) != SL_OK) ||
+        (overrides.grpc &&
+         (rc = sld_config_listen_option("--grpc", overrides.grpc, cfg->grpc_listen, err, err_len)) != SL_OK))
         return rc;
     if (overrides.store) {
         char *url = NULL;
@@ -118,7 +125,7 @@ static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
         free(cfg->store_url);
         cfg->store_url = url;
     }
-    if (cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0' &&
+    if (cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0' && cfg->grpc_listen[0] == '\0' &&
         sld_config_section(cfg, sld_gateway_section.name) == NULL) {
         snprintf(err, err_len, "both fronts are off (resp and http) and there is no gateway: nothing "
                                "would answer");
@@ -193,6 +200,7 @@ static void usage(FILE *f) {
             "  --config FILE        YAML configuration (default: the embedded example)\n"
             "  --resp HOST:PORT|off RESP listen address (default 127.0.0.1:6390; port 0 = any); off = no RESP\n"
             "  --http HOST:PORT|off HTTP listen address (default 127.0.0.1:8090); off = no HTTP\n"
+            "  --grpc HOST:PORT|off gRPC listen address: Envoy's rate limit service (default off)\n"
             "  --threads N          worker threads (default: one per core)\n"
             "  --store URL          memory, redis://[user:pass@]host:port[/db],\n"
             "                       sentinel://host:port,.../master or\n"
@@ -209,7 +217,8 @@ static void usage(FILE *f) {
 static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_start) {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"resp", required_argument, NULL, 'r'},
-        {"http", required_argument, NULL, 'H'},   {"threads", required_argument, NULL, 't'},
+        {"http", required_argument, NULL, 'H'},   {"grpc", required_argument, NULL, 'g'},
+        {"threads", required_argument, NULL, 't'},
         {"check-config", no_argument, NULL, 'k'}, {"version", no_argument, NULL, 'v'},
         {"log-level", required_argument, NULL, 'l'}, {"test-clock", optional_argument, NULL, 'T'},
         {"store", required_argument, NULL, 's'},  {"snapshot", required_argument, NULL, 'S'},
@@ -226,6 +235,9 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
             break;
         case 'H':
             overrides.http = optarg;
+            break;
+        case 'g':
+            overrides.grpc = optarg;
             break;
         case 't':
             overrides.threads = strtol(optarg, &end, 10);
@@ -293,7 +305,7 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
 /* Serves the fronts that are on (apply_overrides made sure one is) on the
  * workers' loops. */
 static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
-    sld_front_t fronts[3];
+    sld_front_t fronts[4];
     size_t n = 0;
     if (cfg->resp_listen[0] != '\0') {
         sld_resp_front_init(&resp_front, &D);
@@ -312,6 +324,12 @@ static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
             return SL_ENOMEM;
         }
         fronts[n++] = (sld_front_t){&sld_gateway_front_ops, gateway, sld_gateway_listen(gateway), &gateway_port};
+    }
+    if (cfg->grpc_listen[0] != '\0') {
+        int rc = sld_grpc_new(&D, cfg->threads, cfg->max_request_bytes, &grpc_front, err, err_len);
+        if (rc != SL_OK)
+            return rc;
+        fronts[n++] = (sld_front_t){&sld_grpc_front_ops, grpc_front, cfg->grpc_listen, &grpc_port};
     }
     return sld_server_start(&D, fronts, n, cfg->threads, &server, err, err_len);
 }
@@ -419,11 +437,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sluiced: %s\n", err);
         return 1;
     }
-    sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d gateway=%s gateway_port=%d threads=%u "
+    sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d gateway=%s gateway_port=%d grpc=%s grpc_port=%d "
+             "threads=%u "
              "policies=%zu config=%s store=%s%s",
              SL_VERSION_STRING, cfg->resp_listen[0] ? cfg->resp_listen : "off", D.resp_port,
              cfg->http_listen[0] ? cfg->http_listen : "off",
-             D.http_port, gateway ? sld_gateway_listen(gateway) : "off", gateway_port, cfg->threads, cfg->npolicies, cfg->source,
+             D.http_port, gateway ? sld_gateway_listen(gateway) : "off", gateway_port,
+             cfg->grpc_listen[0] ? cfg->grpc_listen : "off", grpc_port, cfg->threads, cfg->npolicies, cfg->source,
              D.remote ? sld_remote_describe(D.remote) : "memory", D.test_clock ? " test-clock" : "");
 
     uv_run(loop, UV_RUN_DEFAULT);
@@ -435,6 +455,8 @@ int main(int argc, char **argv) {
     http_front = NULL;
     sld_gateway_free(gateway);
     gateway = NULL;
+    sld_grpc_free(grpc_front);
+    grpc_front = NULL;
     sld_write_back_stop(D.write_back);
     sld_persist_finish(&D);
     uv_close((uv_handle_t *)&sig_term, NULL);

@@ -210,7 +210,10 @@ static int get_config(ctx_t *c, const raw_config_t *r, sld_config_t *cfg) {
         return rc;
     if (r->listen && (rc = get_front(c, "listen.http", r->listen->http, cfg->http_listen)))
         return rc;
-    if (!section_front && cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0')
+    if (r->listen && (rc = get_front(c, "listen.grpc", r->listen->grpc, cfg->grpc_listen)))
+        return rc;
+    if (!section_front && cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0' &&
+        cfg->grpc_listen[0] == '\0')
         return sld__cfg_bad(c, "listen",
                             "turns off both fronts (resp and http): nothing would answer");
     if (r->threads && (rc = sld__cfg_get_u32(c, "threads", r->threads, 0, 256, &cfg->threads)))

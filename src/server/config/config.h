@@ -61,6 +61,7 @@ typedef struct sld_config {
     char *source;                    /* the file's path, or "(embedded default)" */
     char resp_listen[SLD_MAX_ADDR];  /* default "127.0.0.1:6390"; port 0 = any free port; "" = RESP front off */
     char http_listen[SLD_MAX_ADDR];  /* default "127.0.0.1:8090"; "" = HTTP front off */
+    char grpc_listen[SLD_MAX_ADDR];  /* listen.grpc: "" (default) = the gRPC front is off */
     uint32_t threads;                /* 0 = one per online core */
 
     uint32_t max_connections;        /* default 10000 */

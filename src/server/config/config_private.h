@@ -77,7 +77,7 @@ typedef struct raw_policy {
 } raw_policy_t;
 
 typedef struct raw_listen {
-    char *resp, *http;
+    char *resp, *http, *grpc;
 } raw_listen_t;
 
 typedef struct raw_limits {

@@ -66,6 +66,7 @@ static const cyaml_schema_value_t policy_entry = {
 static const cyaml_schema_field_t listen_fields[] = {
     SLD_CFG_STR("resp", SLD_CFG_OPT, raw_listen_t, resp),
     SLD_CFG_STR("http", SLD_CFG_OPT, raw_listen_t, http),
+    SLD_CFG_STR("grpc", SLD_CFG_OPT, raw_listen_t, grpc),
     CYAML_FIELD_END,
 };
 
