@@ -16,7 +16,10 @@ grpc.Channel.unary_unary:
     empty domain, no descriptors: INVALID_ARGUMENT; a message over
     limits.max_request_bytes: RESOURCE_EXHAUSTED; each leaves the daemon
     answering;
-  - SIGTERM stops it with exit status 0.
+  - on the Redis store (decisions that come later): the same answers, all
+    or nothing, and two daemons on one Redis admit exactly the limit;
+  - SIGTERM stops it with exit status 0, also with a call whose client never
+    ends its stream (cancelled after the grace period).
 
 The daemon runs on the manual test clock (SL.TESTCLOCK on its RESP port), so
 no test waits for a window; its gRPC port is chosen by the kernel and read
@@ -25,7 +28,10 @@ from the "ready" line (grpc_port=N).
 import importlib.util
 import os
 import re
+import signal
 import sys
+import threading
+import time
 import unittest
 
 import grpc
@@ -249,6 +255,77 @@ class GrpcFront(unittest.TestCase):
         e = self.raw_call(RLS, req.SerializeToString())
         self.assertEqual(e.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
         self.assertEqual(self.ask("edge", [("user", "after-big")]).overall_code, R.OK)
+
+
+def connect(d):
+    port = int(re.search(r"grpc_port=(\d+)", d.output()).group(1))
+    channel = grpc.insecure_channel("127.0.0.1:%d" % port)
+    return channel, channel.unary_unary(RLS, request_serializer=rls_pb2.RateLimitRequest.SerializeToString,
+                                        response_deserializer=R.FromString)
+
+
+def request(domain, *keys):
+    req = rls_pb2.RateLimitRequest(domain=domain)
+    for k in keys:
+        descriptor(req, [("user", k)])
+    return req
+
+
+class GrpcRedis(unittest.TestCase):
+    def setUp(self):
+        from test_distributed import RedisServer
+        self.redis = RedisServer()
+
+    def tearDown(self):
+        self.redis.stop()
+
+    def daemon(self):
+        return Daemon(CONFIG, args=["--store", self.redis.url], test_clock=None)
+
+    def test_decisions_that_come_later(self):
+        with self.daemon() as d:
+            channel, rls = connect(d)
+            with channel:
+                self.assertEqual([rls(request("edge", "r1"), timeout=10).statuses[0].limit_remaining
+                                  for _ in range(3)], [2, 1, 0])
+                self.assertEqual(rls(request("edge", "r1"), timeout=10).overall_code, R.OVER_LIMIT)
+                resp = rls(request("edge", "r2", "r1"), timeout=10)
+                self.assertEqual(resp.overall_code, R.OVER_LIMIT)
+                self.assertEqual([s.code for s in resp.statuses], [R.OK, R.OVER_LIMIT])
+                self.assertEqual(rls(request("edge", "r2"), timeout=10).statuses[0].limit_remaining, 2)
+
+    def test_two_daemons_admit_exactly_the_limit(self):
+        with self.daemon() as a, self.daemon() as b:
+            ca, rls_a = connect(a)
+            cb, rls_b = connect(b)
+            with ca, cb:
+                codes = [(rls_a if i % 2 else rls_b)(request("edge", "shared"), timeout=10).overall_code
+                         for i in range(8)]
+                self.assertEqual(codes.count(R.OK), 3)
+
+
+class GrpcStop(unittest.TestCase):
+    def test_sigterm_with_a_stream_never_ended(self):
+        d = Daemon(CONFIG)
+        channel, _ = connect(d)
+        stream = channel.stream_unary(RLS, request_serializer=lambda b: b, response_deserializer=R.FromString)
+        never = threading.Event()
+
+        def requests():
+            never.wait(30)
+            return
+            yield  # a generator that sends nothing
+
+        future = stream.future(requests(), timeout=30)
+        time.sleep(0.2)  # the call reaches the daemon (not a rate window)
+        started = time.time()
+        d.signal(signal.SIGTERM)
+        self.assertEqual(d.stop(), 0)
+        self.assertLess(time.time() - started, 20)
+        with self.assertRaises(grpc.RpcError):
+            future.result(timeout=10)
+        never.set()
+        channel.close()
 
 
 class GrpcOff(unittest.TestCase):
