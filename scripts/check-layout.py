@@ -34,7 +34,7 @@ KNOWN_HIREDIS = set()
 # engine, the state every part shares (state/: sld_daemon_t), the network,
 # the fronts, and the daemon that wires them (and sluiced.c, its main, at
 # the top); cli/ is a user of the library.
-LAYERS = ["core", "store", "store/redis", "server/base", "server/config", "server/keys",
+LAYERS = ["core", "store", "store/redis", "server/base", "server/config", "server/keys", "server/rls",
           "server/observe", "server/engine", "server/state", "server/net", "server/resp",
           "server/http",
           "server/gateway", "server/grpc", "server/daemon", "server", "cli"]

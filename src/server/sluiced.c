@@ -39,6 +39,7 @@
 #include "server/gateway/gateway.h"
 #include "server/gateway/gateway_config.h"
 #include "server/grpc/grpc_front.h"
+#include "server/rls/rls_section.h"
 #include "server/http/http.h"
 #include "server/net/server.h"
 #include "server/resp/resp_connection.h"
@@ -69,7 +70,7 @@ static sld_grpc_t *grpc_front;  /* NULL when the gRPC front is off */
 static int grpc_port;
 
 /* The configuration sections the fronts register (config/section.h). */
-static const sld_config_section_t *const sections[] = {&sld_gateway_section};
+static const sld_config_section_t *const sections[] = {&sld_gateway_section, &sld_rls_section};
 static overrides_t overrides = {NULL, NULL, NULL, -1, NULL, NULL};
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t maintenance;
@@ -142,9 +143,9 @@ static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
 }
 
 static int load_config(const char *path, sld_config_t **out, char *err, size_t err_len) {
-    int rc = path ? sld_config_load(path, out, err, err_len)
-                  : sld_config_parse("(embedded default)", sld_embedded_config,
-                                     sld_embedded_config_len, out, err, err_len);
+    /* the file, with the rls: section --rls-config adds when it has none */
+    int rc = sld_rls_config_load(path, "(embedded default)", sld_embedded_config,
+                                 sld_embedded_config_len, out, err, err_len);
     if (rc == SL_OK && (rc = apply_overrides(*out, err, err_len)) != SL_OK) {
         sld_config_free(*out);
         *out = NULL;
@@ -208,6 +209,8 @@ static void usage(FILE *f) {
             "  --snapshot PATH|off  where the state is kept across restarts (overrides\n"
             "                       store.snapshot; default: sluice.snap in $STATE_DIRECTORY,\n"
             "                       else in the working directory; off with a Redis store)\n"
+            "  --rls-config DIR     Envoy ratelimit's configuration directory (overrides\n"
+            "                       rls.config_dir)\n"
             "  --check-config       validate the configuration and exit (0 = valid)\n"
             "  --log-level LEVEL    debug, info, warn or error (default info)\n"
             "  --test-clock[=US]    tests only: a manual clock, set with SL.TESTCLOCK\n"
@@ -222,6 +225,7 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
         {"check-config", no_argument, NULL, 'k'}, {"version", no_argument, NULL, 'v'},
         {"log-level", required_argument, NULL, 'l'}, {"test-clock", optional_argument, NULL, 'T'},
         {"store", required_argument, NULL, 's'},  {"snapshot", required_argument, NULL, 'S'},
+        {"rls-config", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -261,6 +265,9 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
                 return 2;
             }
             overrides.snapshot = optarg;
+            break;
+        case 'R':
+            sld_rls_section_override(optarg);
             break;
         case 'k':
             *check_only = true;
