@@ -16,6 +16,10 @@ grpc.Channel.unary_unary:
     empty domain, no descriptors: INVALID_ARGUMENT; a message over
     limits.max_request_bytes: RESOURCE_EXHAUSTED; each leaves the daemon
     answering;
+  - with Envoy ratelimit's configuration directory (rls: config_dir, or
+    --rls-config): a key-only default, a value's own limit and name,
+    unlimited, shadow_mode, requests_per_unit 0 (over, nothing else
+    charged), a request-supplied limit, an unknown domain;
   - on the Redis store (decisions that come later): the same answers, all
     or nothing, and two daemons on one Redis admit exactly the limit;
   - SIGTERM stops it with exit status 0, also with a call whose client never
@@ -30,6 +34,7 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -269,6 +274,109 @@ def request(domain, *keys):
     for k in keys:
         descriptor(req, [("user", k)])
     return req
+
+
+RLS_RULES = """\
+domain: envoy
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: remote_address
+    value: 10.0.0.9
+    rate_limit: {unit: minute, requests_per_unit: 4, name: vip}
+  - key: path
+    value: /free
+    rate_limit: {unlimited: true}
+  - key: path
+    value: /shadow
+    shadow_mode: true
+    rate_limit: {unit: second, requests_per_unit: 1}
+  - key: path
+    value: /closed
+    rate_limit: {unit: second, requests_per_unit: 0}
+"""
+
+
+class GrpcEnvoyRules(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.rules = tempfile.mkdtemp(prefix="sluice-rls-")
+        with open(os.path.join(cls.rules, "envoy.yaml"), "w") as f:
+            f.write(RLS_RULES)
+        cls.d = Daemon(CONFIG + "rls:\n  config_dir: %s\n" % cls.rules)
+        cls.channel, cls.rls = connect(cls.d)
+        cls.r = cls.d.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        cls.r.close()
+        cls.d.stop()
+
+    def setUp(self):
+        self.d.clock(self.r, "ADVANCE", 3600 * 1000000)
+
+    def ask(self, *descriptors, domain="envoy", override=None):
+        req = rls_pb2.RateLimitRequest(domain=domain)
+        for pairs in descriptors:
+            d = descriptor(req, pairs)
+            if override:
+                d.limit.requests_per_unit, d.limit.unit = override
+        return self.rls(req, timeout=10)
+
+    def test_key_default_and_value_limit(self):
+        for left in (1, 0):
+            st = self.ask([("remote_address", "1.2.3.4")]).statuses[0]
+            self.assertEqual((st.code, st.limit_remaining), (R.OK, left))
+            self.assertEqual(st.current_limit.name, "envoy.remote_address")
+            self.assertEqual((st.current_limit.requests_per_unit, st.current_limit.unit), (2, R.RateLimit.MINUTE))
+        resp = self.ask([("remote_address", "1.2.3.4")])
+        self.assertEqual(resp.overall_code, R.OVER_LIMIT)
+        # each value counts apart under the key's default
+        self.assertEqual(self.ask([("remote_address", "1.2.3.5")]).overall_code, R.OK)
+        st = self.ask([("remote_address", "10.0.0.9")]).statuses[0]
+        self.assertEqual(st.current_limit.name, "vip")
+        self.assertEqual((st.current_limit.requests_per_unit, st.limit_remaining), (4, 3))
+        headers = {h.key: h.value for h in self.ask([("remote_address", "10.0.0.9")]).response_headers_to_add}
+        self.assertEqual(headers["RateLimit-Policy"], '"vip";q=4;w=60')
+
+    def test_unlimited_unknown_and_unmatched(self):
+        for resp in (self.ask([("path", "/free")]), self.ask([("remote_address", "x")], domain="elsewhere"),
+                     self.ask([("nothing", "here")])):
+            self.assertEqual(resp.overall_code, R.OK)
+            self.assertFalse(resp.statuses[0].HasField("current_limit"))
+
+    def test_shadow_mode(self):
+        for _ in range(3):
+            resp = self.ask([("path", "/shadow")])
+            self.assertEqual(resp.overall_code, R.OK)
+            self.assertEqual(resp.statuses[0].current_limit.requests_per_unit, 1)
+
+    def test_zero_is_over_and_charges_nothing(self):
+        resp = self.ask([("remote_address", "9.9.9.9")], [("path", "/closed")])
+        self.assertEqual(resp.overall_code, R.OVER_LIMIT)
+        self.assertEqual([s.code for s in resp.statuses], [R.OK, R.OVER_LIMIT])
+        self.assertEqual(resp.statuses[1].current_limit.requests_per_unit, 0)
+        self.assertEqual(self.ask([("remote_address", "9.9.9.9")]).statuses[0].limit_remaining, 1)
+
+    def test_request_supplied_limit(self):
+        resp = self.ask([("anything", "a1")], override=(1, R.RateLimit.HOUR))
+        self.assertEqual(resp.overall_code, R.OK)
+        st = resp.statuses[0]
+        self.assertEqual((st.current_limit.requests_per_unit, st.current_limit.unit), (1, R.RateLimit.HOUR))
+        self.assertEqual(self.ask([("anything", "a1")], override=(1, R.RateLimit.HOUR)).overall_code,
+                         R.OVER_LIMIT)
+        # not in an unknown domain
+        self.assertFalse(self.ask([("anything", "a1")], domain="elsewhere", override=(1, R.RateLimit.HOUR))
+                         .statuses[0].HasField("current_limit"))
+
+    def test_command_line_directory(self):
+        with Daemon(CONFIG, args=["--rls-config", self.rules]) as d:
+            channel, rls = connect(d)
+            with channel:
+                req = rls_pb2.RateLimitRequest(domain="envoy")
+                descriptor(req, [("remote_address", "10.0.0.9")])
+                self.assertEqual(rls(req, timeout=10).statuses[0].current_limit.name, "vip")
 
 
 class GrpcRedis(unittest.TestCase):

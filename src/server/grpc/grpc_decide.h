@@ -2,11 +2,14 @@
  * worker: each descriptor matched to a policy and a key, the descriptors
  * all or nothing, the answer encoded as Envoy's RateLimitResponse.
  *
- * Which policy decides a descriptor, and under which key, is
- * sld_grpc_match's (until Envoy ratelimit's configuration lands: the
- * policy named after the domain, keyed by the descriptor's entries "k=v"
- * joined with "|"; a descriptor with no policy answers OK without a limit,
- * as Envoy's reference service answers a descriptor it has no rule for).
+ * Which limit decides a descriptor, and under which key: with an rls:
+ * section (Envoy ratelimit's configuration directory, server/rls/), its
+ * rules as the reference service applies them (rls.h: the most specific
+ * descriptor, a request-supplied limit in a known domain, unlimited,
+ * replaces; the key "domain|k=v|..."); without one, the sluiced policy
+ * named after the domain, keyed by the descriptor's entries "k=v" joined
+ * with "|". A descriptor that nothing limits answers OK without a
+ * current_limit, as the reference answers one it has no rule for.
  *
  * All or nothing: with several matched descriptors each is first asked
  * without being charged (a peek); only when every one passes is each
@@ -33,11 +36,12 @@
 typedef void (*sld_grpc_answer_fn)(void *arg, int grpc_status, const char *message, const uint8_t *body,
                                    size_t len);
 
-/* Decides req (taken over, freed here) on worker `worker`'s loop thread;
- * answer(arg, ...) comes exactly once, on that thread, maybe before this
- * returns. */
-void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, sld_grpc_rls_request_t *req, sld_grpc_answer_fn answer,
-                     void *arg);
+/* Decides req (taken over, freed here) on worker `worker`'s loop thread,
+ * counting the decisions of Envoy ratelimit's limits in metrics slot
+ * `slot`; answer(arg, ...) comes exactly once, on that thread, maybe before
+ * this returns. */
+void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_rls_request_t *req,
+                     sld_grpc_answer_fn answer, void *arg);
 
 /* The key a descriptor is counted under, "k1=v1|k2=v2", into a malloc'd
  * *key: SL_OK, SL_E2BIG past max_key_bytes, SL_ENOMEM. */

@@ -79,6 +79,7 @@ struct sld_grpc {
     uint32_t threads;
     _Atomic uint32_t nworkers;
     _Atomic uint32_t next_worker;
+    uint32_t slot;             /* metrics slot of Envoy ratelimit's limits' decisions */
     atomic_bool shutdown_asked;
     atomic_bool shutdown_done;
     atomic_bool cancelled;
@@ -276,7 +277,7 @@ static void decide(gworker_t *w, gcall_t *c) {
         finish(c, rc == SL_EINVAL ? GRPC_STATUS_INVALID_ARGUMENT : GRPC_STATUS_RESOURCE_EXHAUSTED, err, NULL, 0);
         return;
     }
-    sld_grpc_decide(w->g->d, w->index, &req, on_answer, c);
+    sld_grpc_decide(w->g->d, w->index, w->g->slot, &req, on_answer, c);
 }
 
 static gcall_t *take_queue(gworker_t *w, bool close) {
@@ -434,6 +435,7 @@ int sld_grpc_new(sld_daemon_t *d, uint32_t threads, uint32_t max_message, sld_gr
     g->d = d;
     g->workers = workers;
     g->threads = threads;
+    g->slot = d->metrics ? sld_metrics_slot(d->metrics, "rls") : 0;
     grpc_arg arg = {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                     .value.integer = max_message > INT32_MAX ? INT32_MAX : (int)max_message};
     grpc_channel_args args = {.num_args = 1, .args = &arg};
