@@ -11,8 +11,12 @@
 #include <string.h>
 
 #include "server/config/config.h"
+#include "server/daemon/front_config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static int registered = -1; /* the fronts' keys too, as sluiced reads the file */
+    if (registered < 0)
+        registered = sld_daemon_config_register();
     char err[SLD_MAX_ERROR];
     sld_config_t *cfg = NULL;
     int rc = sld_config_parse("fuzz.yaml", (const char *)data, size, &cfg, err, sizeof err);

@@ -15,6 +15,7 @@
 
 #include "server/config/config.h"
 #include "server/config/section.h"
+#include "server/daemon/front_config.h"
 #include "server/gateway/gateway_config.h"
 #include "server/gateway/gateway_route.h"
 
@@ -37,8 +38,9 @@ static void match_some(const sld_gw_config_t *g, const uint8_t *data, size_t siz
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static const sld_config_section_t *const sections[] = {&sld_gateway_section};
-    sld_config_sections_set(sections, 1);
+    static int registered = -1; /* the gateway among the other fronts' keys */
+    if (registered < 0)
+        registered = sld_daemon_config_register();
     char err[SLD_MAX_ERROR];
     sld_config_t *cfg = NULL;
     int rc = sld_config_parse("fuzz.yaml", (const char *)data, size, &cfg, err, sizeof err);

@@ -1,7 +1,6 @@
 /* sluiced.c -- the rate-limit daemon: main(), signals, reload, snapshots.
  *
- *   sluiced [--config FILE] [--resp HOST:PORT|off] [--http HOST:PORT|off] [--grpc HOST:PORT|off]
- *           [--threads N]
+ *   sluiced [--config FILE] [--resp HOST:PORT|off] [--http HOST:PORT|off] [--threads N]
  *           [--snapshot PATH|off] [--check-config] [--version] [--log-level LEVEL]
  *           [--test-clock[=US]]
  *
@@ -29,6 +28,7 @@
 #include "server/state/daemon.h"
 #include "server/base/log.h"
 #include "server/daemon/persist.h"
+#include "server/daemon/front_config.h"
 #include "server/daemon/wiring.h"
 #include "server/engine/decide.h"
 #include "server/engine/remote.h"
@@ -38,10 +38,13 @@
 #include "server/config/section.h"
 #include "server/gateway/gateway.h"
 #include "server/gateway/gateway_config.h"
+#include "server/grpc/grpc_config.h"
 #include "server/grpc/grpc_front.h"
 #include "server/rls/rls_section.h"
 #include "server/http/http.h"
+#include "server/http/http_config.h"
 #include "server/net/server.h"
+#include "server/resp/resp_config.h"
 #include "server/resp/resp_connection.h"
 
 #define MAINTENANCE_MS 1000
@@ -52,9 +55,7 @@ extern const char sld_embedded_config[];
 extern const unsigned long sld_embedded_config_len;
 
 typedef struct overrides {
-    const char *resp;
-    const char *http;
-    const char *grpc;
+    const char *listen[SLD_MAX_LISTENS]; /* --resp, --http, ...: by listen key (section.h) */
     long threads;  /* -1 = not given */
     const char *store;  /* --store: "memory" or a Redis URL */
     const char *snapshot;  /* --snapshot: a path or "off" */
@@ -69,9 +70,7 @@ static int gateway_port;
 static sld_grpc_t *grpc_front;  /* NULL when the gRPC front is off */
 static int grpc_port;
 
-/* The configuration sections the fronts register (config/section.h). */
-static const sld_config_section_t *const sections[] = {&sld_gateway_section, &sld_rls_section};
-static overrides_t overrides = {NULL, NULL, NULL, -1, NULL, NULL};
+static overrides_t overrides = {.threads = -1};
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t maintenance;
 
@@ -110,13 +109,10 @@ const char *__lsan_default_suppressions(void) { return "leak:h2o_mem_alloc_recyc
 static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
     /* --resp / --http take what listen.resp / listen.http take */
     int rc;
-    if ((overrides.resp &&
-         (rc = sld_config_listen_option("--resp", overrides.resp, cfg->resp_listen, err, err_len)) != SL_OK) ||
-        (overrides.http &&
-         (rc = sld_config_listen_option("--http", overrides.http, cfg->http_listen, err, err_len)) != SL_OK) ||
-        (overrides.grpc &&
-         (rc = sld_config_listen_option("--grpc", overrides.grpc, cfg->grpc_listen, err, err_len)) != SL_OK))
-        return rc;
+    for (size_t i = 0; i < SLD_MAX_LISTENS; i++)
+        if (overrides.listen[i] &&
+            (rc = sld_config_listen_override(cfg, i, overrides.listen[i], err, err_len)) != SL_OK)
+            return rc;
     if (overrides.store) {
         char *url = NULL;
         if (strcmp(overrides.store, "memory") != 0 && (url = strdup(overrides.store)) == NULL) {
@@ -126,10 +122,11 @@ static int apply_overrides(sld_config_t *cfg, char *err, size_t err_len) {
         free(cfg->store_url);
         cfg->store_url = url;
     }
-    if (cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0' && cfg->grpc_listen[0] == '\0' &&
-        sld_config_section(cfg, sld_gateway_section.name) == NULL) {
-        snprintf(err, err_len, "both fronts are off (resp and http) and there is no gateway: nothing "
-                               "would answer");
+    if (!sld_config_serves(cfg)) {
+        char names[256];
+        size_t n = sld_config_listen_names(names, sizeof names);
+        snprintf(err, err_len, "%s off (%s) and there is no gateway: nothing would answer",
+                 n == 2 ? "both fronts are" : "every front is", names);
         return SL_EINVAL;
     }
     if (overrides.threads >= 0)
@@ -198,10 +195,11 @@ static void raise_file_limit(uint32_t max_connections) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: sluiced [options]\n"
-            "  --config FILE        YAML configuration (default: the embedded example)\n"
-            "  --resp HOST:PORT|off RESP listen address (default 127.0.0.1:6390; port 0 = any); off = no RESP\n"
-            "  --http HOST:PORT|off HTTP listen address (default 127.0.0.1:8090); off = no HTTP\n"
-            "  --grpc HOST:PORT|off gRPC listen address: Envoy's rate limit service (default off)\n"
+            "  --config FILE        YAML configuration (default: the embedded example)\n");
+    const sld_config_listen_t *l;
+    for (size_t i = 0; (l = sld_config_listen_def(i)) != NULL; i++)
+        fprintf(f, "  %s HOST:PORT|off %s\n", l->option, l->help);
+    fprintf(f,
             "  --threads N          worker threads (default: one per core)\n"
             "  --store URL          memory, redis://[user:pass@]host:port[/db],\n"
             "                       sentinel://host:port,.../master or\n"
@@ -217,31 +215,30 @@ static void usage(FILE *f) {
             "  --version            print the version and exit\n");
 }
 
+/* getopt's value for the option of listen key i (section.h) */
+#define LISTEN_OPTION 0x100
+
 static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_start) {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'}, {"resp", required_argument, NULL, 'r'},
-        {"http", required_argument, NULL, 'H'},   {"grpc", required_argument, NULL, 'g'},
-        {"threads", required_argument, NULL, 't'},
-        {"check-config", no_argument, NULL, 'k'}, {"version", no_argument, NULL, 'v'},
+    struct option opts[16 + SLD_MAX_LISTENS] = {
+        {"config", required_argument, NULL, 'c'},    {"threads", required_argument, NULL, 't'},
+        {"check-config", no_argument, NULL, 'k'},    {"version", no_argument, NULL, 'v'},
         {"log-level", required_argument, NULL, 'l'}, {"test-clock", optional_argument, NULL, 'T'},
-        {"store", required_argument, NULL, 's'},  {"snapshot", required_argument, NULL, 'S'},
-        {"rls-config", required_argument, NULL, 'R'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+        {"store", required_argument, NULL, 's'},     {"snapshot", required_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},            {"rls-config", required_argument, NULL, 'R'}};
+    size_t nopts = 10;
+    const sld_config_listen_t *l;
+    for (size_t i = 0; (l = sld_config_listen_def(i)) != NULL; i++)
+        opts[nopts++] = (struct option){l->option + 2, required_argument, NULL, LISTEN_OPTION + (int)i};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         char *end;
+        if (o >= LISTEN_OPTION && o < LISTEN_OPTION + SLD_MAX_LISTENS) {
+            overrides.listen[o - LISTEN_OPTION] = optarg;
+            continue;
+        }
         switch (o) {
         case 'c':
             D.config_path = optarg;
-            break;
-        case 'r':
-            overrides.resp = optarg;
-            break;
-        case 'H':
-            overrides.http = optarg;
-            break;
-        case 'g':
-            overrides.grpc = optarg;
             break;
         case 't':
             overrides.threads = strtol(optarg, &end, 10);
@@ -314,16 +311,16 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
 static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
     sld_front_t fronts[4];
     size_t n = 0;
-    if (cfg->resp_listen[0] != '\0') {
+    if (sld_resp_listen(cfg)[0] != '\0') {
         sld_resp_front_init(&resp_front, &D);
-        fronts[n++] = (sld_front_t){&sld_resp_front_ops, &resp_front, cfg->resp_listen, &D.resp_port};
+        fronts[n++] = (sld_front_t){&sld_resp_front_ops, &resp_front, sld_resp_listen(cfg), &D.resp_port};
     }
-    if (cfg->http_listen[0] != '\0') {
+    if (sld_http_listen(cfg)[0] != '\0') {
         if (sld_http_new(&D, &http_front) != SL_OK) {
             snprintf(err, err_len, "out of memory");
             return SL_ENOMEM;
         }
-        fronts[n++] = (sld_front_t){&sld_http_front_ops, http_front, cfg->http_listen, &D.http_port};
+        fronts[n++] = (sld_front_t){&sld_http_front_ops, http_front, sld_http_listen(cfg), &D.http_port};
     }
     if (sld_config_section(cfg, sld_gateway_section.name) != NULL) {
         if (sld_gateway_new(&D, &gateway) != SL_OK) {
@@ -332,11 +329,11 @@ static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
         }
         fronts[n++] = (sld_front_t){&sld_gateway_front_ops, gateway, sld_gateway_listen(gateway), &gateway_port};
     }
-    if (cfg->grpc_listen[0] != '\0') {
+    if (sld_grpc_listen(cfg)[0] != '\0') {
         int rc = sld_grpc_new(&D, cfg->threads, cfg->max_request_bytes, &grpc_front, err, err_len);
         if (rc != SL_OK)
             return rc;
-        fronts[n++] = (sld_front_t){&sld_grpc_front_ops, grpc_front, cfg->grpc_listen, &grpc_port};
+        fronts[n++] = (sld_front_t){&sld_grpc_front_ops, grpc_front, sld_grpc_listen(cfg), &grpc_port};
     }
     return sld_server_start(&D, fronts, n, cfg->threads, &server, err, err_len);
 }
@@ -344,11 +341,15 @@ static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
 int main(int argc, char **argv) {
     bool check_only = false;
     int64_t test_start = 0;
+    /* first: the fronts' listen keys are command-line options too */
+    if (sld_daemon_config_register() != SL_OK) {
+        fprintf(stderr, "sluiced: the fronts' configuration tables are refused\n");
+        return 1;
+    }
     int rc = parse_args(argc, argv, &check_only, &test_start);
     if (rc != 0)
         return rc;
     atomic_store(&D.test_now, test_start);
-    sld_config_sections_set(sections, sizeof sections / sizeof sections[0]);
     D.started_at = sl_clock_realtime(NULL);
 
     char err[SLD_MAX_ERROR] = "";
@@ -447,10 +448,10 @@ int main(int argc, char **argv) {
     sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d gateway=%s gateway_port=%d grpc=%s grpc_port=%d "
              "threads=%u "
              "policies=%zu config=%s store=%s%s",
-             SL_VERSION_STRING, cfg->resp_listen[0] ? cfg->resp_listen : "off", D.resp_port,
-             cfg->http_listen[0] ? cfg->http_listen : "off",
+             SL_VERSION_STRING, sld_resp_listen(cfg)[0] ? sld_resp_listen(cfg) : "off", D.resp_port,
+             sld_http_listen(cfg)[0] ? sld_http_listen(cfg) : "off",
              D.http_port, gateway ? sld_gateway_listen(gateway) : "off", gateway_port,
-             cfg->grpc_listen[0] ? cfg->grpc_listen : "off", grpc_port, cfg->threads, cfg->npolicies, cfg->source,
+             sld_grpc_listen(cfg)[0] ? sld_grpc_listen(cfg) : "off", grpc_port, cfg->threads, cfg->npolicies, cfg->source,
              D.remote ? sld_remote_describe(D.remote) : "memory", D.test_clock ? " test-clock" : "");
 
     uv_run(loop, UV_RUN_DEFAULT);

@@ -3,13 +3,14 @@
  * forms, user names compared exactly, failures counted, and Redis 6+'s
  * answer without a password. The client is built by hand: no daemon runs. */
 #include "rig.h"
+#include "server/daemon/front_config.h"
 #include "server/resp/auth.h"
 
 #define PASS "correct-horse-battery-staple"
 
 typedef struct fixture {
     sld_daemon_t d;
-    sld_config_t cfg;
+    sld_config_t *cfg;
     sld_runtime_t rt;
     sld_buf_t out;
     sld_client_t c;
@@ -18,13 +19,18 @@ typedef struct fixture {
 static fixture_t *fixture(const char *requirepass) {
     fixture_t *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    f->cfg.requirepass = (char *)requirepass;
-    f->rt.cfg = &f->cfg;
+    /* the password as the RESP front registers it (resp/resp_config.c) */
+    char yaml[256], err[SLD_MAX_ERROR];
+    snprintf(yaml, sizeof yaml, "%s%s%spolicies: [{name: a, limits: [{algorithm: gcra, limit: 1, period: 1s}]}]\n",
+             requirepass ? "requirepass: " : "", requirepass ? requirepass : "", requirepass ? "\n" : "");
+    assert_int_equal(sld_config_parse("test.yaml", yaml, strlen(yaml), &f->cfg, err, sizeof err), SL_OK);
+    f->rt.cfg = f->cfg;
     f->c = (sld_client_t){.d = &f->d, .rt = &f->rt, .out = &f->out};
     return f;
 }
 
 static void done(fixture_t *f) {
+    sld_config_free(f->cfg);
     sld_buf_free(&f->out);
     free(f);
 }
@@ -125,5 +131,7 @@ int main(void) {
         cmocka_unit_test(test_check_for_hello),
         cmocka_unit_test(test_without_password),
     };
+    if (sld_daemon_config_register() != SL_OK)
+        return 1;
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

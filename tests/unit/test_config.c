@@ -9,6 +9,9 @@
 
 #include "rig.h"
 #include "server/config/config.h"
+#include "server/daemon/front_config.h"
+#include "server/http/http_config.h"
+#include "server/resp/resp_config.h"
 
 #define ONE_POLICY                                                                        \
     "policies:\n"                                                                         \
@@ -93,9 +96,9 @@ static void test_example_loads(void **state) {
     if (rc != SL_OK)
         fail_msg("%s", err);
     assert_string_equal(cfg->source, path);
-    assert_string_equal(cfg->resp_listen, "127.0.0.1:6390");
-    assert_string_equal(cfg->http_listen, "127.0.0.1:8090");
-    assert_null(cfg->admin_token);
+    assert_string_equal(sld_resp_listen(cfg), "127.0.0.1:6390");
+    assert_string_equal(sld_http_listen(cfg), "127.0.0.1:8090");
+    assert_null(sld_http_admin_token(cfg));
     assert_true(cfg->npolicies >= 4);
 
     /* what the brief asks the example to show */
@@ -134,8 +137,8 @@ static void test_defaults(void **state) {
     (void)state;
     sld_config_t *cfg = parse_ok(ONE_POLICY);
     assert_string_equal(cfg->source, "test.yaml");
-    assert_string_equal(cfg->resp_listen, "127.0.0.1:6390");
-    assert_string_equal(cfg->http_listen, "127.0.0.1:8090");
+    assert_string_equal(sld_resp_listen(cfg), "127.0.0.1:6390");
+    assert_string_equal(sld_http_listen(cfg), "127.0.0.1:8090");
     assert_int_equal(cfg->threads, 0);
     assert_int_equal(cfg->max_connections, 10000);
     assert_int_equal(cfg->max_request_bytes, 1 << 20);
@@ -151,7 +154,7 @@ static void test_defaults(void **state) {
     assert_int_equal(cfg->ntrusted_proxies, 0);
     assert_int_equal(cfg->ipv6_prefix, 64);
     assert_string_equal(cfg->user_header, "Authorization");
-    assert_null(cfg->admin_token);
+    assert_null(sld_http_admin_token(cfg));
     assert_int_equal(cfg->npolicies, 1);
     const sld_policy_t *p = &cfg->policies[0];
     assert_string_equal(p->name, "a");
@@ -169,7 +172,7 @@ static void test_defaults(void **state) {
 
     /* sections written empty (every line commented out) read as absent */
     cfg = parse_ok("listen:\nlimits:\nstore:\n  snapshot:\ntrusted_proxies:\n" ONE_POLICY);
-    assert_string_equal(cfg->resp_listen, "127.0.0.1:6390");
+    assert_string_equal(sld_resp_listen(cfg), "127.0.0.1:6390");
     assert_null(cfg->snapshot_path);
     assert_int_equal(cfg->snapshot_mode, SLD_SNAPSHOT_DEFAULT);
     assert_int_equal(cfg->ntrusted_proxies, 0);
@@ -232,8 +235,8 @@ static const char every_key[] =
 static void test_every_key(void **state) {
     (void)state;
     sld_config_t *cfg = parse_ok(every_key);
-    assert_string_equal(cfg->resp_listen, "[::1]:0");
-    assert_string_equal(cfg->http_listen, "0.0.0.0:18090");
+    assert_string_equal(sld_resp_listen(cfg), "[::1]:0");
+    assert_string_equal(sld_http_listen(cfg), "0.0.0.0:18090");
     assert_int_equal(cfg->threads, 3);
     assert_int_equal(cfg->max_connections, 500);
     assert_int_equal(cfg->max_request_bytes, 65536);
@@ -248,7 +251,7 @@ static void test_every_key(void **state) {
     assert_string_equal(cfg->trusted_proxies[3], "2001:db8::/32");
     assert_int_equal(cfg->ipv6_prefix, 48);
     assert_string_equal(cfg->user_header, "X-User-Id");
-    assert_string_equal(cfg->admin_token, "0123456789abcdef-token");
+    assert_string_equal(sld_http_admin_token(cfg), "0123456789abcdef-token");
     assert_int_equal(cfg->npolicies, 3);
 
     const sld_policy_t *p = &cfg->policies[0];
@@ -315,19 +318,19 @@ static void test_scalar_spellings(void **state) {
     (void)state;
     /* quoted or not, a number is a number; "off" and "" turn a front off */
     sld_config_t *cfg = parse_ok("listen: {http: \"off\"}\nthreads: \"4\"\n" ONE_POLICY);
-    assert_string_equal(cfg->http_listen, "");
+    assert_string_equal(sld_http_listen(cfg), "");
     assert_int_equal(cfg->threads, 4);
     sld_config_free(cfg);
     cfg = parse_ok("listen: {http: off}\n" ONE_POLICY);
-    assert_string_equal(cfg->http_listen, "");
+    assert_string_equal(sld_http_listen(cfg), "");
     sld_config_free(cfg);
     cfg = parse_ok("listen: {resp: off}\n" ONE_POLICY);
-    assert_string_equal(cfg->resp_listen, "");
-    assert_string_equal(cfg->http_listen, "127.0.0.1:8090");
+    assert_string_equal(sld_resp_listen(cfg), "");
+    assert_string_equal(sld_http_listen(cfg), "127.0.0.1:8090");
     sld_config_free(cfg);
     cfg = parse_ok("listen:\n  http: \"\"\n  resp: 10.1.2.3:7000\n" ONE_POLICY);
-    assert_string_equal(cfg->http_listen, "");
-    assert_string_equal(cfg->resp_listen, "10.1.2.3:7000");
+    assert_string_equal(sld_http_listen(cfg), "");
+    assert_string_equal(sld_resp_listen(cfg), "10.1.2.3:7000");
     sld_config_free(cfg);
     /* durations: a bare number is seconds */
     cfg = parse_ok("limits: {idle_timeout: 45}\n" ONE_POLICY);
@@ -518,7 +521,7 @@ static const bad_case_t bad_cases[] = {
      "listen:\n  resp: \"::1:6390\"\n" ONE_POLICY},
     {2, "listen.resp: expected an address like 127.0.0.1:6390",
      "listen:\n  resp: \"of\"\n" ONE_POLICY},
-    {1, "listen: turns off both fronts (resp and http): nothing would answer",
+    {1, "listen: turns off every front (resp, http and grpc): nothing would answer",
      "listen:\n  resp: \"off\"\n  http: \"\"\n" ONE_POLICY},
     {3, "listen.http: port must be a number from 0 to 65535, got \"65536\"",
      "listen:\n  resp: 127.0.0.1:1\n  http: 127.0.0.1:65536\n" ONE_POLICY},
@@ -812,7 +815,7 @@ static void test_admin_token_env(void **state) {
     const char *yaml = "admin_token: env:SLUICE_TEST_TOKEN\n" ONE_POLICY;
     assert_int_equal(setenv("SLUICE_TEST_TOKEN", "a-long-enough-secret-token", 1), 0);
     sld_config_t *cfg = parse_ok(yaml);
-    assert_string_equal(cfg->admin_token, "a-long-enough-secret-token");
+    assert_string_equal(sld_http_admin_token(cfg), "a-long-enough-secret-token");
     sld_config_free(cfg);
 
     assert_int_equal(setenv("SLUICE_TEST_TOKEN", "", 1), 0);
@@ -940,5 +943,8 @@ int main(void) {
         cmocka_unit_test(test_error_buffer),
         cmocka_unit_test(test_truncated_prefixes),
     };
+    /* the fronts' keys (listen:, admin_token, requirepass), as sluiced registers them */
+    if (sld_daemon_config_register() != SL_OK)
+        return 1;
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,9 @@
 #include "rig.h"
 #include "server/base/secret.h"
 #include "server/config/config.h"
+#include "server/daemon/front_config.h"
+#include "server/http/http_config.h"
+#include "server/resp/resp_config.h"
 
 #define ONE_POLICY                                                                        \
     "policies:\n"                                                                         \
@@ -34,7 +37,7 @@ static void test_absent_is_no_password(void **state) {
     (void)state;
     char err[SLD_MAX_ERROR];
     sld_config_t *cfg = parse(ONE_POLICY, SL_OK, err, sizeof err);
-    assert_null(cfg->requirepass);
+    assert_null(sld_resp_requirepass(cfg));
     sld_config_free(cfg);
 }
 
@@ -43,8 +46,8 @@ static void test_literal(void **state) {
     char err[SLD_MAX_ERROR];
     sld_config_t *cfg = parse("requirepass: 0123456789abcdef-pass\n" ONE_POLICY, SL_OK, err,
                               sizeof err);
-    assert_string_equal(cfg->requirepass, "0123456789abcdef-pass");
-    assert_null(cfg->admin_token);
+    assert_string_equal(sld_resp_requirepass(cfg), "0123456789abcdef-pass");
+    assert_null(sld_http_admin_token(cfg));
     sld_config_free(cfg);
 }
 
@@ -77,7 +80,7 @@ static void test_from_environment(void **state) {
     char err[SLD_MAX_ERROR];
     assert_int_equal(setenv("SLUICE_TEST_PASS", "a-long-enough-password", 1), 0);
     sld_config_t *cfg = parse(yaml, SL_OK, err, sizeof err);
-    assert_string_equal(cfg->requirepass, "a-long-enough-password");
+    assert_string_equal(sld_resp_requirepass(cfg), "a-long-enough-password");
     sld_config_free(cfg);
     assert_int_equal(setenv("SLUICE_TEST_PASS", "", 1), 0);
     refused(yaml, "test.yaml:1: requirepass: environment variable SLUICE_TEST_PASS is empty");
@@ -94,8 +97,8 @@ static void test_admin_copies_keep_it(void **state) {
                               sizeof err);
     sld_config_t *copy = sld_config_edit(cfg, NULL, NULL);
     assert_non_null(copy);
-    assert_string_equal(copy->requirepass, "0123456789abcdef-pass");
-    assert_ptr_not_equal(copy->requirepass, cfg->requirepass);
+    assert_string_equal(sld_resp_requirepass(copy), "0123456789abcdef-pass");
+    assert_ptr_not_equal(sld_resp_requirepass(copy), sld_resp_requirepass(cfg));
     sld_config_free(copy);
     sld_config_free(cfg);
 }
@@ -121,5 +124,8 @@ int main(void) {
         cmocka_unit_test(test_admin_copies_keep_it),
         cmocka_unit_test(test_same_secret),
     };
+    /* the fronts' keys (listen:, admin_token, requirepass), as sluiced registers them */
+    if (sld_daemon_config_register() != SL_OK)
+        return 1;
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

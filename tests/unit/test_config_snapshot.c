@@ -7,6 +7,7 @@
 #include "server/config/config.h"
 #include "server/config/config_snapshot.h"
 #include "server/config/state_location.h"
+#include "server/daemon/front_config.h"
 
 #define ONE_POLICY "policies:\n  - name: a\n    limits: [{algorithm: gcra, limit: 10, period: 1s}]\n"
 
@@ -143,5 +144,8 @@ int main(void) {
         cmocka_unit_test(default_location),
         cmocka_unit_test(explicit_and_overrides),
     };
+    /* the fronts' keys (listen:, admin_token, requirepass), as sluiced registers them */
+    if (sld_daemon_config_register() != SL_OK)
+        return 1;
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,17 +9,20 @@
 #include "rig.h"
 #include "server/config/config.h"
 #include "server/config/section.h"
+#include "server/daemon/front_config.h"
 #include "server/gateway/gateway_config.h"
+#include "server/http/http_config.h"
+#include "server/resp/resp_config.h"
 
-static const sld_config_section_t *const sections[] = {&sld_gateway_section};
-
+/* the gateway among the other fronts' keys, as sluiced registers them */
 static int setup(void **state) {
     (void)state;
-    return sld_config_sections_set(sections, 1);
+    return sld_daemon_config_register();
 }
 
 static int teardown(void **state) {
     (void)state;
+    sld_config_listens_set(NULL, 0);
     return sld_config_sections_set(NULL, 0);
 }
 
@@ -105,8 +108,8 @@ static void test_full_section(void **state) {
     assert_string_equal(b->body, "rate limit exceeded\n");
     assert_int_equal(b->timeout, 250 * 1000);
     /* a gateway and no listen: the decision fronts stay closed */
-    assert_string_equal(cfg->resp_listen, "");
-    assert_string_equal(cfg->http_listen, "");
+    assert_string_equal(sld_resp_listen(cfg), "");
+    assert_string_equal(sld_http_listen(cfg), "");
     sld_config_free(cfg);
 }
 
@@ -115,8 +118,8 @@ static void test_listen_kept_when_given(void **state) {
     char yaml[4096];
     snprintf(yaml, sizeof yaml, "listen: {resp: 127.0.0.1:7000}\n%s", full);
     sld_config_t *cfg = parse_ok(yaml);
-    assert_string_equal(cfg->resp_listen, "127.0.0.1:7000");
-    assert_string_equal(cfg->http_listen, "127.0.0.1:8090");
+    assert_string_equal(sld_resp_listen(cfg), "127.0.0.1:7000");
+    assert_string_equal(sld_http_listen(cfg), "127.0.0.1:8090");
     sld_config_free(cfg);
     /* no gateway, both fronts off: refused as before */
     refused("listen: {resp: off, http: off}\n" POLICIES, 1, "nothing would answer");
@@ -191,7 +194,7 @@ static void test_unregistered_is_unknown(void **state) {
     assert_int_equal(sld_config_parse("test.yaml", full, strlen(full), &cfg, err, sizeof err), SL_EINVAL);
     assert_non_null(strstr(err, "test.yaml:1: "));
     assert_non_null(strstr(err, "gateway"));
-    sld_config_sections_set(sections, 1);
+    assert_int_equal(sld_daemon_config_register(), SL_OK);
 }
 
 static void test_copies_share_the_section(void **state) {

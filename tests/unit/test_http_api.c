@@ -21,6 +21,7 @@
 #include "rig.h"
 #include "server/http/http_api.h"
 #include "server/daemon/runtime.h"
+#include "server/daemon/front_config.h"
 #include "server/daemon/wiring.h"
 
 #define WORKERS 2
@@ -1426,5 +1427,8 @@ int main(void) {
         T(admin_put_tier_key_over_max_key_bytes, setup_main),
     };
 #undef T
+    /* the fronts' keys (listen:, admin_token, requirepass), as sluiced registers them */
+    if (sld_daemon_config_register() != SL_OK)
+        return 1;
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,12 +75,29 @@ static void obs_fold(void **state) {
     assert_non_null(verdict("POST / HTTP/1.1\r\nContent-Length: 5\r\n Transfer-Encoding: chunked\r\n\r\n", false));
 }
 
+/* A name is the bytes before the first colon, compared as written but for
+ * the case of letters: other bytes are not folded, space before the colon
+ * makes another name, and a line without a colon names nothing. */
+static void names_as_written(void **state) {
+    (void)state;
+    assert_null(verdict("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length : 5\r\n\r\n", false));
+    assert_null(verdict("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length\r\n\r\n", false));
+    assert_null(verdict("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent\rLength: 5\r\n\r\n", false));
+    assert_null(verdict("POST / HTTP/1.1\r\nContent-Length: 5\r\nCONTENT\x0dLENGTH: 5\r\n\r\n", false));
+    assert_null(verdict("POST / HTTP/1.1\r\nContent-Length: 5\r\nXContent-Length: 5\r\n\r\n", false));
+    assert_null(verdict("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding\r\n\r\n", false));
+    assert_non_null(verdict("POST / HTTP/1.1\r\ncOnTeNt-LeNgTh:5\r\nCONTENT-LENGTH:\r\n\r\n", false));
+    assert_non_null(verdict("POST / HTTP/1.1\r\nTransfer-Encoding:\r\ntRANSFER-eNCODING: chunked\r\n\r\n", false));
+    assert_non_null(verdict("POST / HTTP/1.1\nContent-Length:5\ncontent-length:5:x\n\n", false));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plain_requests_pass),
         cmocka_unit_test(content_length_twice),
         cmocka_unit_test(transfer_encoding_with_content_length),
         cmocka_unit_test(obs_fold),
+        cmocka_unit_test(names_as_written),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

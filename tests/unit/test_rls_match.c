@@ -143,7 +143,9 @@ static const char *const files[] = {
     "    value: ab*\n"
     "    rate_limit: {unit: hour, requests_per_unit: 2}\n"
     "  - key: order\n"
-    "    rate_limit: {unit: hour, requests_per_unit: 3}\n",
+    "    rate_limit: {unit: hour, requests_per_unit: 3}\n"
+    "  - key: q_r\n"
+    "    rate_limit: {unit: hour, requests_per_unit: 4}\n",
 };
 
 typedef struct set {
@@ -260,6 +262,9 @@ static const row_t table[] = {
     {"test-domain", {"order", "xyz"}, "test-domain.order", 3, false, false},
     /* an empty value matches the key alone */
     {"test-domain", {"order", ""}, "test-domain.order", 3, false, false},
+    /* the reference's lookup string key + "_" + value meets a key-only rule */
+    {"test-domain", {"q", "r"}, "test-domain.q_r", 4, false, false},
+    {"test-domain", {"q_r", "anything"}, "test-domain.q_r", 4, false, false},
     /* unknown domain */
     {"nowhere", {"database", "users"}, NULL, 0, false, false},
 };

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "server/base/buf.h"
+#include "server/base/decimal.h"
 
 bool sld_buf_reserve(sld_buf_t *b, size_t more) {
     if (b->failed)
@@ -71,20 +72,11 @@ void sld_buf_free(sld_buf_t *b) {
 }
 
 void sld_buf_append_u64(sld_buf_t *b, uint64_t v) {
-    char tmp[20];
-    size_t i = sizeof tmp;
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    sld_buf_append(b, tmp + i, sizeof tmp - i);
+    if (sld_buf_reserve(b, SLD_DEC_MAX))
+        b->len = (size_t)(sld_dec_u64(b->data + b->len, v) - b->data);
 }
 
 void sld_buf_append_i64(sld_buf_t *b, int64_t v) {
-    if (v < 0) {
-        sld_buf_append(b, "-", 1);
-        sld_buf_append_u64(b, 0 - (uint64_t)v);
-    } else {
-        sld_buf_append_u64(b, (uint64_t)v);
-    }
+    if (sld_buf_reserve(b, SLD_DEC_MAX))
+        b->len = (size_t)(sld_dec_i64(b->data + b->len, v) - b->data);
 }

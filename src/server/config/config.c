@@ -9,7 +9,8 @@
  *      duplicate keys and wrong shapes are its errors, which messages.c
  *      rewrites with the path and line of the offending node;
  *   3. every value is converted and checked: the top level and the store
- *      here, scalars by units.c, policies and tiers by policy_config.c.
+ *      here, scalars by units.c, policies and tiers by policy_config.c, the
+ *      keys fronts registered by listen.c and section.c.
  * An error in step 2 or 3 names a path ("policies[0].limits[1].period");
  * one more libyaml pass finds the line of that path. This file also reads
  * the file, fills the defaults and frees a configuration.
@@ -17,7 +18,6 @@
  * Not here: compiling the policies for use (the daemon does that), applying
  * or reloading a configuration, or anything with sockets or threads.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,42 +31,7 @@
 #include "server/config/config_private.h"
 #include "server/config/config_snapshot.h"
 
-#define DEFAULT_RESP "127.0.0.1:6390"
-#define DEFAULT_HTTP "127.0.0.1:8090"
 #define DEFAULT_USER_HEADER "Authorization"
-
-/* A secret (admin_token, requirepass): a literal, or "env:NAME" read from
- * the environment now. `field` names it in messages, which never quote the
- * secret itself. */
-static int get_secret(ctx_t *c, const char *field, const char *text, char **out) {
-    const char *token = text;
-    if (strncmp(text, "env:", 4) == 0) {
-        const char *var = text + 4;
-        bool ok = var[0] != '\0' && !isdigit((unsigned char)var[0]);
-        for (const char *s = var; ok && *s; s++)
-            ok = isalnum((unsigned char)*s) || *s == '_';
-        char b[SHOW_MAX + 8];
-        if (!ok)
-            return sld__cfg_bad(c, field, "\"%s\" is not an environment variable name",
-                                sld__cfg_show(var, b));
-        token = getenv(var);
-        if (token == NULL)
-            return sld__cfg_bad(c, field, "environment variable %s is not set", var);
-        if (token[0] == '\0')
-            return sld__cfg_bad(c, field, "environment variable %s is empty", var);
-    }
-    const char *what = strcmp(field, "requirepass") == 0 ? "a password" : "a token";
-    size_t n = strlen(token);
-    if (n < MIN_TOKEN)
-        return sld__cfg_bad(c, field, "%s needs at least %d characters (this one has %zu)", what,
-                            MIN_TOKEN, n);
-    if (n > MAX_TOKEN)
-        return sld__cfg_bad(c, field, "%s has at most %d characters", what, MAX_TOKEN);
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)token[i] <= 0x20 || (unsigned char)token[i] >= 0x7f)
-            return sld__cfg_bad(c, field, "%s is printable ASCII without spaces", what);
-    return (*out = sld__cfg_dup(c, token)) ? SL_OK : SL_ENOMEM;
-}
 
 /* The store's URL: its scheme here, the rest when the client parses it
  * (sluiced checks it before it serves, so --check-config catches it too). */
@@ -187,35 +152,11 @@ static int get_store(ctx_t *c, const raw_store_t *s, sld_config_t *cfg) {
     return get_snapshot(c, cfg);
 }
 
-/* A front's address, or "off" / "" for a front that does not listen. */
-static int get_front(ctx_t *c, const char *path, const char *text, char out[SLD_MAX_ADDR]) {
-    if (text == NULL)
-        return SL_OK;
-    if (text[0] == '\0' || strcmp(text, "off") == 0) {
-        out[0] = '\0';
-        return SL_OK;
-    }
-    return sld__cfg_get_listen(c, path, text, out);
-}
-
 static int get_config(ctx_t *c, const raw_config_t *r, sld_config_t *cfg) {
     char p[PATH_BUF], b[SHOW_MAX + 8];
     int rc;
-    /* A front with a listener of its own (the gateway) is enough: without
-     * listen:, the decision fronts stay closed beside it. */
-    bool section_front = sld__cfg_sections_listen(r);
-    if (section_front && r->listen == NULL)
-        cfg->resp_listen[0] = cfg->http_listen[0] = '\0';
-    if (r->listen && (rc = get_front(c, "listen.resp", r->listen->resp, cfg->resp_listen)))
+    if ((rc = sld__cfg_listen_parse(c, r, cfg)))
         return rc;
-    if (r->listen && (rc = get_front(c, "listen.http", r->listen->http, cfg->http_listen)))
-        return rc;
-    if (r->listen && (rc = get_front(c, "listen.grpc", r->listen->grpc, cfg->grpc_listen)))
-        return rc;
-    if (!section_front && cfg->resp_listen[0] == '\0' && cfg->http_listen[0] == '\0' &&
-        cfg->grpc_listen[0] == '\0')
-        return sld__cfg_bad(c, "listen",
-                            "turns off both fronts (resp and http): nothing would answer");
     if (r->threads && (rc = sld__cfg_get_u32(c, "threads", r->threads, 0, 256, &cfg->threads)))
         return rc;
     if (r->limits) {
@@ -286,9 +227,7 @@ static int get_config(ctx_t *c, const raw_config_t *r, sld_config_t *cfg) {
         if ((cfg->user_header = sld__cfg_dup(c, r->user_header)) == NULL)
             return SL_ENOMEM;
     }
-    if (r->admin_token && (rc = get_secret(c, "admin_token", r->admin_token, &cfg->admin_token)))
-        return rc;
-    if (r->requirepass && (rc = get_secret(c, "requirepass", r->requirepass, &cfg->requirepass)))
+    if ((rc = sld__cfg_sections_parse(c, r, cfg, true)))
         return rc;
 
     if (r->policies_count == 0)
@@ -312,15 +251,16 @@ static int get_config(ctx_t *c, const raw_config_t *r, sld_config_t *cfg) {
                 return sld__cfg_bad(c, p, "policy name \"%s\" is already used (line %zu)",
                                     cfg->policies[i].name, sld__cfg_path_line(c, first, 1));
             }
-    return sld__cfg_sections_parse(c, r, cfg);
+    if ((rc = sld__cfg_sections_parse(c, r, cfg, false)))
+        return rc;
+    return sld__cfg_sections_check(c, cfg);
 }
 
 static sld_config_t *config_defaults(ctx_t *c) {
     sld_config_t *cfg = calloc(1, sizeof *cfg);
     if (cfg == NULL)
         return NULL;
-    memcpy(cfg->resp_listen, DEFAULT_RESP, sizeof DEFAULT_RESP);
-    memcpy(cfg->http_listen, DEFAULT_HTTP, sizeof DEFAULT_HTTP);
+    sld__cfg_listen_defaults(cfg);
     cfg->max_connections = 10000;
     cfg->max_request_bytes = 1u << 20;
     cfg->max_key_bytes = 1024;
@@ -363,30 +303,25 @@ int sld__cfg_parse(const char *name, const char *policy_name, const char *yaml, 
 
     /* 2. the schema */
     raw_config_t *raw = NULL;
-    cyaml_schema_value_t top;
-    cyaml_schema_field_t *top_fields = NULL;
-    if (sld__cfg_schema_top(&top, &top_fields) != SL_OK)
-        return sld__cfg_oom(&c);
-    c.schema = &top;
+    const cyaml_schema_value_t *top = sld__cfg_schema_top();
+    c.schema = top;
     cyaml_config_t cy = {.log_fn = sld__cfg_cyaml_log, .log_ctx = &c, .mem_fn = cyaml_mem,
                          .log_level = CYAML_LOG_ERROR, .flags = CYAML_CFG_NO_ALIAS};
     cyaml_err_t e = empty ? CYAML_OK
-                          : cyaml_load_data((const uint8_t *)yaml, len, &cy, &top,
+                          : cyaml_load_data((const uint8_t *)yaml, len, &cy, top,
                                             (cyaml_data_t **)&raw, NULL);
     if (e != CYAML_OK || raw == NULL) {
         if (e != CYAML_OK)
             sld__cfg_cyaml_error(&c, e);
         else
             sld__cfg_report(&c, 0, "the file is empty: at least a policies: list is needed");
-        free(top_fields);
         return e == CYAML_ERR_OOM ? SL_ENOMEM : SL_EINVAL;
     }
 
     /* 3. values */
     sld_config_t *cfg = config_defaults(&c);
     rc = cfg ? get_config(&c, raw, cfg) : sld__cfg_oom(&c);
-    cyaml_free(&cy, &top, raw, 0);
-    free(top_fields);
+    cyaml_free(&cy, top, raw, 0);
     if (rc != SL_OK) {
         sld_config_free(cfg);
         return rc;
@@ -403,7 +338,7 @@ int sld_config_parse(const char *name, const char *yaml, size_t len, sld_config_
 int sld_config_listen_option(const char *option, const char *text, char out[SLD_MAX_ADDR], char *err,
                              size_t err_len) {
     ctx_t c = {.name = "command line", .yaml = "", .len = 0, .err = err, .err_len = err_len};
-    return get_front(&c, option, text, out);
+    return sld__cfg_get_front(&c, option, text, out);
 }
 
 int sld_config_load(const char *path, sld_config_t **out, char *err, size_t err_len) {
@@ -477,8 +412,6 @@ void sld_config_free(sld_config_t *config) {
     free(config->snapshot_path);
     free(config->store_url);
     free(config->user_header);
-    free(config->admin_token);
-    free(config->requirepass);
     sld__cfg_sections_release(config);
     free(config);
 }

@@ -21,6 +21,7 @@
 #define SLD_MAX_KEY_ATTRS 8
 #define SLD_MAX_ERROR 512      /* size of error buffers given to the loader */
 #define SLD_MAX_SECTIONS 8     /* sections registered by fronts (section.h) */
+#define SLD_MAX_LISTENS 4      /* listen keys registered by fronts (section.h) */
 
 /* A group of keys with limits of their own ("premium users get more"). */
 typedef struct sld_tier {
@@ -59,9 +60,10 @@ typedef struct sld_policy {
 
 typedef struct sld_config {
     char *source;                    /* the file's path, or "(embedded default)" */
-    char resp_listen[SLD_MAX_ADDR];  /* default "127.0.0.1:6390"; port 0 = any free port; "" = RESP front off */
-    char http_listen[SLD_MAX_ADDR];  /* default "127.0.0.1:8090"; "" = HTTP front off */
-    char grpc_listen[SLD_MAX_ADDR];  /* listen.grpc: "" (default) = the gRPC front is off */
+    char listen[SLD_MAX_LISTENS][SLD_MAX_ADDR]; /* the fronts' addresses, by the index of
+                                        their listen key (section.h: read them with
+                                        sld_config_listen()); port 0 = any free port;
+                                        "" = that front is off */
     uint32_t threads;                /* 0 = one per online core */
 
     uint32_t max_connections;        /* default 10000 */
@@ -96,9 +98,6 @@ typedef struct sld_config {
     size_t ntrusted_proxies;
     uint32_t ipv6_prefix;            /* key IPv6 clients by this prefix; default 64 */
     char *user_header;               /* HTTP header naming the user; default "Authorization" */
-    char *admin_token;               /* NULL = admin API off; "env:NAME" reads $NAME at load */
-    char *requirepass;               /* the RESP front's password (AUTH), as admin_token;
-                                        NULL = no password */
     uint32_t auth_deny_status;       /* forward-auth's answer to a denied request: 401, 403,
                                         429 (default) or 503 */
 

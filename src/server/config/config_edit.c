@@ -68,9 +68,8 @@ sld_config_t *sld_config_edit(const sld_config_t *cfg, const sld_policy_t *put,
     c->snapshot_path = dup_or_null(cfg->snapshot_path, &ok);
     c->store_url = dup_or_null(cfg->store_url, &ok);
     c->user_header = dup_or_null(cfg->user_header, &ok);
-    c->admin_token = dup_or_null(cfg->admin_token, &ok);
-    c->requirepass = dup_or_null(cfg->requirepass, &ok);
-    sld__cfg_sections_share(c);
+    if (!sld__cfg_sections_share(c))
+        ok = false;
     if (cfg->ntrusted_proxies &&
         (c->trusted_proxies = calloc(cfg->ntrusted_proxies, sizeof(char *))) == NULL)
         ok = false;

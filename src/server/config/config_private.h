@@ -10,7 +10,10 @@
  *   policy_config.c  policies, their limits and tiers; store failure names
  *   policy_json.c    one policy as JSON, for the admin API
  *   config_edit.c    copies of a configuration with one policy changed
- *   section.c        the sections fronts register (section.h)
+ *   section.c        the sections fronts register (section.h), and the
+ *                    top-level schema with their keys
+ *   listen.c         the listen keys fronts register: listen:'s schema,
+ *                    defaults, addresses and command-line overrides
  * Nothing outside src/server/config/ includes this; the contract is config.h.
  *
  * Every scalar is loaded as a string (the "raw" structs below), so that "60",
@@ -40,7 +43,7 @@
 #define MAX_TIER_KEYS 100000         /* keys of one tier */
 #define MAX_TRUSTED_PROXIES 1024
 #define MAX_NAME 64                  /* policy and tier names */
-#define MAX_TOKEN 4096               /* admin token, bytes */
+#define MAX_TOKEN 4096               /* a secret (admin token, password), bytes */
 #define MIN_TOKEN 16
 #define MAX_PATH_BYTES 4096          /* snapshot path */
 #define MAX_HEADER_NAME 256
@@ -77,7 +80,7 @@ typedef struct raw_policy {
 } raw_policy_t;
 
 typedef struct raw_listen {
-    char *resp, *http, *grpc;
+    char *addr[SLD_MAX_LISTENS];   /* by the index of the listen key (listen.c) */
 } raw_listen_t;
 
 typedef struct raw_limits {
@@ -101,7 +104,7 @@ typedef struct raw_config {
     raw_store_t *store;
     char **trusted_proxies;
     unsigned trusted_proxies_count;
-    char *ipv6_prefix, *user_header, *admin_token, *requirepass, *auth_deny_status;
+    char *ipv6_prefix, *user_header, *auth_deny_status;
     raw_policy_t *policies;
     unsigned policies_count;
     void *sections[SLD_MAX_SECTIONS]; /* the registered sections' raw forms (section.c) */
@@ -173,21 +176,41 @@ size_t sld__cfg_path_line(const ctx_t *c, const char *path, unsigned nth);
 
 /* ---- schema.c ------------------------------------------------------------- */
 
-extern const cyaml_schema_value_t sld__cfg_schema; /* a raw_config_t */
+/* A raw_config_t: the built-in keys, listen: with the registered listen
+ * keys (listen.c), no sections. */
+extern const cyaml_schema_value_t sld__cfg_schema;
+/* The index in sld__cfg_schema's fields where registered secrets go: after
+ * the built-in scalars, so the keys are listed (and read) in one order. */
+extern const size_t sld__cfg_secrets_at;
 
 /* ---- section.c: the sections fronts register --------------------------------- */
 
 /* The top-level schema: sld__cfg_schema's keys and the registered
- * sections'. *fields is allocated (free it after cyaml_free). */
-int sld__cfg_schema_top(cyaml_schema_value_t *top, cyaml_schema_field_t **fields);
+ * sections', built when they were set. */
+const cyaml_schema_value_t *sld__cfg_schema_top(void);
 /* Whether the file has a section of a front with its own listener. */
 bool sld__cfg_sections_listen(const raw_config_t *raw);
-/* Parses the sections present in raw into cfg, then checks each against
- * the whole of cfg. */
-int sld__cfg_sections_parse(ctx_t *c, const raw_config_t *raw, sld_config_t *cfg);
-/* cfg was copied field by field from another: its sections are shared. */
-void sld__cfg_sections_share(sld_config_t *cfg);
+/* Parses the sections present in raw into cfg: the secrets, or the
+ * mappings. */
+int sld__cfg_sections_parse(ctx_t *c, const raw_config_t *raw, sld_config_t *cfg, bool secrets);
+/* Checks each section present against the whole of cfg. */
+int sld__cfg_sections_check(ctx_t *c, sld_config_t *cfg);
+/* cfg was copied field by field from another: its mappings are shared, its
+ * secrets copied. false when out of memory (cfg then frees as it is). */
+bool sld__cfg_sections_share(sld_config_t *cfg);
 void sld__cfg_sections_release(sld_config_t *cfg);
+
+/* ---- listen.c: the listen keys fronts register --------------------------------- */
+
+/* listen:'s fields, one per registered key, then CYAML_FIELD_END. */
+extern cyaml_schema_field_t sld__cfg_listen_fields[SLD_MAX_LISTENS + 1];
+/* Each listen key's default address (or "") into cfg. */
+void sld__cfg_listen_defaults(sld_config_t *cfg);
+/* Whether a listen key of cfg is on. */
+bool sld__cfg_listen_any(const sld_config_t *cfg);
+/* listen: into cfg; a listening section and no listen: closes the
+ * defaults; nothing answering is refused. */
+int sld__cfg_listen_parse(ctx_t *c, const raw_config_t *raw, sld_config_t *cfg);
 
 /* ---- units.c: a raw string at `path` into a checked value ------------------ */
 
@@ -211,6 +234,12 @@ int sld__cfg_get_name(ctx_t *c, const char *path, const char *text, char **out);
 bool sld__cfg_is_token(const char *s);
 /* "a.b.c.d:port" or "[v6]:port", an IP literal (no name lookup). */
 int sld__cfg_get_listen(ctx_t *c, const char *path, const char *text, char out[SLD_MAX_ADDR]);
+/* The same, or "off" / "" for a front that does not listen (out ""); NULL
+ * text leaves out as it is. */
+int sld__cfg_get_front(ctx_t *c, const char *path, const char *text, char out[SLD_MAX_ADDR]);
+/* A secret, as sld_config_get_secret() (section.h). */
+int sld__cfg_get_secret(ctx_t *c, const char *path, const char *what, const char *text,
+                        char **out);
 /* "addr/prefix" with no host bits set beyond the prefix. */
 int sld__cfg_check_cidr(ctx_t *c, const char *path, const char *text);
 

@@ -2,6 +2,8 @@
  * exist, which are required, which are mappings or lists and how long a list
  * may be. Every scalar is a string here (raw_*_t in config_private.h): the
  * values are converted and checked by units.c, policy_config.c and config.c.
+ * The keys fronts register are added to it: under listen: (listen.c) and
+ * at the top level (section.c).
  *
  * Not here: what a value means, or any message (messages.c rewrites
  * libcyaml's errors with the path and line).
@@ -63,13 +65,6 @@ static const cyaml_schema_value_t policy_entry = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, raw_policy_t, policy_fields),
 };
 
-static const cyaml_schema_field_t listen_fields[] = {
-    SLD_CFG_STR("resp", SLD_CFG_OPT, raw_listen_t, resp),
-    SLD_CFG_STR("http", SLD_CFG_OPT, raw_listen_t, http),
-    SLD_CFG_STR("grpc", SLD_CFG_OPT, raw_listen_t, grpc),
-    CYAML_FIELD_END,
-};
-
 static const cyaml_schema_field_t limits_fields[] = {
     SLD_CFG_STR("max_connections", SLD_CFG_OPT, raw_limits_t, max_connections),
     SLD_CFG_STR("max_request_bytes", SLD_CFG_OPT, raw_limits_t, max_request_bytes),
@@ -103,7 +98,9 @@ static const cyaml_schema_field_t store_fields[] = {
 };
 
 static const cyaml_schema_field_t config_fields[] = {
-    CYAML_FIELD_MAPPING_PTR("listen", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_config_t, listen, listen_fields),
+    /* its keys are the ones fronts registered (listen.c) */
+    CYAML_FIELD_MAPPING_PTR("listen", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_config_t, listen,
+                            sld__cfg_listen_fields),
     SLD_CFG_STR("threads", SLD_CFG_OPT, raw_config_t, threads),
     CYAML_FIELD_MAPPING_PTR("limits", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_config_t, limits, limits_fields),
     CYAML_FIELD_MAPPING_PTR("store", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_config_t, store, store_fields),
@@ -111,8 +108,7 @@ static const cyaml_schema_field_t config_fields[] = {
                          &sld_config_string_entry, 0, MAX_TRUSTED_PROXIES),
     SLD_CFG_STR("ipv6_prefix", SLD_CFG_OPT, raw_config_t, ipv6_prefix),
     SLD_CFG_STR("user_header", SLD_CFG_OPT, raw_config_t, user_header),
-    SLD_CFG_STR("admin_token", SLD_CFG_OPT, raw_config_t, admin_token),
-    SLD_CFG_STR("requirepass", SLD_CFG_OPT, raw_config_t, requirepass),
+    /* (the registered secrets go here: sld__cfg_secrets_at) */
     SLD_CFG_STR("auth_deny_status", SLD_CFG_OPT, raw_config_t, auth_deny_status),
     CYAML_FIELD_SEQUENCE("policies", SLD_CFG_NULLABLE, raw_config_t, policies, &policy_entry, 0,
                          MAX_POLICIES),
@@ -122,3 +118,7 @@ static const cyaml_schema_field_t config_fields[] = {
 const cyaml_schema_value_t sld__cfg_schema = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, raw_config_t, config_fields),
 };
+
+/* Before auth_deny_status: the keys of the top level are listed in
+ * messages (and read) in the order they always were. */
+const size_t sld__cfg_secrets_at = 7;

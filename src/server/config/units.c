@@ -4,7 +4,8 @@
  * bare number is seconds) and sizes ("64KiB", "1GB") as exact integers of
  * microseconds and bytes (a fraction finer than the smallest unit is an
  * error, not rounded); booleans; names; HTTP header names; listen addresses;
- * CIDRs (parsed by base/cidr.c, worded here for the file).
+ * secrets (a literal or env:NAME); CIDRs (parsed by base/cidr.c, worded
+ * here for the file).
  *
  * Not here: which setting takes which kind of value (config.c,
  * policy_config.c).
@@ -295,6 +296,52 @@ bad_form:
     return sld__cfg_bad(c, path,
                         "expected an address like 127.0.0.1:6390 or [::1]:6390, got \"%s\"",
                         sld__cfg_show(text, b));
+}
+
+/* A front's address, or "off" / "" for a front that does not listen. */
+int sld__cfg_get_front(ctx_t *c, const char *path, const char *text, char out[SLD_MAX_ADDR]) {
+    if (text == NULL)
+        return SL_OK;
+    if (text[0] == '\0' || strcmp(text, "off") == 0) {
+        out[0] = '\0';
+        return SL_OK;
+    }
+    return sld__cfg_get_listen(c, path, text, out);
+}
+
+/* ---- secrets -------------------------------------------------------------- */
+
+/* A secret (a password, a token): a literal, or "env:NAME" read from the
+ * environment now. `path` and `what` name it in messages, which never quote
+ * the secret itself. */
+int sld__cfg_get_secret(ctx_t *c, const char *path, const char *what, const char *text,
+                        char **out) {
+    const char *token = text;
+    if (strncmp(text, "env:", 4) == 0) {
+        const char *var = text + 4;
+        bool ok = var[0] != '\0' && !isdigit((unsigned char)var[0]);
+        for (const char *s = var; ok && *s; s++)
+            ok = isalnum((unsigned char)*s) || *s == '_';
+        char b[SHOW_MAX + 8];
+        if (!ok)
+            return sld__cfg_bad(c, path, "\"%s\" is not an environment variable name",
+                                sld__cfg_show(var, b));
+        token = getenv(var);
+        if (token == NULL)
+            return sld__cfg_bad(c, path, "environment variable %s is not set", var);
+        if (token[0] == '\0')
+            return sld__cfg_bad(c, path, "environment variable %s is empty", var);
+    }
+    size_t n = strlen(token);
+    if (n < MIN_TOKEN)
+        return sld__cfg_bad(c, path, "%s needs at least %d characters (this one has %zu)", what,
+                            MIN_TOKEN, n);
+    if (n > MAX_TOKEN)
+        return sld__cfg_bad(c, path, "%s has at most %d characters", what, MAX_TOKEN);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)token[i] <= 0x20 || (unsigned char)token[i] >= 0x7f)
+            return sld__cfg_bad(c, path, "%s is printable ASCII without spaces", what);
+    return (*out = sld__cfg_dup(c, token)) ? SL_OK : SL_ENOMEM;
 }
 
 /* "addr/prefix" with no host bits set beyond the prefix (base/cidr.c

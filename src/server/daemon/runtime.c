@@ -70,8 +70,10 @@ void sld_runtime_free(sld_runtime_t *rt) {
 
 /* Settings a running daemon cannot change: they keep their running values. */
 static void keep_fixed_settings(const sld_config_t *old, sld_config_t *next) {
-    if (strcmp(old->resp_listen, next->resp_listen) != 0 || strcmp(old->http_listen, next->http_listen) != 0 ||
-        old->threads != next->threads || old->max_memory != next->max_memory ||
+    bool moved = false;
+    for (size_t i = 0; i < SLD_MAX_LISTENS; i++)
+        moved |= strcmp(old->listen[i], next->listen[i]) != 0;
+    if (moved || old->threads != next->threads || old->max_memory != next->max_memory ||
         old->shards != next->shards || old->max_request_bytes != next->max_request_bytes ||
         (old->store_url == NULL) != (next->store_url == NULL) ||
         (old->store_url && strcmp(old->store_url, next->store_url) != 0) ||
@@ -79,8 +81,7 @@ static void keep_fixed_settings(const sld_config_t *old, sld_config_t *next) {
         old->store_clock_local != next->store_clock_local)
         sld_warn("listen addresses, threads, store settings and max_request_bytes need a restart; "
                  "they keep their running values");
-    memcpy(next->resp_listen, old->resp_listen, sizeof next->resp_listen);
-    memcpy(next->http_listen, old->http_listen, sizeof next->http_listen);
+    memcpy(next->listen, old->listen, sizeof next->listen);
     next->threads = old->threads;
     next->max_memory = old->max_memory;
     next->shards = old->shards;

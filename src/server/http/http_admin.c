@@ -16,6 +16,7 @@
 
 #include "server/base/secret.h"
 #include "server/engine/engine.h"
+#include "server/http/http_config.h"
 #include "server/http/http_decide.h"
 #include "server/http/http_routes.h"
 
@@ -34,7 +35,8 @@ static bool authorised(const sld_config_t *cfg, const sld_http_request_t *req) {
     size_t end = h.len;
     while (end > i && (h.ptr[end - 1] == ' ' || h.ptr[end - 1] == '\t'))
         end--;
-    return sld_same_secret(h.ptr + i, end - i, cfg->admin_token, strlen(cfg->admin_token));
+    const char *token = sld_http_admin_token(cfg);
+    return sld_same_secret(h.ptr + i, end - i, token, strlen(token));
 }
 
 /* ---- policies as JSON ----------------------------------------------------------------------- */
@@ -351,7 +353,7 @@ static void admin_unknown(const sld_http_call_t *c) {
 
 bool sld_http_admin_gate(const sld_http_call_t *c) {
     const sld_config_t *cfg = c->rt->cfg;
-    if (cfg->admin_token == NULL) {
+    if (sld_http_admin_token(cfg) == NULL) {
         sld_http_error(c->reply, 404, "not_found", NULL, "the admin API is off: configure admin_token to turn it on");
         return false;
     }

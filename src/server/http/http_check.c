@@ -114,10 +114,10 @@ static size_t form_decode(const char *s, size_t n, char *dst) {
     return d;
 }
 
-/* A value: itself when it has nothing to decode, else decoded into scratch
- * at *used. False on a bad escape. */
-static bool form_value(const char *s, size_t n, char *scratch, size_t *used, sld_span_t *out) {
-    if (memchr(s, '%', n) == NULL && memchr(s, '+', n) == NULL) {
+/* A value: itself when it has nothing to decode (`plain`: the whole query
+ * has nothing), else decoded into scratch at *used. False on a bad escape. */
+static bool form_value(const char *s, size_t n, bool plain, char *scratch, size_t *used, sld_span_t *out) {
+    if (plain || (memchr(s, '%', n) == NULL && memchr(s, '+', n) == NULL)) {
         *out = (sld_span_t){s, n};
         return true;
     }
@@ -135,15 +135,18 @@ enum { Q_POLICY = 1, Q_KEY = 2, Q_COST = 4 };
  * a longer encoded name is unknown without decoding it. */
 #define NAME_ENCODED_MAX 18
 
-static int query_pair(const char *s, size_t n, char *scratch, size_t *used, unsigned *seen,
+static int query_pair(const char *s, size_t n, bool plain, char *scratch, size_t *used, unsigned *seen,
                       sld_check_request_t *out, const char **param, const char **why) {
     const char *eq = memchr(s, '=', n);
     size_t name_len = eq ? (size_t)(eq - s) : n;
+    sld_span_t name = {s, name_len};
     char name_buf[NAME_ENCODED_MAX];
-    size_t d = name_len <= sizeof name_buf ? form_decode(s, name_len, name_buf) : 0;
-    if (d == SIZE_MAX)
-        return fail(param, why, "query", "bad percent-escape in a name (expected %XX, hex)");
-    sld_span_t name = {name_buf, d};
+    if (!plain) {
+        size_t d = name_len <= sizeof name_buf ? form_decode(s, name_len, name_buf) : 0;
+        if (d == SIZE_MAX)
+            return fail(param, why, "query", "bad percent-escape in a name (expected %XX, hex)");
+        name = (sld_span_t){name_buf, d};
+    }
     const char *p;
     unsigned bit;
     if (span_is(name, "policy")) {
@@ -164,7 +167,7 @@ static int query_pair(const char *s, size_t n, char *scratch, size_t *used, unsi
         return fail(param, why, p, "given twice");
     *seen |= bit;
     sld_span_t value;
-    if (!form_value(eq + 1, n - name_len - 1, scratch, used, &value))
+    if (!form_value(eq + 1, n - name_len - 1, plain, scratch, used, &value))
         return fail(param, why, p, "bad percent-escape (expected %XX, hex)");
     switch (bit) {
     case Q_POLICY:
@@ -189,11 +192,14 @@ int sld_check_parse_query(const char *query, size_t len, char *scratch, sld_chec
     *out = (sld_check_request_t){.cost = 1};
     unsigned seen = 0;
     size_t used = 0; /* bytes of scratch holding decoded values */
+    /* Nearly every query has nothing to decode: then names and values are
+     * read in place, not looked through for escapes pair by pair. */
+    bool plain = len == 0 || (memchr(query, '%', len) == NULL && memchr(query, '+', len) == NULL);
     for (size_t start = 0; start < len;) {
         const char *amp = memchr(query + start, '&', len - start);
         size_t end = amp ? (size_t)(amp - query) : len;
         if (end > start) {
-            int rc = query_pair(query + start, end - start, scratch, &used, &seen, out, param, why);
+            int rc = query_pair(query + start, end - start, plain, scratch, &used, &seen, out, param, why);
             if (rc != SL_OK)
                 return rc;
         }

@@ -10,11 +10,13 @@
 
 #include "server/http/http_framing.h"
 
-static bool name_is(const char *p, size_t n, const char *lower) {
-    size_t m = strlen(lower);
-    if (n != m)
+/* Whether the line p (at least m + 1 bytes before its end) starts with the
+ * header name `lower` (m bytes) and its colon. The first colon ends a name
+ * and `lower` has none, so this is the name up to the first colon. */
+static bool named(const char *p, const char *lower, size_t m) {
+    if (p[m] != ':')
         return false;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < m; i++) {
         char c = p[i];
         if (c >= 'A' && c <= 'Z')
             c = (char)(c + 32);
@@ -23,6 +25,9 @@ static bool name_is(const char *p, size_t n, const char *lower) {
     }
     return true;
 }
+
+#define CL "content-length"
+#define TE "transfer-encoding"
 
 const char *sld_http_framing_error(const char *buf, size_t len, bool http10) {
     unsigned content_length = 0, transfer_encoding = 0;
@@ -35,15 +40,21 @@ const char *sld_http_framing_error(const char *buf, size_t len, bool http10) {
             n--;
         if (n == 0)
             break; /* the empty line: the head is over */
-        if (line[0] == ' ' || line[0] == '\t')
+        /* Most lines are neither name: one byte says so. */
+        switch (line[0]) {
+        case ' ':
+        case '\t':
             return "a header line continues the one before it (obs-fold)";
-        const char *colon = memchr(line, ':', n);
-        if (colon != NULL) {
-            size_t name = (size_t)(colon - line);
-            if (name_is(line, name, "content-length"))
-                content_length++;
-            else if (name_is(line, name, "transfer-encoding"))
-                transfer_encoding++;
+        case 'C':
+        case 'c':
+            content_length += n > sizeof CL - 1 && named(line, CL, sizeof CL - 1);
+            break;
+        case 'T':
+        case 't':
+            transfer_encoding += n > sizeof TE - 1 && named(line, TE, sizeof TE - 1);
+            break;
+        default:
+            break;
         }
         line = nl;
     }

@@ -19,6 +19,9 @@
  * On a denial, an item's t is never earlier than the time its own limit
  * would admit the request; Retry-After is the whole policy's.
  */
+#include <string.h>
+
+#include "server/base/decimal.h"
 #include "server/http/http_ratelimit.h"
 
 __extension__ typedef unsigned __int128 u128;
@@ -29,7 +32,16 @@ static int64_t secs_up(sl_usec_t us) {
 
 /* value scaled by the soft tolerance, as the library compiles it. */
 static u128 tolerated(uint64_t value, uint32_t soft_percent) {
-    return (u128)value * (100 + soft_percent) / 100;
+    return soft_percent ? (u128)value * (100 + soft_percent) / 100 : value;
+}
+
+/* a / b rounded up (b > 0). In 64 bits when both fit, as they nearly
+ * always do: a division of 128 bits is a library call, and this runs for
+ * every limit of every answer. */
+static u128 div_up(u128 a, u128 b) {
+    if ((a >> 64) == 0 && (b >> 64) == 0)
+        return (uint64_t)a / (uint64_t)b + ((uint64_t)a % (uint64_t)b != 0);
+    return (a + b - 1) / b;
 }
 
 void sld_http_limit_quota(const sl_limit_t *l, uint32_t soft_percent, uint64_t *q, int64_t *w) {
@@ -42,10 +54,10 @@ void sld_http_limit_quota(const sl_limit_t *l, uint32_t soft_percent, uint64_t *
         uint64_t cap = l->algorithm == SL_GCRA ? l->burst + 1 : l->burst ? l->burst : l->limit;
         u128 rate = tolerated(l->limit, soft_percent);
         u128 debt = tolerated(cap, soft_percent) * (uint64_t)l->period * (l->count_denied ? 2u : 1u);
-        u128 drain = rate ? (debt + rate - 1) / rate : debt;
+        u128 drain = rate ? div_up(debt, rate) : debt;
         if (cap > quota) {
             quota = cap;
-            u128 earn = ((u128)cap * (uint64_t)l->period + l->limit - 1) / l->limit;
+            u128 earn = div_up((u128)cap * (uint64_t)l->period, l->limit);
             span = earn > span ? earn : span;
         }
         span = drain > span ? drain : span;
@@ -57,49 +69,67 @@ void sld_http_limit_quota(const sl_limit_t *l, uint32_t soft_percent, uint64_t *
     default: /* fixed_window, sliding_log */
         break;
     }
-    sl_usec_t us = span > (u128)INT64_MAX ? INT64_MAX : (sl_usec_t)span;
+    int64_t secs = secs_up(span > (u128)INT64_MAX ? INT64_MAX : (sl_usec_t)span);
     *q = quota;
-    *w = secs_up(us) > 0 ? secs_up(us) : 1;
+    *w = secs > 0 ? secs : 1;
 }
 
-static void item_name(sld_buf_t *b, const char *policy, size_t i, size_t n) {
-    sld_buf_append_lit(b, "\"");
-    sld_buf_append_str(b, policy);
+/* ---- writing ------------------------------------------------------------------------------ */
+
+/* The values are written straight into room reserved once for all of
+ * them: literals of known length become plain stores, and there is no
+ * call per piece. */
+
+/* One item at most: the quoted name's quotes and "-N", two ";x=" and two
+ * numbers, and the ", " before it. */
+#define ITEM_ROOM (3 + SLD_DEC_MAX + 2 * (3 + SLD_DEC_MAX) + 2)
+
+#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
+
+static char *item_name(char *p, const char *policy, size_t len, size_t i, size_t n) {
+    *p++ = '"';
+    memcpy(p, policy, len);
+    p += len;
     if (n > 1) {
-        sld_buf_append_lit(b, "-");
-        sld_buf_append_u64(b, i + 1);
+        *p++ = '-';
+        p = sld_dec_u64(p, i + 1);
     }
-    sld_buf_append_lit(b, "\"");
+    *p++ = '"';
+    return p;
 }
 
-/* A header whose value is a number (the hot path: no printf). */
-static void number_header(sld_http_reply_t *r, sld_http_header_id_t id, int64_t v) {
-    size_t off = sld_http_header_begin(r);
-    sld_buf_append_i64(&r->values, v);
-    sld_http_header_end(r, id, off);
+/* Ends the header whose value began at *off and ends at p; the next begins
+ * where it ends. */
+static void header_done(sld_http_reply_t *r, sld_http_header_id_t id, size_t *off, const char *p) {
+    r->values.len = (size_t)(p - r->values.data);
+    sld_http_header_end(r, id, *off);
+    *off = r->values.len;
 }
 
 void sld_http_rate_headers(sld_http_reply_t *r, const char *name, const sl_policy_t *p, uint32_t soft_percent,
                            const sl_decision_t *dec, const sl_limit_report_t *lr) {
     size_t n = sl_policy_limit_count(p);
+    size_t name_len = strlen(name);
+    if (!sld_buf_reserve(&r->values, 2 * n * (name_len + ITEM_ROOM) + 4 * SLD_DEC_MAX))
+        return; /* values.failed: the answer becomes a 503 */
     int64_t retry = !dec->allowed && dec->retry_after != SL_NEVER ? secs_up(dec->retry_after) : -1;
     if (retry == 0) /* denied now: come back no sooner than in a second */
         retry = 1;
     size_t off = sld_http_header_begin(r);
+    char *o = r->values.data + off;
     for (size_t i = 0; i < n; i++) {
         uint64_t q;
         int64_t w;
         sld_http_limit_quota(sl_policy_limit(p, i), soft_percent, &q, &w);
         if (i > 0)
-            sld_buf_append(&r->values, ", ", 2);
-        item_name(&r->values, name, i, n);
-        sld_buf_append_lit(&r->values, ";q=");
-        sld_buf_append_u64(&r->values, q);
-        sld_buf_append_lit(&r->values, ";w=");
-        sld_buf_append_i64(&r->values, w);
+            o = PUT_LIT(o, ", ");
+        o = item_name(o, name, name_len, i, n);
+        o = PUT_LIT(o, ";q=");
+        o = sld_dec_u64(o, q);
+        o = PUT_LIT(o, ";w=");
+        o = sld_dec_i64(o, w);
     }
-    sld_http_header_end(r, SLD_H_RATELIMIT_POLICY, off);
-    off = sld_http_header_begin(r);
+    header_done(r, SLD_H_RATELIMIT_POLICY, &off, o);
     for (size_t i = 0; i < n; i++) {
         int64_t t = secs_up(lr[i].reset_after);
         if (!lr[i].allowed && lr[i].retry_after != SL_NEVER) {
@@ -108,18 +138,23 @@ void sld_http_rate_headers(sld_http_reply_t *r, const char *name, const sl_polic
             t = t > 0 ? t : 1;
         }
         if (i > 0)
-            sld_buf_append(&r->values, ", ", 2);
-        item_name(&r->values, name, i, n);
-        sld_buf_append_lit(&r->values, ";r=");
-        sld_buf_append_u64(&r->values, lr[i].remaining);
-        sld_buf_append_lit(&r->values, ";t=");
-        sld_buf_append_i64(&r->values, t);
+            o = PUT_LIT(o, ", ");
+        o = item_name(o, name, name_len, i, n);
+        o = PUT_LIT(o, ";r=");
+        o = sld_dec_u64(o, lr[i].remaining);
+        o = PUT_LIT(o, ";t=");
+        o = sld_dec_i64(o, t);
     }
-    sld_http_header_end(r, SLD_H_RATELIMIT, off);
+    header_done(r, SLD_H_RATELIMIT, &off, o);
     int64_t reset = secs_up(dec->reset_after);
-    number_header(r, SLD_H_X_RATELIMIT_LIMIT, dec->limit > INT64_MAX ? INT64_MAX : (int64_t)dec->limit);
-    number_header(r, SLD_H_X_RATELIMIT_REMAINING, dec->remaining > INT64_MAX ? INT64_MAX : (int64_t)dec->remaining);
-    number_header(r, SLD_H_X_RATELIMIT_RESET, reset > retry ? reset : retry);
-    if (retry > 0)
-        number_header(r, SLD_H_RETRY_AFTER, retry);
+    o = sld_dec_i64(o, dec->limit > INT64_MAX ? INT64_MAX : (int64_t)dec->limit);
+    header_done(r, SLD_H_X_RATELIMIT_LIMIT, &off, o);
+    o = sld_dec_i64(o, dec->remaining > INT64_MAX ? INT64_MAX : (int64_t)dec->remaining);
+    header_done(r, SLD_H_X_RATELIMIT_REMAINING, &off, o);
+    o = sld_dec_i64(o, reset > retry ? reset : retry);
+    header_done(r, SLD_H_X_RATELIMIT_RESET, &off, o);
+    if (retry > 0) {
+        o = sld_dec_i64(o, retry);
+        header_done(r, SLD_H_RETRY_AFTER, &off, o);
+    }
 }

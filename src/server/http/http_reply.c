@@ -11,11 +11,6 @@
 #include "server/http/http_check.h"
 #include "server/http/http_reply.h"
 
-bool sld_span_is(sld_span_t s, const char *lit) {
-    size_t n = strlen(lit);
-    return s.len == n && (n == 0 || memcmp(s.ptr, lit, n) == 0);
-}
-
 const char *sld_http_reason(int status) {
     switch (status) {
     case 200: return "OK";
@@ -64,13 +59,6 @@ const char *const sld_http_header_names[SLD_H_COUNT] = {
     [SLD_H_ALLOW] = "Allow",
     [SLD_H_WWW_AUTHENTICATE] = "WWW-Authenticate",
 };
-
-size_t sld_http_header_begin(const sld_http_reply_t *r) { return r->values.len; }
-
-void sld_http_header_end(sld_http_reply_t *r, sld_http_header_id_t id, size_t off) {
-    if (r->nheaders < SLD_HTTP_MAX_HEADERS)
-        r->headers[r->nheaders++] = (sld_http_header_t){id, sld_http_header_names[id], off, r->values.len - off};
-}
 
 void sld_http_add_header(sld_http_reply_t *r, sld_http_header_id_t id, const char *fmt, ...) {
     if (r->nheaders == SLD_HTTP_MAX_HEADERS)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "server/base/buf.h"
@@ -71,8 +72,12 @@ void sld_http_reply_free(sld_http_reply_t *r);
 /* The reason phrase of a status ("Too Many Requests"). */
 const char *sld_http_reason(int status);
 
-/* Whether s[0..len) is the C string lit. */
-bool sld_span_is(sld_span_t s, const char *lit);
+/* Whether s[0..len) is the C string lit. Inline, so that a literal's length
+ * is known where it is called (a method, a parameter name: per request). */
+static inline bool sld_span_is(sld_span_t s, const char *lit) {
+    size_t n = strlen(lit);
+    return s.len == n && (n == 0 || memcmp(s.ptr, lit, n) == 0);
+}
 
 /* Adds a header whose value is printf'd (dropped when the reply already
  * has SLD_HTTP_MAX_HEADERS). */
@@ -82,8 +87,11 @@ void sld_http_add_header(sld_http_reply_t *r, sld_http_header_id_t id, const cha
 /* A header value built piece by piece, without printf (the hot path):
  * off = sld_http_header_begin(r), append to r->values, then
  * sld_http_header_end(r, id, off). */
-size_t sld_http_header_begin(const sld_http_reply_t *r);
-void sld_http_header_end(sld_http_reply_t *r, sld_http_header_id_t id, size_t off);
+static inline size_t sld_http_header_begin(const sld_http_reply_t *r) { return r->values.len; }
+static inline void sld_http_header_end(sld_http_reply_t *r, sld_http_header_id_t id, size_t off) {
+    if (r->nheaders < SLD_HTTP_MAX_HEADERS)
+        r->headers[r->nheaders++] = (sld_http_header_t){id, sld_http_header_names[id], off, r->values.len - off};
+}
 
 /* A JSON error: {"error": code, "parameter": param (if not NULL), "message": ...}. */
 void sld_http_error(sld_http_reply_t *r, int status, const char *code, const char *param,

@@ -4,6 +4,9 @@
  *
  * Not HEAD: it would be charged like a GET, and HEAD must change nothing.
  */
+#include <string.h>
+
+#include "server/base/decimal.h"
 #include "server/http/http_decide.h"
 #include "server/http/http_routes.h"
 
@@ -13,41 +16,59 @@ static int64_t ms_up(sl_usec_t us) {
     return us <= 0 ? 0 : us / USEC_PER_MS + (us % USEC_PER_MS != 0);
 }
 
+/* The body's fixed text at its longest, and its numbers: room reserved once,
+ * then written straight (literals as stores, no call per piece). */
+#define BODY_TEXT "{\"allowed\":false,\"policy\":\"\",\"tier\":\"\",\"limit\":,\"remaining\":,\"reset_after_ms\":," \
+                  "\"retry_after_ms\":,\"limited\":false,\"delay_ms\":}\n"
+#define BODY_NUMBERS 5
+
+#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
+
+static char *put_str(char *p, const char *s, size_t n) {
+    memcpy(p, s, n);
+    return p + n;
+}
+
 static void check_body(sld_http_reply_t *r, const sld_http_decision_t *f, const sl_decision_t *dec) {
     const sld_policy_t *pc = sld_policies_config(f->rt->policies, f->index);
     const char *tier = f->tier;
     const sl_policy_t *p = f->p;
     sld_http_json_reply(r, dec->allowed ? 200 : 429);
     sld_buf_t *b = &r->body;
+    size_t name_len = strlen(pc->name), tier_len = tier ? strlen(tier) : 0;
+    if (!sld_buf_reserve(b, sizeof BODY_TEXT + name_len + tier_len + BODY_NUMBERS * SLD_DEC_MAX))
+        return; /* body.failed: the answer becomes a 503 */
+    char *o = b->data + b->len;
     if (dec->allowed)
-        sld_buf_append_lit(b, "{\"allowed\":true,\"policy\":\"");
+        o = PUT_LIT(o, "{\"allowed\":true,\"policy\":\"");
     else
-        sld_buf_append_lit(b, "{\"allowed\":false,\"policy\":\"");
-    sld_buf_append_str(b, pc->name); /* [A-Za-z0-9_.-]: nothing to escape */
+        o = PUT_LIT(o, "{\"allowed\":false,\"policy\":\"");
+    o = put_str(o, pc->name, name_len); /* [A-Za-z0-9_.-]: nothing to escape */
     if (tier) {
-        sld_buf_append_lit(b, "\",\"tier\":\"");
-        sld_buf_append_str(b, tier);
+        o = PUT_LIT(o, "\",\"tier\":\"");
+        o = put_str(o, tier, tier_len);
     }
-    sld_buf_append_lit(b, "\",\"limit\":");
-    sld_buf_append_u64(b, dec->limit);
-    sld_buf_append_lit(b, ",\"remaining\":");
-    sld_buf_append_u64(b, dec->remaining);
-    sld_buf_append_lit(b, ",\"reset_after_ms\":");
-    sld_buf_append_i64(b, ms_up(dec->reset_after));
-    sld_buf_append_lit(b, ",\"retry_after_ms\":");
-    sld_buf_append_i64(b, dec->retry_after == SL_NEVER ? -1 : ms_up(dec->retry_after));
+    o = PUT_LIT(o, "\",\"limit\":");
+    o = sld_dec_u64(o, dec->limit);
+    o = PUT_LIT(o, ",\"remaining\":");
+    o = sld_dec_u64(o, dec->remaining);
+    o = PUT_LIT(o, ",\"reset_after_ms\":");
+    o = sld_dec_i64(o, ms_up(dec->reset_after));
+    o = PUT_LIT(o, ",\"retry_after_ms\":");
+    o = sld_dec_i64(o, dec->retry_after == SL_NEVER ? -1 : ms_up(dec->retry_after));
     if (dec->limited)
-        sld_buf_append_lit(b, ",\"limited\":true");
+        o = PUT_LIT(o, ",\"limited\":true");
     else
-        sld_buf_append_lit(b, ",\"limited\":false");
+        o = PUT_LIT(o, ",\"limited\":false");
     bool shaper = false;
     for (size_t i = 0; i < sl_policy_limit_count(p); i++)
         shaper |= sl_policy_limit(p, i)->shaper;
     if (shaper) { /* a shaper's clients look for it on every answer, 0 included */
-        sld_buf_append_lit(b, ",\"delay_ms\":");
-        sld_buf_append_i64(b, ms_up(dec->delay));
+        o = PUT_LIT(o, ",\"delay_ms\":");
+        o = sld_dec_i64(o, ms_up(dec->delay));
     }
-    sld_buf_append_str(b, "}\n");
+    o = PUT_LIT(o, "}\n");
+    b->len = (size_t)(o - b->data);
 }
 
 static void check(const sld_http_call_t *c) {

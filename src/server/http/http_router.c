@@ -8,18 +8,16 @@
 #include "server/http/http_router.h"
 
 unsigned sld_http_method_bit(sld_span_t method) {
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } known[] = {{"GET", SLD_M_GET},
-                 {"HEAD", SLD_M_HEAD},
-                 {"POST", SLD_M_POST},
-                 {"PUT", SLD_M_PUT},
-                 {"DELETE", SLD_M_DELETE}};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (sld_span_is(method, known[i].name))
-            return known[i].bit;
-    return SLD_M_OTHER;
+    switch (method.len) { /* the length first: one comparison, not a walk over the names */
+    case 3:
+        return sld_span_is(method, "GET") ? SLD_M_GET : sld_span_is(method, "PUT") ? SLD_M_PUT : SLD_M_OTHER;
+    case 4:
+        return sld_span_is(method, "POST") ? SLD_M_POST : sld_span_is(method, "HEAD") ? SLD_M_HEAD : SLD_M_OTHER;
+    case 6:
+        return sld_span_is(method, "DELETE") ? SLD_M_DELETE : SLD_M_OTHER;
+    default:
+        return SLD_M_OTHER;
+    }
 }
 
 static bool matches(const sld_http_route_t *route, sld_span_t path, sld_span_t *rest) {

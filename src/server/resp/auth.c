@@ -8,12 +8,13 @@
 
 #include "server/base/secret.h"
 #include "server/resp/auth.h"
+#include "server/resp/resp_config.h"
 
 #define WRONGPASS "WRONGPASS invalid username-password pair or user is disabled."
 #define NOAUTH "NOAUTH Authentication required."
 
 int sld_auth_check(sld_client_t *c, const sld_arg_t *user, const sld_arg_t *pass) {
-    const char *want = c->rt->cfg->requirepass;
+    const char *want = sld_resp_requirepass(c->rt->cfg);
     bool is_default = user == NULL || (user->len == 7 && memcmp(user->ptr, "default", 7) == 0);
     /* the password is compared even for an unknown user, so that the time
      * taken does not tell which users exist */
@@ -44,7 +45,7 @@ static bool hello_has_auth(const sld_arg_t *argv, size_t argc) {
 }
 
 bool sld_auth_gate(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
-    if (c->authed || c->rt->cfg->requirepass == NULL)
+    if (c->authed || sld_resp_requirepass(c->rt->cfg) == NULL)
         return true;
     const sld_arg_t *name = &argv[0];
     if (sld_arg_is(name, "AUTH") || sld_arg_is(name, "PING") || sld_arg_is(name, "QUIT"))

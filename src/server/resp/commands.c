@@ -12,6 +12,7 @@
 
 #include "server/resp/commands.h"
 #include "server/resp/auth.h"
+#include "server/resp/resp_config.h"
 #include "server/resp/connection_commands.h"
 #include "server/resp/hello.h"
 #include "server/resp/keyspace.h"
@@ -668,7 +669,7 @@ void sld_command_batched(sld_client_t *c, sld_resp_batch_t *b, const sld_arg_t *
     /* outside MULTI and past the NOAUTH gate, the checks sld_command makes
      * before a handler say nothing: found once here, run here */
     const command_t *cmd = NULL;
-    if (c->tx == NULL && (c->authed || c->rt->cfg->requirepass == NULL)) {
+    if (c->tx == NULL && (c->authed || sld_resp_requirepass(c->rt->cfg) == NULL)) {
         cmd = lookup(&argv[0]);
         if (cmd && (!arity_ok(cmd, argc) || (cmd->test_only && !c->d->test_clock)))
             cmd = NULL;

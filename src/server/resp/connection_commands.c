@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "server/resp/connection_commands.h"
+#include "server/resp/resp_config.h"
 
 #define SLOTS 16384
 
@@ -107,7 +108,7 @@ void sld_cmd_client(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
 /* The front's listen address without its port or brackets; "" when it
  * listens on every address. */
 static void own_ip(const sld_client_t *c, char *ip, size_t n) {
-    const char *a = c->rt->cfg->resp_listen;
+    const char *a = sld_resp_listen(c->rt->cfg);
     const char *colon = strrchr(a, ':');
     size_t len = colon ? (size_t)(colon - a) : strlen(a);
     if (len >= 2 && a[0] == '[') {

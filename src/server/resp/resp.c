@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "server/base/decimal.h"
 #include "server/resp/resp.h"
 #include "sluice.h"
 
@@ -180,20 +181,12 @@ void sld_reply_errorf(sld_buf_t *out, const char *fmt, ...) {
  * are mostly integers and headers, and printf would cost more than the
  * decision. */
 static size_t format_number(char *p, char prefix, int64_t n) {
-    char tmp[24];
-    size_t i = sizeof tmp;
-    uint64_t v = n < 0 ? 0 - (uint64_t)n : (uint64_t)n;
-    tmp[--i] = '\n';
-    tmp[--i] = '\r';
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    if (n < 0)
-        tmp[--i] = '-';
-    tmp[--i] = prefix;
-    memcpy(p, tmp + i, sizeof tmp - i);
-    return sizeof tmp - i;
+    char *o = p;
+    *o++ = prefix;
+    o = sld_dec_i64(o, n);
+    *o++ = '\r';
+    *o++ = '\n';
+    return (size_t)(o - p);
 }
 
 static void append_number(sld_buf_t *out, char prefix, int64_t n) {

@@ -598,18 +598,25 @@ static bool yaml_name(const char *n) {
 /* The file's bytes (NUL-terminated, malloc'd) or NULL with L->err set. */
 static char *read_file(loader_t *L, const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
-    if (f == NULL) {
+    struct stat st;
+    if (f == NULL || fstat(fileno(f), &st) != 0) {
         snprintf(L->err, L->err_size, "%s: %s", path, strerror(errno));
+        if (f)
+            fclose(f);
         return NULL;
     }
-    char *buf = malloc(MAX_FILE_BYTES + 1);
-    size_t n = buf ? fread(buf, 1, MAX_FILE_BYTES + 1, f) : 0;
-    bool bad = ferror(f) || n > MAX_FILE_BYTES;
+    const char *why = NULL;
+    char *buf = NULL;
+    size_t n = 0;
+    if (st.st_size > (off_t)MAX_FILE_BYTES)
+        why = "larger than 16 MiB";
+    else if ((buf = malloc((size_t)st.st_size + 2)) == NULL)
+        why = "out of memory";
+    else if ((n = fread(buf, 1, (size_t)st.st_size + 1, f)) > (size_t)st.st_size || ferror(f))
+        why = ferror(f) ? "read error" : "changed while it was read";
     fclose(f);
-    if (buf == NULL || bad) {
-        snprintf(L->err, L->err_size, "%s: %s", path,
-                 buf == NULL ? "out of memory" : n > MAX_FILE_BYTES ? "larger than 16 MiB"
-                                                                    : "read error");
+    if (why) {
+        snprintf(L->err, L->err_size, "%s: %s", path, why);
         free(buf);
         return NULL;
     }
