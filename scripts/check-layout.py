@@ -37,7 +37,7 @@ KNOWN_HIREDIS = set()
 LAYERS = ["core", "store", "store/redis", "server/base", "server/config", "server/keys", "server/rls",
           "server/observe", "server/engine", "server/state", "server/net", "server/resp",
           "server/http",
-          "server/gateway", "server/daemon", "server", "cli"]
+          "server/gateway", "server/grpc", "server/daemon", "server", "cli"]
 
 # includes that point up today (file, header): none (an include of a room
 # above fails)

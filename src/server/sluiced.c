@@ -38,6 +38,8 @@
 #include "server/config/section.h"
 #include "server/gateway/gateway.h"
 #include "server/gateway/gateway_config.h"
+#include "server/grpc/grpc_config.h"
+#include "server/grpc/grpc_front.h"
 #include "server/rls/rls_section.h"
 #include "server/http/http.h"
 #include "server/http/http_config.h"
@@ -65,6 +67,8 @@ static sld_resp_front_t resp_front;
 static sld_http_t *http_front;  /* NULL when the HTTP front is off */
 static sld_gateway_t *gateway;  /* NULL when the configuration has no gateway: */
 static int gateway_port;
+static sld_grpc_t *grpc_front;  /* NULL when the gRPC front is off */
+static int grpc_port;
 
 static overrides_t overrides = {.threads = -1};
 static uv_signal_t sig_term, sig_int, sig_hup;
@@ -305,7 +309,7 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
 /* Serves the fronts that are on (apply_overrides made sure one is) on the
  * workers' loops. */
 static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
-    sld_front_t fronts[3];
+    sld_front_t fronts[4];
     size_t n = 0;
     if (sld_resp_listen(cfg)[0] != '\0') {
         sld_resp_front_init(&resp_front, &D);
@@ -324,6 +328,12 @@ static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
             return SL_ENOMEM;
         }
         fronts[n++] = (sld_front_t){&sld_gateway_front_ops, gateway, sld_gateway_listen(gateway), &gateway_port};
+    }
+    if (sld_grpc_listen(cfg)[0] != '\0') {
+        int rc = sld_grpc_new(&D, cfg->threads, cfg->max_request_bytes, &grpc_front, err, err_len);
+        if (rc != SL_OK)
+            return rc;
+        fronts[n++] = (sld_front_t){&sld_grpc_front_ops, grpc_front, sld_grpc_listen(cfg), &grpc_port};
     }
     return sld_server_start(&D, fronts, n, cfg->threads, &server, err, err_len);
 }
@@ -435,11 +445,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sluiced: %s\n", err);
         return 1;
     }
-    sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d gateway=%s gateway_port=%d threads=%u "
+    sld_info("sluiced %s ready: resp=%s port=%d http=%s http_port=%d gateway=%s gateway_port=%d grpc=%s grpc_port=%d "
+             "threads=%u "
              "policies=%zu config=%s store=%s%s",
              SL_VERSION_STRING, sld_resp_listen(cfg)[0] ? sld_resp_listen(cfg) : "off", D.resp_port,
              sld_http_listen(cfg)[0] ? sld_http_listen(cfg) : "off",
-             D.http_port, gateway ? sld_gateway_listen(gateway) : "off", gateway_port, cfg->threads, cfg->npolicies, cfg->source,
+             D.http_port, gateway ? sld_gateway_listen(gateway) : "off", gateway_port,
+             sld_grpc_listen(cfg)[0] ? sld_grpc_listen(cfg) : "off", grpc_port, cfg->threads, cfg->npolicies, cfg->source,
              D.remote ? sld_remote_describe(D.remote) : "memory", D.test_clock ? " test-clock" : "");
 
     uv_run(loop, UV_RUN_DEFAULT);
@@ -451,6 +463,8 @@ int main(int argc, char **argv) {
     http_front = NULL;
     sld_gateway_free(gateway);
     gateway = NULL;
+    sld_grpc_free(grpc_front);
+    grpc_front = NULL;
     sld_write_back_stop(D.write_back);
     sld_persist_finish(&D);
     uv_close((uv_handle_t *)&sig_term, NULL);

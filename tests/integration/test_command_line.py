@@ -83,14 +83,14 @@ class Options(unittest.TestCase):
         d = Daemon(config=CONFIG, args=["--resp", "off", "--http", "off"], expect_start=False)
         self.assertEqual(1, d.proc.wait(timeout=30))
         d.log.close()
-        self.assertIn("both fronts are off", d.output())
+        self.assertIn("every front is off (resp, http and grpc)", d.output())
         both = CONFIG.replace("resp: 127.0.0.1:0", "resp: off").replace("http: 127.0.0.1:0", "http: off")
         with open(d.config_path, "w") as f:
             f.write(both)
         run = subprocess.run([harness.SLUICED, "--config", d.config_path, "--check-config"],
                              capture_output=True, text=True, timeout=30)
         self.assertEqual(1, run.returncode)
-        self.assertRegex(run.stderr, r"sluice.yaml:\d+: listen: turns off both fronts")
+        self.assertRegex(run.stderr, r"sluice.yaml:\d+: listen: turns off every front")
 
     def test_listen_options_take_addresses_not_names(self):
         # a name may stand for several addresses; listening on the first alone

@@ -521,7 +521,7 @@ static const bad_case_t bad_cases[] = {
      "listen:\n  resp: \"::1:6390\"\n" ONE_POLICY},
     {2, "listen.resp: expected an address like 127.0.0.1:6390",
      "listen:\n  resp: \"of\"\n" ONE_POLICY},
-    {1, "listen: turns off both fronts (resp and http): nothing would answer",
+    {1, "listen: turns off every front (resp, http and grpc): nothing would answer",
      "listen:\n  resp: \"off\"\n  http: \"\"\n" ONE_POLICY},
     {3, "listen.http: port must be a number from 0 to 65535, got \"65536\"",
      "listen:\n  resp: 127.0.0.1:1\n  http: 127.0.0.1:65536\n" ONE_POLICY},

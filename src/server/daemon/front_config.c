@@ -4,6 +4,7 @@
 #include "server/daemon/front_config.h"
 #include "server/config/section.h"
 #include "server/gateway/gateway_config.h"
+#include "server/grpc/grpc_config.h"
 #include "server/http/http_config.h"
 #include "server/resp/resp_config.h"
 #include "server/rls/rls_section.h"
@@ -13,6 +14,7 @@
 static const sld_config_listen_t *const listen_keys[] = {
     &sld_resp_listen_key,
     &sld_http_listen_key,
+    &sld_grpc_listen_key,
 };
 
 /* The fronts' top-level keys: secrets are read and listed among the

@@ -1,0 +1,421 @@
+/* grpc_decide.c -- one ShouldRateLimit through the engine (see grpc_decide.h).
+ *
+ * A call goes through phases, each a walk over the descriptors that one
+ * decision at a time may leave (a decision of the Redis store comes later,
+ * on the same worker's loop): PEEK (only with several matched
+ * descriptors), CONFIRM (the peeks that denied, decided for real), CHARGE.
+ * Each descriptor's policy is looked up again in the runtime in force at
+ * each decision, so nothing of a runtime is kept across loop turns; what
+ * the answer needs of a decision (its current limit, its header fields) is
+ * copied out when it is made. Which rules apply (Envoy ratelimit's, or
+ * sluiced's policies named after the domain) and each descriptor's key are
+ * settled when the call starts.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/engine/engine.h"
+#include "server/grpc/grpc_decide.h"
+#include "server/http/http_ratelimit.h"
+#include "server/rls/rls_section.h"
+
+enum phase { PEEK, CONFIRM, CHARGE, DONE };
+
+/* gRPC status codes (grpc/status.h), without its header here */
+#define GRPC_OK 0
+#define GRPC_INVALID_ARGUMENT 3
+#define GRPC_RESOURCE_EXHAUSTED 8
+#define GRPC_UNAVAILABLE 14
+
+typedef struct item {
+    char *key;
+    size_t key_len;
+    sld_rls_entry_t *entries;  /* the descriptor's, for the rls matcher */
+    bool replaced;             /* another matched limit replaces its own */
+    bool matched;              /* a policy decides it */
+    bool decided;              /* status below is from a decision */
+    bool charged;              /* a real decision admitted it */
+    bool allowed;
+    sld_grpc_status_t status;
+    char *name;                /* status.name's storage */
+    char *headers;             /* "name\0value\0" * nheaders */
+    size_t nheaders;
+    uint64_t remaining;        /* to pick the headers of the most limiting */
+} item_t;
+
+typedef struct call {
+    sld_daemon_t *d;
+    uint32_t worker;
+    sld_grpc_rls_request_t req;
+    sld_grpc_answer_fn answer;
+    void *arg;
+    enum phase phase;
+    bool rls;                  /* Envoy ratelimit's rules decide (rls: section) */
+    uint32_t slot;             /* metrics slot of their decisions */
+    size_t i;                  /* the descriptor the phase is at */
+    size_t nmatched;
+    item_t items[];
+} call_t;
+
+int sld_grpc_descriptor_key(const sld_grpc_descriptor_t *desc, uint32_t max_key_bytes, char **key,
+                            size_t *key_len) {
+    size_t len = 0;
+    for (size_t k = 0; k < desc->nentries; k++)
+        len += desc->entries[k].key.len + 1 + desc->entries[k].value.len + (k > 0);
+    *key = NULL;
+    if (len > max_key_bytes)
+        return SL_ERANGE;
+    char *s = malloc(len + 1);
+    if (s == NULL)
+        return SL_ENOMEM;
+    size_t at = 0;
+    for (size_t k = 0; k < desc->nentries; k++) {
+        const sld_grpc_entry_t *e = &desc->entries[k];
+        if (k > 0)
+            s[at++] = '|';
+        memcpy(s + at, e->key.ptr, e->key.len);
+        at += e->key.len;
+        s[at++] = '=';
+        if (e->value.len)
+            memcpy(s + at, e->value.ptr, e->value.len);
+        at += e->value.len;
+    }
+    s[at] = '\0';
+    *key = s;
+    *key_len = at;
+    return SL_OK;
+}
+
+static void call_free(call_t *c) {
+    for (size_t i = 0; i < c->req.ndescriptors; i++) {
+        free(c->items[i].key);
+        free(c->items[i].entries);
+        free(c->items[i].name);
+        free(c->items[i].headers);
+    }
+    sld_grpc_rls_request_free(&c->req);
+    free(c);
+}
+
+static void fail(call_t *c, int status, const char *message) {
+    c->answer(c->arg, status, message, NULL, 0);
+    call_free(c);
+}
+
+/* What decides descriptor i now. */
+typedef struct resolved {
+    const sl_policy_t *p;      /* NULL: nothing to decide */
+    bool over;                 /* no policy, yet over the limit (requests_per_unit 0) */
+    size_t index;              /* the policy's index in the configuration, SIZE_MAX for rls's */
+    const char *name;          /* current_limit.name and the header fields' item name */
+    bool rls_limit;            /* rpu and unit are Envoy ratelimit's own */
+    uint32_t rpu;
+    int unit;
+} resolved_t;
+
+static bool resolve(const call_t *c, const sld_runtime_t *rt, size_t i, resolved_t *out) {
+    const item_t *it = &c->items[i];
+    const sld_grpc_descriptor_t *desc = &c->req.descriptors[i];
+    memset(out, 0, sizeof *out);
+    out->index = SIZE_MAX;
+    sld_rls_config_t *rules = sld_rls_rules(rt->cfg);
+    if (!c->rls) {
+        if (rules != NULL)
+            return false; /* rules came with a reload meanwhile */
+        out->p = sld_policies_find(rt->policies, c->req.domain.ptr, c->req.domain.len, it->key, it->key_len,
+                                   NULL, &out->index);
+        if (out->p)
+            out->name = sld_policies_config(rt->policies, out->index)->name;
+        return out->p != NULL;
+    }
+    if (rules == NULL || it->replaced || !sld_rls_has_domain(rules, c->req.domain.ptr, c->req.domain.len))
+        return false;
+    if (desc->has_limit) {
+        /* a request-supplied limit, as the reference applies it: in a known
+         * domain, whatever the rules say */
+        out->p = sld_rls_override_policy(rules, desc->limit_rpu, (sld_rls_unit_t)desc->limit_unit);
+        out->over = out->p == NULL && desc->limit_rpu == 0;
+        out->name = "override";
+        out->rls_limit = true;
+        out->rpu = desc->limit_rpu;
+        out->unit = desc->limit_unit;
+        return out->p != NULL || out->over;
+    }
+    const sld_rls_limit_t *l =
+        sld_rls_match(rules, c->req.domain.ptr, c->req.domain.len, it->entries, desc->nentries);
+    if (l == NULL || l->unlimited)
+        return false;
+    out->p = l->policy;
+    out->over = l->policy == NULL; /* requests_per_unit 0 */
+    out->name = l->name ? l->name : l->stat_name;
+    out->rls_limit = true;
+    out->rpu = l->requests_per_unit;
+    out->unit = (int)l->unit;
+    return true;
+}
+
+/* Copies out what the answer needs of a decision of descriptor i. */
+static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_t *rs, const sl_decision_t *dec,
+                   const sl_limit_report_t *lr, bool real) {
+    item_t *it = &c->items[i];
+    const sl_policy_t *p = rs->p;
+    /* a configured policy's soft tolerance shows in its header fields */
+    uint32_t soft = 0;
+    if (rs->index != SIZE_MAX) {
+        const sld_policy_t *pc = sld_policies_config(rt->policies, rs->index);
+        soft = pc->mode == SL_MODE_SOFT ? pc->soft_percent : 0;
+    }
+    it->decided = true;
+    it->allowed = dec->allowed;
+    it->charged = it->charged || (real && dec->allowed);
+    it->remaining = dec->remaining;
+    const sl_limit_t *l = sl_policy_limit(p, dec->limit_index > 0 ? (size_t)dec->limit_index : 0);
+    free(it->name);
+    it->name = strdup(rs->name);
+    it->status = (sld_grpc_status_t){.code = dec->allowed ? SLD_GRPC_CODE_OK : SLD_GRPC_CODE_OVER_LIMIT,
+                                     .has_limit = true, .name = it->name,
+                                     .remaining = dec->remaining > UINT32_MAX ? UINT32_MAX : (uint32_t)dec->remaining,
+                                     .until_reset = dec->allowed || dec->retry_after == SL_NEVER ||
+                                                            dec->retry_after < dec->reset_after
+                                                        ? dec->reset_after
+                                                        : dec->retry_after};
+    if (rs->rls_limit) {
+        it->status.rpu = rs->rpu;
+        it->status.unit = rs->unit;
+    } else {
+        sld_grpc_limit_unit(l->limit, l->period, &it->status.unit, &it->status.rpu);
+    }
+    free(it->headers);
+    it->headers = NULL;
+    it->nheaders = 0;
+    if (lr == NULL)
+        return;
+    /* the HTTP front's own fields, written into a reply of our own */
+    sld_http_reply_t r;
+    memset(&r, 0, sizeof r);
+    sld_http_rate_headers(&r, rs->name, p, soft, dec, lr);
+    size_t size = 0;
+    for (size_t k = 0; k < r.nheaders; k++)
+        size += strlen(r.headers[k].name) + 1 + r.headers[k].len + 1;
+    if (!r.values.failed && (it->headers = malloc(size ? size : 1)) != NULL) {
+        char *at = it->headers;
+        for (size_t k = 0; k < r.nheaders; k++) {
+            size_t nl = strlen(r.headers[k].name) + 1;
+            memcpy(at, r.headers[k].name, nl);
+            at += nl;
+            memcpy(at, r.values.data + r.headers[k].off, r.headers[k].len);
+            at += r.headers[k].len;
+            *at++ = '\0';
+        }
+        it->nheaders = r.nheaders;
+    }
+    sld_http_reply_free(&r);
+}
+
+/* Encodes and sends the answer, then frees the call. */
+static void finish(call_t *c) {
+    size_t n = c->req.ndescriptors;
+    sld_grpc_status_t st[SLD_GRPC_MAX_DESCRIPTORS];
+    bool over = false;
+    const item_t *worst = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const item_t *it = &c->items[i];
+        st[i] = it->decided ? it->status : (sld_grpc_status_t){.code = SLD_GRPC_CODE_OK};
+        if (!it->decided)
+            continue;
+        over = over || !it->allowed;
+        /* the headers of the most limiting descriptor: a denied one, else
+         * the one with the fewest left (as Envoy's reference service) */
+        if (worst == NULL || (worst->allowed && !it->allowed) ||
+            (worst->allowed == it->allowed && it->remaining < worst->remaining))
+            worst = it;
+    }
+    sld_grpc_header_t h[SLD_HTTP_MAX_HEADERS];
+    size_t nh = 0;
+    if (worst && worst->headers) {
+        const char *at = worst->headers;
+        for (; nh < worst->nheaders && nh < SLD_HTTP_MAX_HEADERS; nh++) {
+            h[nh].key = at;
+            at += strlen(at) + 1;
+            h[nh].value = at;
+            at += strlen(at) + 1;
+        }
+    }
+    uint8_t *body = NULL;
+    size_t len = 0;
+    if (sld_grpc_rls_encode(over ? SLD_GRPC_CODE_OVER_LIMIT : SLD_GRPC_CODE_OK, st, n, h, nh, &body, &len) != SL_OK) {
+        fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    c->answer(c->arg, GRPC_OK, NULL, body, len);
+    free(body);
+    call_free(c);
+}
+
+/* The next descriptor the phase decides, from c->i on; moves to the next
+ * phase at the end of one. False when everything is decided. */
+static bool next(call_t *c) {
+    size_t n = c->req.ndescriptors;
+    for (;;) {
+        for (; c->i < n; c->i++) {
+            const item_t *it = &c->items[c->i];
+            if (!it->matched)
+                continue;
+            if (c->phase == PEEK || (c->phase == CONFIRM && !it->allowed) || (c->phase == CHARGE && !it->charged))
+                return true;
+        }
+        c->i = 0;
+        if (c->phase == PEEK) {
+            bool denied = false;
+            for (size_t i = 0; i < n; i++)
+                denied = denied || (c->items[i].decided && !c->items[i].allowed);
+            c->phase = denied ? CONFIRM : CHARGE;
+        } else if (c->phase == CONFIRM) {
+            bool denied = false;
+            for (size_t i = 0; i < n; i++)
+                denied = denied || (c->items[i].decided && !c->items[i].allowed);
+            /* every denial passed when asked for real (a race): charge the rest */
+            c->phase = denied ? DONE : CHARGE;
+        } else {
+            c->phase = DONE;
+        }
+        if (c->phase == DONE)
+            return false;
+    }
+}
+
+static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *lr);
+
+/* Decides what is left, as long as the store answers at once. */
+static void advance(call_t *c) {
+    while (next(c)) {
+        const sld_runtime_t *rt = sld_runtime(c->d);
+        resolved_t rs;
+        if (!resolve(c, rt, c->i, &rs) || rs.p == NULL) { /* gone with a reload meanwhile */
+            c->items[c->i].matched = false;
+            continue;
+        }
+        uint32_t slot = rs.index == SIZE_MAX ? c->slot : sld_policies_slot(rt->policies, rs.index);
+        sld_request_t r = {.origin = {.rt = rt, .index = rs.index, .slot = slot},
+                           .p = rs.p, .key = c->items[c->i].key, .key_len = c->items[c->i].key_len,
+                           .cost = c->req.descriptors[c->i].hits,
+                           .flags = c->phase == PEEK ? SL_DECIDE_PEEK : 0};
+        sl_decision_t dec;
+        sl_limit_report_t lr[SL_MAX_LIMITS];
+        int rc = sld_engine_decide(c->d->engine, c->worker, &r, &dec, lr, on_decided, c);
+        if (rc == SLD_PENDING)
+            return;
+        if (rc != SL_OK) {
+            fail(c, GRPC_UNAVAILABLE, sl_strerror(rc));
+            return;
+        }
+        record(c, rt, c->i, &rs, &dec, lr, c->phase != PEEK);
+        c->i++;
+    }
+    finish(c);
+}
+
+static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *lr) {
+    call_t *c = arg;
+    if (rc != SL_OK) {
+        fail(c, GRPC_UNAVAILABLE, sl_strerror(rc));
+        return;
+    }
+    const sld_runtime_t *rt = sld_runtime(c->d);
+    resolved_t rs;
+    if (!resolve(c, rt, c->i, &rs) || rs.p == NULL)
+        c->items[c->i].matched = false;
+    else
+        record(c, rt, c->i, &rs, dec, lr, c->phase != PEEK);
+    c->i++;
+    advance(c);
+}
+
+/* Settles each descriptor's key (and entries for the matcher), what
+ * replaces what, and which are over before any decision. */
+static int prepare(call_t *c, const sld_runtime_t *rt) {
+    size_t n = c->req.ndescriptors;
+    uint32_t max_key = rt->cfg->max_key_bytes;
+    sld_rls_config_t *rules = sld_rls_rules(rt->cfg);
+    const sld_rls_limit_t *limits[SLD_GRPC_MAX_DESCRIPTORS] = {0};
+    c->rls = rules != NULL;
+    for (size_t i = 0; i < n; i++) {
+        item_t *it = &c->items[i];
+        const sld_grpc_descriptor_t *desc = &c->req.descriptors[i];
+        if (!c->rls) {
+            int rc = sld_grpc_descriptor_key(desc, max_key, &it->key, &it->key_len);
+            if (rc != SL_OK)
+                return rc;
+            continue;
+        }
+        if ((it->entries = calloc(desc->nentries, sizeof *it->entries)) == NULL ||
+            (it->key = malloc((size_t)max_key + 1)) == NULL)
+            return SL_ENOMEM;
+        for (size_t k = 0; k < desc->nentries; k++)
+            it->entries[k] = (sld_rls_entry_t){desc->entries[k].key.ptr, desc->entries[k].key.len,
+                                               desc->entries[k].value.ptr, desc->entries[k].value.len};
+        sld_rls_match_t m;
+        const sld_rls_limit_t *l = sld_rls_lookup(rules, c->req.domain.ptr, c->req.domain.len, it->entries,
+                                                  desc->nentries, &m);
+        if (!desc->has_limit)
+            limits[i] = l;
+        it->key_len = l && !desc->has_limit
+                          ? sld_rls_match_key(it->key, max_key, &m, c->req.domain.ptr, c->req.domain.len,
+                                              it->entries, desc->nentries)
+                          : sld_rls_key(it->key, max_key, c->req.domain.ptr, c->req.domain.len, it->entries,
+                                        desc->nentries);
+        if (it->key_len == 0)
+            return SL_ERANGE;
+    }
+    if (c->rls) {
+        const sld_rls_limit_t *kept[SLD_GRPC_MAX_DESCRIPTORS];
+        memcpy(kept, limits, sizeof kept);
+        sld_rls_apply_replaces(kept, n);
+        for (size_t i = 0; i < n; i++)
+            c->items[i].replaced = limits[i] != NULL && kept[i] == NULL;
+    }
+    bool over = false;
+    for (size_t i = 0; i < n; i++) {
+        item_t *it = &c->items[i];
+        resolved_t rs;
+        it->matched = resolve(c, rt, i, &rs);
+        if (it->matched && rs.over) {
+            /* over before anything is counted: as the reference, every hit */
+            it->matched = false;
+            it->decided = true;
+            it->allowed = false;
+            it->name = strdup(rs.name ? rs.name : "");
+            it->status = (sld_grpc_status_t){.code = SLD_GRPC_CODE_OVER_LIMIT, .has_limit = true,
+                                             .name = it->name, .rpu = rs.rpu, .unit = rs.unit};
+            over = true;
+        }
+        c->nmatched += it->matched;
+    }
+    c->phase = c->nmatched > 1 || over ? PEEK : CHARGE;
+    return SL_OK;
+}
+
+void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_rls_request_t *req,
+                     sld_grpc_answer_fn answer, void *arg) {
+    size_t n = req->ndescriptors;
+    call_t *c = calloc(1, sizeof *c + n * sizeof(item_t));
+    if (c == NULL) {
+        sld_grpc_rls_request_free(req);
+        answer(arg, GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
+        return;
+    }
+    c->d = d;
+    c->worker = worker;
+    c->slot = slot;
+    c->req = *req;
+    memset(req, 0, sizeof *req);
+    c->answer = answer;
+    c->arg = arg;
+    int rc = prepare(c, sld_runtime(d));
+    if (rc != SL_OK) {
+        fail(c, rc == SL_ERANGE ? GRPC_INVALID_ARGUMENT : GRPC_RESOURCE_EXHAUSTED,
+             rc == SL_ERANGE ? "a descriptor's entries are longer than limits.max_key_bytes" : "out of memory");
+        return;
+    }
+    advance(c);
+}

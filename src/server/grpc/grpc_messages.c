@@ -1,0 +1,190 @@
+/* grpc_messages.c -- protobuf messages <-> plain structs (see grpc_messages.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "envoy/service/ratelimit/v3/rls.pb-c.h"
+#include "grpc/health/v1/health.pb-c.h"
+#include "server/grpc/grpc_messages.h"
+
+typedef Envoy__Service__Ratelimit__V3__RateLimitRequest pb_request_t;
+typedef Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor pb_descriptor_t;
+typedef Envoy__Service__Ratelimit__V3__RateLimitResponse pb_response_t;
+typedef Envoy__Service__Ratelimit__V3__RateLimitResponse__DescriptorStatus pb_status_t;
+typedef Envoy__Service__Ratelimit__V3__RateLimitResponse__RateLimit pb_limit_t;
+typedef Envoy__Config__Core__V3__HeaderValue pb_header_t;
+
+static sld_span_t span_of(const char *s) { return (sld_span_t){s, s ? strlen(s) : 0}; }
+
+static int bad(sld_grpc_rls_request_t *out, char *err, size_t err_len, const char *fmt, size_t a, size_t b) {
+    snprintf(err, err_len, fmt, a, b);
+    sld_grpc_rls_request_free(out);
+    return SL_EINVAL;
+}
+
+int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *out, char *err,
+                        size_t err_len) {
+    memset(out, 0, sizeof *out);
+    pb_request_t *m = envoy__service__ratelimit__v3__rate_limit_request__unpack(NULL, len, buf);
+    if (m == NULL)
+        return bad(out, err, err_len, "the request is not a RateLimitRequest (malformed protobuf)", 0, 0);
+    out->owner_ = m;
+    out->domain = span_of(m->domain);
+    if (out->domain.len == 0)
+        return bad(out, err, err_len, "the domain is empty", 0, 0);
+    if (m->n_descriptors == 0)
+        return bad(out, err, err_len, "there are no descriptors", 0, 0);
+    if (m->n_descriptors > SLD_GRPC_MAX_DESCRIPTORS)
+        return bad(out, err, err_len, "%zu descriptors: at most %zu", m->n_descriptors, SLD_GRPC_MAX_DESCRIPTORS);
+    size_t nentries = 0;
+    for (size_t i = 0; i < m->n_descriptors; i++) {
+        const pb_descriptor_t *d = m->descriptors[i];
+        if (d->n_entries == 0)
+            return bad(out, err, err_len, "descriptor %zu has no entries", i, 0);
+        if (d->n_entries > SLD_GRPC_MAX_ENTRIES)
+            return bad(out, err, err_len, "descriptor %zu has too many entries (at most %zu)", i,
+                       SLD_GRPC_MAX_ENTRIES);
+        for (size_t k = 0; k < d->n_entries; k++)
+            if (d->entries[k]->key == NULL || d->entries[k]->key[0] == '\0')
+                return bad(out, err, err_len, "descriptor %zu: entry %zu has an empty key", i, k);
+        nentries += d->n_entries;
+    }
+    out->descriptors = calloc(m->n_descriptors, sizeof *out->descriptors);
+    out->entries_ = calloc(nentries, sizeof *out->entries_);
+    if (out->descriptors == NULL || out->entries_ == NULL) {
+        sld_grpc_rls_request_free(out);
+        snprintf(err, err_len, "out of memory");
+        return SL_ENOMEM;
+    }
+    out->ndescriptors = m->n_descriptors;
+    uint64_t request_hits = m->hits_addend ? m->hits_addend : 1;
+    sld_grpc_entry_t *e = out->entries_;
+    for (size_t i = 0; i < m->n_descriptors; i++) {
+        const pb_descriptor_t *d = m->descriptors[i];
+        sld_grpc_descriptor_t *o = &out->descriptors[i];
+        o->entries = e;
+        o->nentries = d->n_entries;
+        for (size_t k = 0; k < d->n_entries; k++, e++) {
+            e->key = span_of(d->entries[k]->key);
+            e->value = span_of(d->entries[k]->value);
+        }
+        if (d->limit) {
+            o->has_limit = true;
+            o->limit_rpu = d->limit->requests_per_unit;
+            o->limit_unit = (int)d->limit->unit;
+        }
+        /* as Envoy's reference service: a descriptor's own hits_addend
+         * replaces the request's, and 0 counts as 1 */
+        o->hits = d->hits_addend ? (d->hits_addend->value ? d->hits_addend->value : 1) : request_hits;
+    }
+    return SL_OK;
+}
+
+void sld_grpc_rls_request_free(sld_grpc_rls_request_t *r) {
+    if (r->owner_)
+        envoy__service__ratelimit__v3__rate_limit_request__free_unpacked(r->owner_, NULL);
+    free(r->descriptors);
+    free(r->entries_);
+    memset(r, 0, sizeof *r);
+}
+
+int sld_grpc_rls_encode(int overall_code, const sld_grpc_status_t *statuses, size_t n,
+                        const sld_grpc_header_t *headers, size_t nheaders, uint8_t **out,
+                        size_t *out_len) {
+    pb_response_t m = ENVOY__SERVICE__RATELIMIT__V3__RATE_LIMIT_RESPONSE__INIT;
+    /* one block: the statuses, their limits and durations, the headers,
+     * and the pointer arrays protobuf-c wants */
+    pb_status_t *st = calloc(n ? n : 1, sizeof *st);
+    pb_status_t **stp = calloc(n ? n : 1, sizeof *stp);
+    pb_limit_t *lim = calloc(n ? n : 1, sizeof *lim);
+    Google__Protobuf__Duration *dur = calloc(n ? n : 1, sizeof *dur);
+    pb_header_t *hv = calloc(nheaders ? nheaders : 1, sizeof *hv);
+    pb_header_t **hvp = calloc(nheaders ? nheaders : 1, sizeof *hvp);
+    int rc = SL_ENOMEM;
+    *out = NULL;
+    if (st == NULL || stp == NULL || lim == NULL || dur == NULL || hv == NULL || hvp == NULL)
+        goto done;
+    m.overall_code = (Envoy__Service__Ratelimit__V3__RateLimitResponse__Code)overall_code;
+    for (size_t i = 0; i < n; i++) {
+        const sld_grpc_status_t *s = &statuses[i];
+        envoy__service__ratelimit__v3__rate_limit_response__descriptor_status__init(&st[i]);
+        st[i].code = (Envoy__Service__Ratelimit__V3__RateLimitResponse__Code)s->code;
+        if (s->has_limit) {
+            envoy__service__ratelimit__v3__rate_limit_response__rate_limit__init(&lim[i]);
+            lim[i].name = (char *)(s->name ? s->name : "");
+            lim[i].requests_per_unit = s->rpu;
+            lim[i].unit = (Envoy__Service__Ratelimit__V3__RateLimitResponse__RateLimit__Unit)s->unit;
+            st[i].current_limit = &lim[i];
+            st[i].limit_remaining = s->remaining;
+            google__protobuf__duration__init(&dur[i]);
+            sl_usec_t us = s->until_reset > 0 ? s->until_reset : 0;
+            dur[i].seconds = us / SL_USEC_PER_SEC;
+            dur[i].nanos = (int32_t)(us % SL_USEC_PER_SEC) * 1000;
+            st[i].duration_until_reset = &dur[i];
+        }
+        stp[i] = &st[i];
+    }
+    m.n_statuses = n;
+    m.statuses = stp;
+    for (size_t i = 0; i < nheaders; i++) {
+        envoy__config__core__v3__header_value__init(&hv[i]);
+        hv[i].key = (char *)headers[i].key;
+        hv[i].value = (char *)headers[i].value;
+        hvp[i] = &hv[i];
+    }
+    m.n_response_headers_to_add = nheaders;
+    m.response_headers_to_add = hvp;
+    size_t len = envoy__service__ratelimit__v3__rate_limit_response__get_packed_size(&m);
+    *out = malloc(len ? len : 1);
+    if (*out == NULL)
+        goto done;
+    *out_len = envoy__service__ratelimit__v3__rate_limit_response__pack(&m, *out);
+    rc = SL_OK;
+done:
+    free(st);
+    free(stp);
+    free(lim);
+    free(dur);
+    free(hv);
+    free(hvp);
+    return rc;
+}
+
+int sld_grpc_health_decode(const uint8_t *buf, size_t len, char **service) {
+    Grpc__Health__V1__HealthCheckRequest *m = grpc__health__v1__health_check_request__unpack(NULL, len, buf);
+    *service = NULL;
+    if (m == NULL)
+        return SL_EINVAL;
+    *service = strdup(m->service ? m->service : "");
+    grpc__health__v1__health_check_request__free_unpacked(m, NULL);
+    return *service ? SL_OK : SL_ENOMEM;
+}
+
+int sld_grpc_health_encode(int status, uint8_t **out, size_t *out_len) {
+    Grpc__Health__V1__HealthCheckResponse m = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+    m.status = (Grpc__Health__V1__HealthCheckResponse__ServingStatus)status;
+    size_t len = grpc__health__v1__health_check_response__get_packed_size(&m);
+    *out = malloc(len ? len : 1);
+    if (*out == NULL)
+        return SL_ENOMEM;
+    *out_len = grpc__health__v1__health_check_response__pack(&m, *out);
+    return SL_OK;
+}
+
+void sld_grpc_limit_unit(uint64_t limit, sl_usec_t period, int *unit, uint32_t *rpu) {
+    static const struct {
+        int unit;
+        sl_usec_t len;
+    } units[] = {{SLD_GRPC_UNIT_SECOND, SL_USEC_PER_SEC},        {SLD_GRPC_UNIT_MINUTE, 60 * SL_USEC_PER_SEC},
+                 {SLD_GRPC_UNIT_HOUR, 3600 * SL_USEC_PER_SEC},   {SLD_GRPC_UNIT_DAY, 86400 * SL_USEC_PER_SEC},
+                 {SLD_GRPC_UNIT_WEEK, 7 * 86400 * SL_USEC_PER_SEC},
+                 {SLD_GRPC_UNIT_MONTH, 30 * 86400 * SL_USEC_PER_SEC},
+                 {SLD_GRPC_UNIT_YEAR, 365 * 86400 * SL_USEC_PER_SEC}};
+    size_t n = sizeof units / sizeof units[0], i = 0;
+    while (i + 1 < n && units[i].len < period)
+        i++;
+    __extension__ unsigned __int128 scaled =
+        period > 0 ? (unsigned __int128)limit * (uint64_t)units[i].len / (uint64_t)period : limit;
+    *unit = units[i].unit;
+    *rpu = scaled > UINT32_MAX ? UINT32_MAX : scaled < 1 ? 1 : (uint32_t)scaled;
+}

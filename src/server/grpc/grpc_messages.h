@@ -1,0 +1,108 @@
+/* grpc_messages.h -- the gRPC front's protobuf messages as plain structs:
+ * Envoy's RateLimitRequest decoded and checked, RateLimitResponse encoded,
+ * and gRPC health's Check request and response.
+ *
+ * The wire format is protobuf-c's, generated at build time from proto/
+ * (the same field numbers and types as Envoy's API); nothing above this
+ * module sees a protobuf-c type. Decoding is pure: bytes in, a request out
+ * (owning its memory) or a message saying what is wrong, for the client's
+ * INVALID_ARGUMENT.
+ *
+ * Not here: the gRPC calls (grpc_front.c), deciding (grpc_decide.c).
+ */
+#ifndef SL_SERVER_GRPC_MESSAGES_H
+#define SL_SERVER_GRPC_MESSAGES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/base/span.h"
+#include "sluice.h"
+
+/* Bounds on what one request may carry (Envoy sends a few of each). */
+#define SLD_GRPC_MAX_DESCRIPTORS 64
+#define SLD_GRPC_MAX_ENTRIES 32
+
+/* RateLimitResponse.Code */
+enum { SLD_GRPC_CODE_UNKNOWN = 0, SLD_GRPC_CODE_OK = 1, SLD_GRPC_CODE_OVER_LIMIT = 2 };
+
+/* RateLimitUnit (envoy.type.v3) and RateLimitResponse.RateLimit.Unit: the
+ * same numbers. */
+enum {
+    SLD_GRPC_UNIT_UNKNOWN = 0,
+    SLD_GRPC_UNIT_SECOND = 1,
+    SLD_GRPC_UNIT_MINUTE = 2,
+    SLD_GRPC_UNIT_HOUR = 3,
+    SLD_GRPC_UNIT_DAY = 4,
+    SLD_GRPC_UNIT_MONTH = 5,
+    SLD_GRPC_UNIT_YEAR = 6,
+    SLD_GRPC_UNIT_WEEK = 7
+};
+
+typedef struct sld_grpc_entry {
+    sld_span_t key, value;
+} sld_grpc_entry_t;
+
+typedef struct sld_grpc_descriptor {
+    const sld_grpc_entry_t *entries;
+    size_t nentries;              /* 1..SLD_GRPC_MAX_ENTRIES */
+    bool has_limit;               /* the descriptor carries a limit override */
+    uint32_t limit_rpu;           /* its requests_per_unit */
+    int limit_unit;               /* its unit (SLD_GRPC_UNIT_*) */
+    uint64_t hits;                /* what it charges: its own hits_addend when set,
+                                     else the request's; 0 or unset counts as 1 */
+} sld_grpc_descriptor_t;
+
+typedef struct sld_grpc_rls_request {
+    sld_span_t domain;            /* not empty */
+    sld_grpc_descriptor_t *descriptors;
+    size_t ndescriptors;          /* 1..SLD_GRPC_MAX_DESCRIPTORS */
+    void *owner_;                 /* the unpacked message the spans point into */
+    sld_grpc_entry_t *entries_;
+} sld_grpc_rls_request_t;
+
+/* Decodes a RateLimitRequest from buf[0..len): SL_OK and *out (free it with
+ * sld_grpc_rls_request_free), or SL_EINVAL (malformed bytes, an empty
+ * domain, no descriptors, a descriptor without entries, an entry with an
+ * empty key, too many of anything) with the reason in err, or SL_ENOMEM.
+ * *out is left empty on error. */
+int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *out, char *err,
+                        size_t err_len);
+void sld_grpc_rls_request_free(sld_grpc_rls_request_t *r);
+
+/* One DescriptorStatus. */
+typedef struct sld_grpc_status {
+    int code;                     /* SLD_GRPC_CODE_* */
+    bool has_limit;               /* current_limit is sent */
+    const char *name;             /* current_limit.name (NUL-terminated) */
+    uint32_t rpu;                 /* current_limit.requests_per_unit */
+    int unit;                     /* current_limit.unit */
+    uint32_t remaining;           /* limit_remaining */
+    sl_usec_t until_reset;        /* duration_until_reset; sent when has_limit */
+} sld_grpc_status_t;
+
+typedef struct sld_grpc_header {
+    const char *key, *value;      /* NUL-terminated */
+} sld_grpc_header_t;
+
+/* Encodes a RateLimitResponse into a malloc'd *out of *out_len bytes:
+ * SL_OK or SL_ENOMEM. */
+int sld_grpc_rls_encode(int overall_code, const sld_grpc_status_t *statuses, size_t n,
+                        const sld_grpc_header_t *headers, size_t nheaders, uint8_t **out,
+                        size_t *out_len);
+
+/* gRPC health: the service asked about (a malloc'd C string, "" for the
+ * server as a whole), or SL_EINVAL on malformed bytes. */
+int sld_grpc_health_decode(const uint8_t *buf, size_t len, char **service);
+/* HealthCheckResponse with status (1 SERVING, 2 NOT_SERVING, 3
+ * SERVICE_UNKNOWN) into a malloc'd *out. */
+int sld_grpc_health_encode(int status, uint8_t **out, size_t *out_len);
+
+/* The unit and requests per unit that say `limit` per `period`: the unit
+ * equal to the period when there is one, else the shortest unit longer than
+ * the period with the same rate (10 per 90 s: 400 per hour), rounded down,
+ * at least 1 and at most UINT32_MAX. */
+void sld_grpc_limit_unit(uint64_t limit, sl_usec_t period, int *unit, uint32_t *rpu);
+
+#endif
