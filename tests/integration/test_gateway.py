@@ -15,8 +15,8 @@ and --http2-prior-knowledge) and Python's http.client:
   - SIGTERM lets a forwarded request in flight finish;
   - a reload (SIGHUP) applies new policies to the routes; a bad gateway:
     section is refused with its line and the running one stays;
-  - configuration errors name their line (--check-config), delay and
-    concurrency are refused as not built yet;
+  - configuration errors name their line (--check-config), delay is
+    refused as not built yet;
   - a file with only gateway: and policies starts the gateway alone.
 
 The daemon runs on the manual test clock (SL.TESTCLOCK on its RESP port), so
@@ -361,10 +361,9 @@ class Configuration(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertRegex(out, r"sluice\.yaml:10: gateway\.routes\[0\]\.excess: delay is not built yet")
         bad = good.replace("      policies: [per_ip]\n",
-                           "      policies: [per_ip]\n      concurrency: {limit: 3}\n", 1)
+                           "      policies: [per_ip]\n      concurrency: {limit: 3, per: ip}\n", 1)
         rc, out = self.check(bad)
-        self.assertRegex(out, r"sluice\.yaml:10: gateway\.routes\[0\]\.concurrency: concurrency limits are not "
-                              r"built yet")
+        self.assertRegex(out, r"sluice\.yaml:10: gateway\.routes\[0\]\.concurrency\.per: expected route or key")
         bad = good.replace("policies: [per_ip]\n", "policies: [per_ipp]\n", 1)
         rc, out = self.check(bad)
         self.assertRegex(out, r"sluice\.yaml:9: gateway\.routes\[0\]\.policies\[0\]: no policy named \"per_ipp\"")

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include <h2o.h>
 
@@ -31,17 +32,20 @@
 #include "server/config/section.h"
 #include "server/engine/engine.h"
 #include "server/gateway/gateway.h"
+#include "server/gateway/gateway_concurrency.h"
 #include "server/gateway/gateway_route.h"
 #include "server/http/http_ratelimit.h"
 #include "server/http/http_request.h"
 #include "server/http/http_server.h"
 
 #define KEEPALIVE_MS 2000 /* an idle upstream connection stays in the pool this long */
+#define RETRY_MS 10       /* waiters look for a slot freed on another worker this often */
 
 struct sld_gateway {
     sld_daemon_t *d;
     sld_config_part_t *part;   /* the gateway: section, held */
     const sld_gw_config_t *g;
+    sld_gw_conc_t *conc;       /* in-flight counts, shared by the workers */
 };
 
 typedef struct gw_worker gw_worker_t;
@@ -59,6 +63,9 @@ struct gw_worker {
     h2o_handler_t **proxies;   /* one per route, in the routes' order */
     sld_http_reply_t reply;    /* reused from request to request */
     bool has_config;           /* config exists (disposed with the worker) */
+    uv_timer_t wait_timer;     /* serves the waiters for a concurrency slot */
+    bool timer_open, closing;
+    struct gw_call *first, *last; /* the waiters, in arrival order (all routes) */
 };
 
 /* ---- one request ------------------------------------------------------------------------------ */
@@ -76,6 +83,10 @@ typedef struct gw_call {
     size_t key_len[SLD_GW_MAX_POLICIES];
     char *keys;                /* n keys of up to key_cap bytes, in this block */
     size_t key_cap;
+    bool waiting;              /* in the worker's waiters */
+    struct gw_call *prev, *next;
+    uint64_t deadline;         /* waiting: loop time (ms) past which it is refused */
+    char ip[INET6_ADDRSTRLEN]; /* per: key on a route without policies: the client's address */
 } gw_call_t;
 
 typedef struct gw_link {
@@ -86,9 +97,20 @@ static const sld_gw_route_t *route_of(const gw_call_t *call) {
     return &call->w->gw->g->routes[call->route];
 }
 
+static void unwait(gw_call_t *call) {
+    gw_worker_t *w = call->w;
+    *(call->prev ? &call->prev->next : &w->first) = call->next;
+    *(call->next ? &call->next->prev : &w->last) = call->prev;
+    call->prev = call->next = NULL;
+    call->waiting = false;
+    sld_gw_conc_leave(w->gw->conc, call->route);
+}
+
 static void on_request_gone(void *arg) {
     gw_call_t *call = ((gw_link_t *)arg)->call;
     call->req = NULL;
+    if (call->waiting)
+        unwait(call); /* a client gone while waiting gives its place back */
     if (!call->pending)
         free(call);
 }
@@ -108,9 +130,111 @@ static void send_text(gw_worker_t *w, h2o_req_t *req, int status, const char *fm
     sld_http_send_reply(req, r);
 }
 
-static void forward(gw_call_t *call) {
+/* ---- concurrency limits ----------------------------------------------------------------------- */
+
+/* A slot held by a forwarded request, in its pool: given back when the
+ * request ends, however it ends (response sent, client gone, upstream
+ * failed or timed out), since the pool goes with the request. */
+typedef struct gw_slot {
+    gw_worker_t *w;
+    size_t route, key_len;
+    char key[];
+} gw_slot_t;
+
+static void on_wait_timer(uv_timer_t *timer);
+
+/* Serves the waiters in ms (0: at the next turn of the loop, not from
+ * inside the end of another request). */
+static void kick(gw_worker_t *w, uint64_t ms) {
+    if (w->timer_open && !w->closing && w->first)
+        uv_timer_start(&w->wait_timer, on_wait_timer, ms, 0);
+}
+
+static void on_slot_end(void *arg) {
+    gw_slot_t *slot = arg;
+    sld_gw_conc_give(slot->w->gw->conc, slot->route, slot->key, slot->key_len);
+    kick(slot->w, 0);
+}
+
+static void slot_key(const gw_call_t *call, const char **key, size_t *len) {
+    if (route_of(call)->npolicies) {
+        *key = call->keys;
+        *len = call->key_len[0];
+    } else {
+        *key = call->ip;
+        *len = strlen(call->ip);
+    }
+}
+
+/* Takes a slot for the request, held until it ends; false when none is free. */
+static bool take_slot(gw_call_t *call) {
+    const char *key;
+    size_t len;
+    slot_key(call, &key, &len);
+    sld_gw_conc_t *conc = call->w->gw->conc;
+    if (!sld_gw_conc_take(conc, call->route, key, len))
+        return false;
+    gw_slot_t *slot = h2o_mem_alloc_shared(&call->req->pool, sizeof *slot + len, on_slot_end);
+    *slot = (gw_slot_t){.w = call->w, .route = call->route, .key_len = len};
+    memcpy(slot->key, key, len);
+    return true;
+}
+
+static void proxy(gw_call_t *call) {
     h2o_handler_t *proxy = call->w->proxies[call->route];
     proxy->on_req(proxy, call->req);
+}
+
+static void refuse_busy(gw_call_t *call) {
+    const sld_gw_route_t *route = route_of(call);
+    send_text(call->w, call->req, (int)route->concurrency.status,
+              "route %s: %u requests in flight %s (its concurrency limit), no slot freed %s\n", route->name,
+              route->concurrency.limit, route->concurrency.per_key ? "for this key" : "on the route",
+              route->concurrency.max_wait ? "within max_wait" : "(no max_wait)");
+}
+
+static void forward(gw_call_t *call) {
+    const sld_gw_route_t *route = route_of(call);
+    if (route->concurrency.limit == 0 || take_slot(call)) {
+        proxy(call);
+        return;
+    }
+    gw_worker_t *w = call->w;
+    if (route->concurrency.max_wait == 0 || w->closing || !w->timer_open) {
+        refuse_busy(call);
+        return;
+    }
+    if (!sld_gw_conc_enter(w->gw->conc, call->route)) {
+        send_text(w, call->req, (int)route->concurrency.status,
+                  "route %s: %u requests wait for a slot already (its queue), no place left\n", route->name,
+                  route->queue);
+        return;
+    }
+    call->waiting = true;
+    call->deadline = uv_now(w->wait_timer.loop) + (uint64_t)(route->concurrency.max_wait / 1000);
+    call->prev = w->last;
+    *(w->last ? &w->last->next : &w->first) = call;
+    w->last = call;
+    kick(w, RETRY_MS);
+}
+
+/* The waiters in arrival order: a slot for those that can have one, a
+ * refusal for those past max_wait; again in RETRY_MS while some wait, for
+ * the slots other workers free. */
+static void on_wait_timer(uv_timer_t *timer) {
+    gw_worker_t *w = timer->data;
+    uint64_t now = uv_now(timer->loop);
+    for (gw_call_t *call = w->first, *next; call; call = next) {
+        next = call->next;
+        if (take_slot(call)) {
+            unwait(call);
+            proxy(call);
+        } else if (now >= call->deadline) {
+            unwait(call);
+            refuse_busy(call);
+        }
+    }
+    kick(w, RETRY_MS);
 }
 
 static void refuse(gw_call_t *call, const sld_runtime_t *rt, size_t index, const sl_policy_t *p,
@@ -269,6 +393,18 @@ static bool build_keys(gw_call_t *call, const sld_runtime_t *rt, h2o_req_t *req)
     return true;
 }
 
+/* The connection's peer, as text (trusted proxies are not looked at). */
+static void peer_address(h2o_req_t *req, char out[INET6_ADDRSTRLEN]) {
+    struct sockaddr_storage peer;
+    memset(&peer, 0, sizeof peer);
+    out[0] = '\0';
+    req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
+    if (peer.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&peer)->sin_addr, out, INET6_ADDRSTRLEN);
+    else if (peer.ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&peer)->sin6_addr, out, INET6_ADDRSTRLEN);
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     gw_worker_t *w = ((gw_handler_t *)self)->w;
     const sld_gw_config_t *g = w->gw->g;
@@ -295,6 +431,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     link->call = call; /* from now on the request's end frees call (or its answer does) */
     if (!build_keys(call, rt, req))
         return 0;
+    if (route->concurrency.per_key && n == 0)
+        peer_address(req, call->ip);
     advance(call);
     return 0;
 }
@@ -366,6 +504,10 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
     gw->d = d;
     gw->part = part;
     gw->g = sld_config_part_value(part);
+    if (sld_gw_conc_new(gw->g, &gw->conc) != SL_OK) {
+        sld_gateway_free(gw);
+        return SL_ENOMEM;
+    }
     *out = gw;
     return SL_OK;
 }
@@ -373,6 +515,7 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
 void sld_gateway_free(sld_gateway_t *gw) {
     if (gw == NULL)
         return;
+    sld_gw_conc_free(gw->conc);
     sld_config_part_release(gw->part);
     free(gw);
 }
@@ -443,6 +586,9 @@ static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void
     w->gw = gw;
     w->index = index;
     *out = w; /* on failure the caller stops and disposes it like any other */
+    uv_timer_init(loop, &w->wait_timer);
+    w->wait_timer.data = w;
+    w->timer_open = true;
     int rc = configure(w, err, err_len);
     if (rc != SL_OK) {
         close(fd);
@@ -455,7 +601,11 @@ static void worker_dispose(void *arg) {
     gw_worker_t *w = arg;
     if (w->server.disposed)
         return;
+    w->closing = true; /* the requests that end now wake no waiter */
     sld_http_server_dispose(&w->server);
+    if (w->timer_open)
+        uv_close((uv_handle_t *)&w->wait_timer, NULL);
+    w->timer_open = false;
     if (w->has_config) {
         for (size_t i = 0; i < w->gw->g->nroutes; i++)
             if (w->proxies[i])

@@ -13,9 +13,11 @@
  *         excess: reject           # reject | shadow (delay: not yet)
  *         status: 429              # reject: the status of a refusal
  *         body: "slow down\n"      # reject: its body
+ *         queue: 1000              # concurrency: most requests waiting on the route
+ *         concurrency: {limit: 10, per: route, max_wait: 1s, status: 503}
  *
- * `excess: delay`, `max_delay`, `queue` and `concurrency` are read and
- * refused with "not yet" at their line: the next slice builds them.
+ * `excess: delay` and `max_delay` are read and refused with "not yet" at
+ * their line.
  *
  * Not here: serving (gateway.c), matching a request (gateway_route.h).
  */
@@ -38,6 +40,15 @@ typedef enum sld_gw_excess {
     SLD_GW_SHADOW   /* forward it anyway; it is counted as denied */
 } sld_gw_excess_t;
 
+/* At most `limit` requests in flight to the upstream, per route or per
+ * key (the first policy's key; the client's address when none). */
+typedef struct sld_gw_concurrency {
+    uint32_t limit;                  /* 0: no limit */
+    bool per_key;                    /* per: key (default per: route) */
+    sl_usec_t max_wait;              /* longest wait for a slot; default 0: none */
+    uint32_t status;                 /* no slot within max_wait: default 503 */
+} sld_gw_concurrency_t;
+
 typedef struct sld_gw_route {
     char *name;                      /* [A-Za-z0-9_.-]{1,64}, unique */
     char *path_prefix;               /* NULL: any path */
@@ -52,6 +63,8 @@ typedef struct sld_gw_route {
     uint32_t status;                 /* reject: default 429 */
     char *body;                      /* reject: default "rate limit exceeded\n" */
     sl_usec_t timeout;               /* upstream I/O; default: the section's */
+    sld_gw_concurrency_t concurrency;
+    uint32_t queue;                  /* most requests waiting on the route; default 1000 */
 } sld_gw_route_t;
 
 typedef struct sld_gw_config {
