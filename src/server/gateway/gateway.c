@@ -20,11 +20,13 @@
  * the other fronts' against max_connections, the same stop.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/socket.h>
 
 #include <h2o.h>
 
@@ -40,6 +42,7 @@
 
 #define KEEPALIVE_MS 2000 /* an idle upstream connection stays in the pool this long */
 #define RETRY_MS 10       /* waiters look for a slot freed on another worker this often */
+#define PROBE_MS 100      /* an HTTP/1 waiter's connection is looked at for its end this often */
 
 struct sld_gateway {
     sld_daemon_t *d;
@@ -86,6 +89,7 @@ typedef struct gw_call {
     bool waiting;              /* in the worker's waiters */
     struct gw_call *prev, *next;
     uint64_t deadline;         /* waiting: loop time (ms) past which it is refused */
+    uint64_t probe_at;         /* waiting: loop time of the next look at the client's socket */
     char ip[INET6_ADDRSTRLEN]; /* per: key on a route without policies: the client's address */
 } gw_call_t;
 
@@ -212,10 +216,28 @@ static void forward(gw_call_t *call) {
     }
     call->waiting = true;
     call->deadline = uv_now(w->wait_timer.loop) + (uint64_t)(route->concurrency.max_wait / 1000);
+    call->probe_at = uv_now(w->wait_timer.loop) + PROBE_MS;
     call->prev = w->last;
     *(w->last ? &w->last->next : &w->first) = call;
     w->last = call;
     kick(w, RETRY_MS);
+}
+
+/* Whether an HTTP/1 waiter's client has closed its connection: libh2o
+ * reads no more from an HTTP/1 connection while a request is served, and
+ * so would learn it only when it writes. A peek without taking a byte; a
+ * pipelined request after this one leaves it alive. HTTP/2 keeps reading:
+ * a stream or connection that ends disposes the request itself. */
+static bool client_gone(h2o_req_t *req) {
+    if (req->version >= 0x200 || req->conn->callbacks->get_socket == NULL)
+        return false;
+    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    int fd = sock ? h2o_socket_get_fd(sock) : -1;
+    if (fd < 0)
+        return false;
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /* The waiters in arrival order: a slot for those that can have one, a
@@ -232,6 +254,12 @@ static void on_wait_timer(uv_timer_t *timer) {
         } else if (now >= call->deadline) {
             unwait(call);
             refuse_busy(call);
+        } else if (now >= call->probe_at) {
+            call->probe_at = now + PROBE_MS;
+            if (client_gone(call->req)) {
+                unwait(call); /* its place now; the answer, written to nobody, ends the request */
+                send_text(w, call->req, 503, "the client went away while waiting\n");
+            }
         }
     }
     kick(w, RETRY_MS);

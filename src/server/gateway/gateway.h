@@ -24,8 +24,15 @@
  *
  * The routes and upstreams are those of the configuration at start: a
  * reload changes the policies (looked up by name per request), not the
- * routes. Not here: the section (gateway_config.h), matching
- * (gateway_route.h); delay and concurrency limits (not built yet).
+ * routes.
+ *
+ * Concurrency limits (a route's concurrency:): once the policies passed,
+ * the request takes a slot (gateway_concurrency.h), held in the request's
+ * pool so that any end gives it back, or waits in its worker's FIFO,
+ * served by one timer per worker loop, up to max_wait.
+ *
+ * Not here: the section (gateway_config.h), matching (gateway_route.h),
+ * the counts (gateway_concurrency.h); delay (not built yet).
  */
 #ifndef SL_SERVER_GATEWAY_H
 #define SL_SERVER_GATEWAY_H

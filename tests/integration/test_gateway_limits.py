@@ -1,0 +1,273 @@
+"""test_gateway_limits.py -- the gateway's concurrency limits
+(docs/gateway.md, "Concurrency limits"): a real sluiced with two workers in
+front of a Python upstream that counts its own requests in flight and holds
+a request until the test lets it go:
+
+  - under 4x parallel load the route's limit is never exceeded at the
+    upstream, and every request gets through by waiting (max_wait);
+  - per: key counts each key apart;
+  - no slot within max_wait: 503 with a body saying so; without max_wait at
+    once; a full queue refuses at once;
+  - the slot comes back after every kind of end: a normal response, a
+    client that closes its socket, a curl killed, an upstream that resets
+    the connection (502), an upstream timeout (504), and a waiter whose
+    client leaves gives its queue place back.
+
+No test waits for a rate window: the routes have no rate policies that
+could run out (the clock is the manual test clock); the waits are for
+events (the upstream seeing a request) and are bounded.
+"""
+import http.client
+import socket
+import subprocess
+import threading
+import time
+import unittest
+
+import harness
+import upstream
+from harness import Daemon
+
+
+class Upstream(upstream.Upstream):
+    """Counts requests in flight (now and the most seen); /.../hold?id=X
+    answers once the test sets gate X; /.../reset closes the connection
+    without an answer; /.../sleep takes 50 ms."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.inflight = 0
+        self.most = 0
+        self.seen = []
+        self.gates = {}
+        super().__init__()
+
+    def gate(self, name):
+        with self.lock:
+            return self.gates.setdefault(name, threading.Event())
+
+    def answer(self, request, body):
+        with self.lock:
+            self.inflight += 1
+            self.most = max(self.most, self.inflight)
+            self.seen.append(request.path)
+        try:
+            if "/hold" in request.path:
+                self.gate(request.path.split("id=")[1]).wait(30)
+            elif request.path.endswith("/sleep"):
+                time.sleep(0.05)
+            elif request.path.endswith("/reset"):
+                request.connection.shutdown(socket.SHUT_RDWR)
+            return 200, ("upstream saw %s\n" % request.path).encode()
+        finally:
+            with self.lock:
+                self.inflight -= 1
+
+    def wait_seen(self, path, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if path in self.seen:
+                    return
+            time.sleep(0.01)
+        raise AssertionError("the upstream never saw %s" % path)
+
+
+CONFIG = """\
+listen: {resp: 127.0.0.1:0, http: ""}
+threads: 2
+gateway:
+  listen: 127.0.0.1:0
+  routes:
+    - name: load
+      match: {path_prefix: /load/}
+      upstream: http://127.0.0.1:%(up)d
+      concurrency: {limit: 3, max_wait: 20s}
+    - name: tenant
+      match: {path_prefix: /tenant/}
+      upstream: http://127.0.0.1:%(up)d
+      policies: [per_tenant]
+      concurrency: {limit: 1, per: key}
+    - name: once
+      match: {path_prefix: /once/}
+      upstream: http://127.0.0.1:%(up)d
+      timeout: 300ms
+      concurrency: {limit: 1}
+    - name: wait
+      match: {path_prefix: /wait/}
+      upstream: http://127.0.0.1:%(up)d
+      concurrency: {limit: 1, max_wait: 300ms, status: 429}
+    - name: queue
+      match: {path_prefix: /queue/}
+      upstream: http://127.0.0.1:%(up)d
+      queue: 1
+      concurrency: {limit: 1, max_wait: 20s}
+policies:
+  - name: per_tenant
+    key: ["header:X-Tenant"]
+    limits:
+      - {algorithm: fixed_window, limit: 1000000, period: 1h}
+"""
+
+
+def gateway_port(daemon):
+    import re
+    m = re.search(r" gateway_port=(\d+)", daemon.output())
+    assert m, daemon.output()
+    return int(m.group(1))
+
+
+class Limits(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.up = Upstream()
+        cls.d = Daemon(CONFIG % {"up": cls.up.port})
+        cls.port = gateway_port(cls.d)
+
+    @classmethod
+    def tearDownClass(cls):
+        for g in list(cls.up.gates.values()):
+            g.set()
+        cls.d.stop()
+        cls.up.close()
+
+    def get(self, path, headers=None, timeout=10):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request("GET", path, headers=headers or {})
+            resp = conn.getresponse()
+            return resp.status, resp.read().decode()
+        finally:
+            conn.close()
+
+    def start(self, path, headers=None):
+        """A request sent and left open: (the socket, its path)."""
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        extra = "".join("%s: %s\r\n" % kv for kv in (headers or {}).items())
+        s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path, extra)).encode())
+        return s
+
+    def eventually_free(self, path, headers=None, timeout=3.0):
+        """A route whose slot was taken answers 200 again soon (the slot came
+        back); 503 meanwhile only while the gateway sees the end."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status, body = self.get(path, headers)
+            if status == 200 or time.monotonic() > deadline:
+                self.assertEqual(status, 200, body)
+                return
+            time.sleep(0.02)
+
+    def test_limit_never_exceeded_under_load(self):
+        self.up.most = 0
+        results = []
+        lock = threading.Lock()
+
+        def client(i):
+            r = self.get("/load/%d/sleep" % i, timeout=30)
+            with lock:
+                results.append(r[0])
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(12)]  # 4x the limit
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(results, [200] * 12)  # all waited for a slot
+        self.assertLessEqual(self.up.most, 3)
+        self.assertEqual(self.up.most, 3)
+
+    def test_per_key(self):
+        a = self.start("/tenant/hold?id=ta", {"X-Tenant": "a"})
+        self.up.wait_seen("/tenant/hold?id=ta")
+        status, body = self.get("/tenant/x", {"X-Tenant": "a"})
+        self.assertEqual(status, 503)
+        self.assertIn("route tenant: 1 requests in flight for this key", body)
+        self.assertEqual(self.get("/tenant/x", {"X-Tenant": "b"})[0], 200)  # another key
+        self.up.gate("ta").set()
+        self.assertIn(b"200", a.recv(100))
+        a.close()
+        self.eventually_free("/tenant/x", {"X-Tenant": "a"})
+
+    def test_max_wait_then_status(self):
+        held = self.start("/wait/hold?id=w1")
+        self.up.wait_seen("/wait/hold?id=w1")
+        t0 = time.monotonic()
+        status, body = self.get("/wait/x")
+        waited = time.monotonic() - t0
+        self.assertEqual(status, 429)  # the configured status
+        self.assertIn("no slot freed within max_wait", body)
+        self.assertGreaterEqual(waited, 0.25)
+        self.assertLess(waited, 3)
+        # a waiter gets the slot as soon as it is freed
+        got = []
+        waiter = threading.Thread(target=lambda: got.append(self.get("/wait/y")))
+        waiter.start()
+        time.sleep(0.05)
+        self.up.gate("w1").set()
+        waiter.join()
+        self.assertEqual(got[0][0], 200)
+        held.close()
+
+    def test_slot_back_after_normal_end(self):
+        for _ in range(3):
+            self.assertEqual(self.get("/once/x")[0], 200)
+
+    def test_slot_back_after_client_closes(self):
+        s = self.start("/once/hold?id=c1")
+        self.up.wait_seen("/once/hold?id=c1")
+        self.assertEqual(self.get("/once/x")[0], 503)  # taken
+        s.close()
+        self.eventually_free("/once/x")
+        self.up.gate("c1").set()
+
+    def test_slot_back_after_curl_killed(self):
+        curl = subprocess.Popen(["curl", "-s", "--max-time", "20", "http://127.0.0.1:%d/once/hold?id=k1" % self.port],
+                                stdout=subprocess.DEVNULL)
+        try:
+            self.up.wait_seen("/once/hold?id=k1")
+            self.assertEqual(self.get("/once/x")[0], 503)
+        finally:
+            curl.kill()
+            curl.wait()
+        self.eventually_free("/once/x")
+        self.up.gate("k1").set()
+
+    def test_slot_back_after_upstream_reset(self):
+        status, body = self.get("/once/reset")
+        self.assertEqual(status, 502, body)
+        self.assertEqual(self.get("/once/x")[0], 200)
+
+    def test_slot_back_after_upstream_timeout(self):
+        status, body = self.get("/once/hold?id=t1")
+        self.assertEqual(status, 504, body)
+        self.up.gate("t1").set()
+        self.assertEqual(self.get("/once/x")[0], 200)
+
+    def test_queue_bound_and_waiter_leaving(self):
+        held = self.start("/queue/hold?id=q1")
+        self.up.wait_seen("/queue/hold?id=q1")
+        waiter = self.start("/queue/first")  # waits: the one place of the queue
+        time.sleep(0.1)
+        status, body = self.get("/queue/x")
+        self.assertEqual(status, 503)
+        self.assertIn("requests wait for a slot already (its queue)", body)
+        waiter.close()  # gives its place back
+        got = []
+        deadline = time.monotonic() + 3
+        while True:  # the gateway sees the close soon; then the place is free
+            t = threading.Thread(target=lambda: got.append(self.get("/queue/second", timeout=20)))
+            t.start()
+            t.join(0.2)
+            if t.is_alive() or time.monotonic() > deadline:
+                break
+        self.assertTrue(t.is_alive(), got)  # it waits, it was not refused
+        self.up.gate("q1").set()
+        t.join()
+        self.assertEqual(got[-1][0], 200)
+        self.assertNotIn("/queue/first", self.up.seen)
+        held.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
