@@ -11,7 +11,12 @@ a request until the test lets it go:
   - the slot comes back after every kind of end: a normal response, a
     client that closes its socket, a curl killed, an upstream that resets
     the connection (502), an upstream timeout (504), and a waiter whose
-    client leaves gives its queue place back.
+    client leaves gives its queue place back;
+  - excess: delay forwards a burst on one key at the policy's schedule
+    (gcra 10/s, burst 2: three at once, then one per 100 ms, the upstream's
+    arrival times measured), refuses those that would wait past
+    max_delay, holds at most `queue` waiting, and a delayed client that
+    leaves gives its place back (its reserved charge stays spent).
 
 No test waits for a rate window: the routes have no rate policies that
 could run out (the clock is the manual test clock); the waits are for
@@ -39,6 +44,7 @@ class Upstream(upstream.Upstream):
         self.inflight = 0
         self.most = 0
         self.seen = []
+        self.times = []
         self.gates = {}
         super().__init__()
 
@@ -51,6 +57,7 @@ class Upstream(upstream.Upstream):
             self.inflight += 1
             self.most = max(self.most, self.inflight)
             self.seen.append(request.path)
+            self.times.append((request.path, time.monotonic()))
         try:
             if "/hold" in request.path:
                 self.gate(request.path.split("id=")[1]).wait(30)
@@ -62,6 +69,10 @@ class Upstream(upstream.Upstream):
         finally:
             with self.lock:
                 self.inflight -= 1
+
+    def arrivals(self, prefix):
+        with self.lock:
+            return [t for p, t in self.times if p.startswith(prefix)]
 
     def wait_seen(self, path, timeout=5.0):
         deadline = time.monotonic() + timeout
@@ -102,7 +113,34 @@ gateway:
       upstream: http://127.0.0.1:%(up)d
       queue: 1
       concurrency: {limit: 1, max_wait: 20s}
+    - name: shape
+      match: {path_prefix: /shape/}
+      upstream: http://127.0.0.1:%(up)d
+      policies: [shape]
+      excess: delay
+      max_delay: 10s
+    - name: short
+      match: {path_prefix: /short/}
+      upstream: http://127.0.0.1:%(up)d
+      policies: [shape]
+      excess: delay
+      max_delay: 250ms
+    - name: line
+      match: {path_prefix: /line/}
+      upstream: http://127.0.0.1:%(up)d
+      policies: [slow]
+      excess: delay
+      max_delay: 60s
+      queue: 1
 policies:
+  - name: shape
+    key: [ip, route]
+    limits:
+      - {algorithm: gcra, limit: 10, period: 1s, burst: 2}
+  - name: slow
+    key: [ip, route]
+    limits:
+      - {algorithm: gcra, limit: 1, period: 10s}
   - name: per_tenant
     key: ["header:X-Tenant"]
     limits:
@@ -267,6 +305,60 @@ class Limits(unittest.TestCase):
         self.assertEqual(got[-1][0], 200)
         self.assertNotIn("/queue/first", self.up.seen)
         held.close()
+
+    def parallel(self, paths):
+        results = {}
+
+        def one(path):
+            results[path] = self.get(path, timeout=30)
+
+        threads = [threading.Thread(target=one, args=(p,)) for p in paths]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return results
+
+    def test_delay_at_the_schedule(self):
+        results = self.parallel(["/shape/%d" % i for i in range(10)])
+        self.assertEqual([r[0] for r in results.values()], [200] * 10)
+        times = sorted(self.up.arrivals("/shape/"))
+        self.assertEqual(len(times), 10)
+        early = [t for t in times if t - times[0] < 0.05]
+        self.assertEqual(len(early), 3)  # 1 + burst at once, no more
+        spaced = times[2:]  # the third is the last of the burst; then one per 100 ms
+        mean = (spaced[-1] - spaced[0]) / (len(spaced) - 1)
+        self.assertLess(abs(mean - 0.1), 0.005, times)  # period/limit within 5 %
+        for i, t in enumerate(spaced):  # never before its moment (a late one does not move the next)
+            self.assertGreater(t - (spaced[0] + 0.1 * i), -0.01, times)
+
+    def test_delay_past_max_delay_refused(self):
+        results = self.parallel(["/short/%d" % i for i in range(8)])
+        statuses = sorted(r[0] for r in results.values())
+        # three at once, then 100 and 200 ms; 300 ms and later are past max_delay
+        self.assertEqual(statuses, [200] * 5 + [429] * 3, results)
+        self.assertEqual(len(self.up.arrivals("/short/")), 5)
+
+    def test_delay_queue_bound_and_leaving(self):
+        self.assertEqual(self.get("/line/now")[0], 200)  # at once
+        waiter = self.start("/line/first")  # delayed by 10 s: holds the one place
+        time.sleep(0.1)
+        status, body = self.get("/line/x")
+        self.assertEqual((status, body), (429, "rate limit exceeded\n"))  # no place left
+        waiter.close()  # gives the place back (its charge stays spent)
+        deadline = time.monotonic() + 3
+        while True:  # the gateway sees the close within 100 ms; then a new one waits
+            third = self.start("/line/second")
+            third.settimeout(0.3)
+            try:
+                answer = third.recv(100)
+            except socket.timeout:
+                answer = None  # waiting: it was given the place
+            third.close()
+            if answer is None or time.monotonic() > deadline:
+                break
+        self.assertIsNone(answer)
+        self.assertNotIn("/line/first", self.up.seen)
 
 
 if __name__ == "__main__":

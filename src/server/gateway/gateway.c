@@ -68,6 +68,7 @@ struct gw_worker {
     bool has_config;           /* config exists (disposed with the worker) */
     uv_timer_t wait_timer;     /* serves the waiters for a concurrency slot */
     bool timer_open, closing;
+    uint64_t timer_due;        /* loop time the timer is set for, while it is */
     struct gw_call *first, *last; /* the waiters, in arrival order (all routes) */
 };
 
@@ -87,8 +88,10 @@ typedef struct gw_call {
     char *keys;                /* n keys of up to key_cap bytes, in this block */
     size_t key_cap;
     bool waiting;              /* in the worker's waiters */
+    bool delayed;              /* waiting: for its moment (excess: delay), not for a slot */
+    bool place;                /* holds a place of the route's queue */
     struct gw_call *prev, *next;
-    uint64_t deadline;         /* waiting: loop time (ms) past which it is refused */
+    uint64_t deadline;         /* waiting: loop time (ms) past which it is refused (delayed: forwarded) */
     uint64_t probe_at;         /* waiting: loop time of the next look at the client's socket */
     char ip[INET6_ADDRSTRLEN]; /* per: key on a route without policies: the client's address */
 } gw_call_t;
@@ -107,14 +110,20 @@ static void unwait(gw_call_t *call) {
     *(call->next ? &call->next->prev : &w->last) = call->prev;
     call->prev = call->next = NULL;
     call->waiting = false;
-    sld_gw_conc_leave(w->gw->conc, call->route);
+}
+
+static void drop_place(gw_call_t *call) {
+    if (call->place)
+        sld_gw_conc_leave(call->w->gw->conc, call->route);
+    call->place = false;
 }
 
 static void on_request_gone(void *arg) {
     gw_call_t *call = ((gw_link_t *)arg)->call;
     call->req = NULL;
     if (call->waiting)
-        unwait(call); /* a client gone while waiting gives its place back */
+        unwait(call);
+    drop_place(call); /* a client gone while waiting gives its place back */
     if (!call->pending)
         free(call);
 }
@@ -150,8 +159,29 @@ static void on_wait_timer(uv_timer_t *timer);
 /* Serves the waiters in ms (0: at the next turn of the loop, not from
  * inside the end of another request). */
 static void kick(gw_worker_t *w, uint64_t ms) {
-    if (w->timer_open && !w->closing && w->first)
-        uv_timer_start(&w->wait_timer, on_wait_timer, ms, 0);
+    if (!w->timer_open || w->closing || !w->first)
+        return;
+    uint64_t due = uv_now(w->wait_timer.loop) + ms;
+    if (uv_is_active((uv_handle_t *)&w->wait_timer) && w->timer_due <= due)
+        return; /* sooner already */
+    w->timer_due = due;
+    uv_timer_start(&w->wait_timer, on_wait_timer, ms, 0);
+}
+
+/* Puts call at the end of its worker's waiters, holding its queue place,
+ * until `deadline`. */
+static void wait_in_line(gw_call_t *call, bool delayed, uint64_t deadline) {
+    gw_worker_t *w = call->w;
+    uint64_t now = uv_now(w->wait_timer.loop);
+    call->waiting = true;
+    call->delayed = delayed;
+    call->deadline = deadline;
+    call->probe_at = now + PROBE_MS;
+    call->prev = w->last;
+    *(w->last ? &w->last->next : &w->first) = call;
+    w->last = call;
+    uint64_t ms = delayed ? (deadline > now ? deadline - now : 0) : RETRY_MS;
+    kick(w, ms < PROBE_MS ? ms : PROBE_MS); /* its socket is looked at too */
 }
 
 static void on_slot_end(void *arg) {
@@ -199,6 +229,7 @@ static void refuse_busy(gw_call_t *call) {
 
 static void forward(gw_call_t *call) {
     const sld_gw_route_t *route = route_of(call);
+    drop_place(call);
     if (route->concurrency.limit == 0 || take_slot(call)) {
         proxy(call);
         return;
@@ -214,13 +245,8 @@ static void forward(gw_call_t *call) {
                   route->queue);
         return;
     }
-    call->waiting = true;
-    call->deadline = uv_now(w->wait_timer.loop) + (uint64_t)(route->concurrency.max_wait / 1000);
-    call->probe_at = uv_now(w->wait_timer.loop) + PROBE_MS;
-    call->prev = w->last;
-    *(w->last ? &w->last->next : &w->first) = call;
-    w->last = call;
-    kick(w, RETRY_MS);
+    call->place = true;
+    wait_in_line(call, false, uv_now(w->wait_timer.loop) + (uint64_t)(route->concurrency.max_wait / 1000));
 }
 
 /* Whether an HTTP/1 waiter's client has closed its connection: libh2o
@@ -240,34 +266,60 @@ static bool client_gone(h2o_req_t *req) {
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
-/* The waiters in arrival order: a slot for those that can have one, a
- * refusal for those past max_wait; again in RETRY_MS while some wait, for
- * the slots other workers free. */
+/* The waiters in arrival order: the delayed whose moment came are
+ * forwarded; a slot for those that can have one, a refusal for those past
+ * max_wait; the timer set again for the next moment, the next look at a
+ * socket, and in RETRY_MS while some wait for a slot (freed by another
+ * worker). */
 static void on_wait_timer(uv_timer_t *timer) {
     gw_worker_t *w = timer->data;
-    uint64_t now = uv_now(timer->loop);
+    uint64_t now = uv_now(timer->loop), next_due = UINT64_MAX;
     for (gw_call_t *call = w->first, *next; call; call = next) {
         next = call->next;
-        if (take_slot(call)) {
+        if (call->delayed && now >= call->deadline) {
             unwait(call);
+            forward(call); /* may wait again, for a slot */
+            continue;
+        }
+        if (!call->delayed && take_slot(call)) {
+            unwait(call);
+            drop_place(call);
             proxy(call);
-        } else if (now >= call->deadline) {
+            continue;
+        }
+        if (!call->delayed && now >= call->deadline) {
             unwait(call);
+            drop_place(call);
             refuse_busy(call);
-        } else if (now >= call->probe_at) {
+            continue;
+        }
+        if (now >= call->probe_at) {
             call->probe_at = now + PROBE_MS;
             if (client_gone(call->req)) {
                 unwait(call); /* its place now; the answer, written to nobody, ends the request */
+                drop_place(call);
                 send_text(w, call->req, 503, "the client went away while waiting\n");
+                continue;
             }
         }
+        uint64_t due = call->delayed ? call->deadline : now + RETRY_MS;
+        due = due < call->probe_at ? due : call->probe_at;
+        next_due = due < next_due ? due : next_due;
     }
-    kick(w, RETRY_MS);
+    if (next_due != UINT64_MAX)
+        kick(w, next_due > now ? next_due - now : 0);
+}
+
+/* excess: delay: the request was admitted for `delay` from now. */
+static void hold(gw_call_t *call, sl_usec_t delay) {
+    gw_worker_t *w = call->w;
+    wait_in_line(call, true, uv_now(w->wait_timer.loop) + (uint64_t)((delay + 999) / 1000));
 }
 
 static void refuse(gw_call_t *call, const sld_runtime_t *rt, size_t index, const sl_policy_t *p,
                    const sl_decision_t *dec, const sl_limit_report_t *lr) {
     const sld_gw_route_t *route = route_of(call);
+    drop_place(call);
     sld_http_reply_t *r = &call->w->reply;
     sld_http_reply_reset(r);
     const sld_policy_t *pc = sld_policies_config(rt->policies, index);
@@ -298,6 +350,10 @@ static bool decided(gw_call_t *call, int rc, const sld_runtime_t *rt, size_t ind
             call->charged |= UINT32_C(1) << (call->step % n);
         call->confirming = false;
         call->step++;
+        if (route->excess == SLD_GW_DELAY && dec->delay > 0) {
+            hold(call, dec->delay); /* forwarded at its moment */
+            return false;
+        }
         return true;
     }
     if (peeking(call, n)) {
@@ -343,6 +399,10 @@ static void advance(gw_call_t *call) {
         sld_request_t r = {.origin = {.rt = rt, .index = index, .slot = sld_policies_slot(rt->policies, index)},
                            .p = p, .key = key, .key_len = call->key_len[i], .cost = 1,
                            .flags = peeking(call, n) ? SL_DECIDE_PEEK : 0};
+        if (route->excess == SLD_GW_DELAY) { /* one policy: no peek */
+            r.flags = SLD_DECIDE_WAIT;
+            r.max_wait = route->max_delay;
+        }
         sl_decision_t dec;
         sl_limit_report_t lr[SL_MAX_LIMITS];
         int rc = sld_engine_decide(d->engine, call->w->index, &r, &dec, lr, on_decided, call);
@@ -461,6 +521,17 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
         return 0;
     if (route->concurrency.per_key && n == 0)
         peer_address(req, call->ip);
+    if (route->excess == SLD_GW_DELAY) {
+        if (!w->timer_open || w->closing) {
+            send_text(w, req, 503, "the gateway is stopping\n");
+            return 0;
+        }
+        if (!sld_gw_conc_enter(w->gw->conc, call->route)) { /* refused as reject would, uncharged */
+            send_text(w, req, (int)route->status, "%s", route->body);
+            return 0;
+        }
+        call->place = true;
+    }
     advance(call);
     return 0;
 }

@@ -20,6 +20,7 @@
 #define MAX_HOST 255
 #define PATH 256
 #define DEFAULT_QUEUE 1000
+#define DEFAULT_MAX_DELAY SL_USEC_PER_SEC
 #define MAX_QUEUE 1000000
 #define MAX_LIMIT 1000000
 
@@ -214,16 +215,22 @@ static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, 
         else if (strcmp(r->excess, "shadow") == 0)
             rt->excess = SLD_GW_SHADOW;
         else if (strcmp(r->excess, "delay") == 0)
-            return sld_config_bad(c, sld_config_join(p, sizeof p, at, "excess"),
-                                  "delay is not built yet (it comes with the gateway's next step); "
-                                  "use reject or shadow");
+            rt->excess = SLD_GW_DELAY;
         else
             return sld_config_bad(c, sld_config_join(p, sizeof p, at, "excess"),
-                                  "expected reject or shadow, got \"%s\"", sld_config_show(r->excess, b));
+                                  "expected reject, delay or shadow, got \"%s\"", sld_config_show(r->excess, b));
+        if (rt->excess == SLD_GW_DELAY && r->policies_count != 1)
+            return sld_config_bad(c, sld_config_join(p, sizeof p, at, "excess"), "excess: delay takes exactly one policy (this route has %u)",
+                                  r->policies_count);
     }
-    if (r->max_delay)
-        return sld_config_bad(c, sld_config_join(p, sizeof p, at, "max_delay"),
-                              "max_delay belongs to excess: delay, which is not built yet");
+    rt->max_delay = DEFAULT_MAX_DELAY;
+    if (r->max_delay) {
+        if ((rc = sld_config_get_duration_ms(c, sld_config_join(p, sizeof p, at, "max_delay"), r->max_delay,
+                                             MAX_TIMEOUT, &rt->max_delay)))
+            return rc;
+        if (rt->excess != SLD_GW_DELAY)
+            return sld_config_bad(c, p, "max_delay applies to excess: delay only");
+    }
     rt->queue = DEFAULT_QUEUE;
     if (r->concurrency &&
         (rc = get_concurrency(c, sld_config_join(p, sizeof p, at, "concurrency"), r->concurrency, rt)))
@@ -232,22 +239,22 @@ static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, 
         if ((rc = sld_config_get_u32(c, sld_config_join(p, sizeof p, at, "queue"), r->queue, 0, MAX_QUEUE,
                                      &rt->queue)))
             return rc;
-        if (rt->concurrency.limit == 0)
-            return sld_config_bad(c, p, "queue applies to concurrency: (and excess: delay, not built yet)");
+        if (rt->concurrency.limit == 0 && rt->excess != SLD_GW_DELAY)
+            return sld_config_bad(c, p, "queue applies to excess: delay and concurrency: only");
     }
     if (r->status) {
         if ((rc = sld_config_get_u32(c, sld_config_join(p, sizeof p, at, "status"), r->status, 400, 599,
                                      &rt->status)))
             return rc;
-        if (rt->excess != SLD_GW_REJECT)
-            return sld_config_bad(c, p, "status applies to excess: reject only");
+        if (rt->excess == SLD_GW_SHADOW)
+            return sld_config_bad(c, p, "status applies to excess: reject and delay only");
     }
     if (r->body) {
         sld_config_join(p, sizeof p, at, "body");
         if (strlen(r->body) > MAX_BODY)
             return sld_config_bad(c, p, "at most %d bytes", MAX_BODY);
-        if (rt->excess != SLD_GW_REJECT)
-            return sld_config_bad(c, p, "body applies to excess: reject only");
+        if (rt->excess == SLD_GW_SHADOW)
+            return sld_config_bad(c, p, "body applies to excess: reject and delay only");
     }
     if ((rt->body = sld_config_dup(c, r->body ? r->body : "rate limit exceeded\n")) == NULL)
         return SL_ENOMEM;

@@ -10,14 +10,15 @@
  *         match: {path_prefix: /api/, methods: [GET, POST], host: api.example.com}
  *         upstream: http://127.0.0.1:9000
  *         policies: [per_ip, per_user]   # all must pass
- *         excess: reject           # reject | shadow (delay: not yet)
+ *         excess: reject           # reject | delay | shadow
  *         status: 429              # reject: the status of a refusal
  *         body: "slow down\n"      # reject: its body
- *         queue: 1000              # concurrency: most requests waiting on the route
+ *         queue: 1000              # delay, concurrency: most requests waiting on the route
  *         concurrency: {limit: 10, per: route, max_wait: 1s, status: 503}
- *
- * `excess: delay` and `max_delay` are read and refused with "not yet" at
- * their line.
+ *     - name: shaped
+ *         policies: [per_ip]       # excess: delay takes exactly one policy
+ *         excess: delay            # wait for the policy's schedule, up to max_delay
+ *         max_delay: 2s            # default 1s
  *
  * Not here: serving (gateway.c), matching a request (gateway_route.h).
  */
@@ -37,7 +38,8 @@
 
 typedef enum sld_gw_excess {
     SLD_GW_REJECT,  /* answer the excess with `status` and the rate limit headers */
-    SLD_GW_SHADOW   /* forward it anyway; it is counted as denied */
+    SLD_GW_SHADOW,  /* forward it anyway; it is counted as denied */
+    SLD_GW_DELAY    /* hold it until the policy's schedule admits it, up to max_delay */
 } sld_gw_excess_t;
 
 /* At most `limit` requests in flight to the upstream, per route or per
@@ -65,6 +67,7 @@ typedef struct sld_gw_route {
     sl_usec_t timeout;               /* upstream I/O; default: the section's */
     sld_gw_concurrency_t concurrency;
     uint32_t queue;                  /* most requests waiting on the route; default 1000 */
+    sl_usec_t max_delay;             /* delay: the longest hold; default 1 s */
 } sld_gw_route_t;
 
 typedef struct sld_gw_config {
