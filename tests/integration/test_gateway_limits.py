@@ -12,6 +12,8 @@ a request until the test lets it go:
     client that closes its socket, a curl killed, an upstream that resets
     the connection (502), an upstream timeout (504), and a waiter whose
     client leaves gives its queue place back;
+  - /metrics shows the in-flight gauge (back to 0), the busy, delayed and
+    rejected counts, the delay histogram and upstream errors;
   - excess: delay forwards a burst on one key at the policy's schedule
     (gcra 10/s, burst 2: three at once, then one per 100 ms, the upstream's
     arrival times measured), refuses those that would wait past
@@ -85,7 +87,7 @@ class Upstream(upstream.Upstream):
 
 
 CONFIG = """\
-listen: {resp: 127.0.0.1:0, http: ""}
+listen: {resp: 127.0.0.1:0, http: 127.0.0.1:0}
 threads: 2
 gateway:
   listen: 127.0.0.1:0
@@ -161,6 +163,20 @@ class Limits(unittest.TestCase):
         cls.up = Upstream()
         cls.d = Daemon(CONFIG % {"up": cls.up.port})
         cls.port = gateway_port(cls.d)
+        import re
+        cls.http_port = int(re.search(r" http_port=(\d+)", cls.d.output()).group(1))
+
+    def metric(self, name, **labels):
+        """A series of /metrics (the HTTP front), by name and labels."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+        conn.close()
+        want = name + "{" + ",".join('%s="%s"' % kv for kv in labels.items()) + "} "
+        for line in text.splitlines():
+            if line.startswith(want):
+                return float(line[len(want):])
+        raise AssertionError("no %s in /metrics:\n%s" % (want, text))
 
     @classmethod
     def tearDownClass(cls):
@@ -187,7 +203,9 @@ class Limits(unittest.TestCase):
 
     def eventually_free(self, path, headers=None, timeout=3.0):
         """A route whose slot was taken answers 200 again soon (the slot came
-        back); 503 meanwhile only while the gateway sees the end."""
+        back); 503 meanwhile only while the gateway sees the end: the slot
+        is given back when libh2o disposes of the request, a moment after
+        the client may have read the last byte."""
         deadline = time.monotonic() + timeout
         while True:
             status, body = self.get(path, headers)
@@ -249,7 +267,7 @@ class Limits(unittest.TestCase):
 
     def test_slot_back_after_normal_end(self):
         for _ in range(3):
-            self.assertEqual(self.get("/once/x")[0], 200)
+            self.eventually_free("/once/x")
 
     def test_slot_back_after_client_closes(self):
         s = self.start("/once/hold?id=c1")
@@ -274,13 +292,31 @@ class Limits(unittest.TestCase):
     def test_slot_back_after_upstream_reset(self):
         status, body = self.get("/once/reset")
         self.assertEqual(status, 502, body)
-        self.assertEqual(self.get("/once/x")[0], 200)
+        self.eventually_free("/once/x")
 
     def test_slot_back_after_upstream_timeout(self):
+        before = self.metric("sluice_gateway_upstream_errors_total", route="once", status="504")
         status, body = self.get("/once/hold?id=t1")
         self.assertEqual(status, 504, body)
         self.up.gate("t1").set()
-        self.assertEqual(self.get("/once/x")[0], 200)
+        self.eventually_free("/once/x")
+        self.assertEqual(self.metric("sluice_gateway_upstream_errors_total", route="once", status="504"),
+                         before + 1)
+
+    def test_inflight_gauge(self):
+        s = self.start("/once/hold?id=g1")
+        self.up.wait_seen("/once/hold?id=g1")
+        self.assertEqual(self.metric("sluice_gateway_inflight", route="once"), 1)
+        busy = self.metric("sluice_gateway_requests_total", route="once", result="busy")
+        self.assertEqual(self.get("/once/x")[0], 503)
+        self.assertEqual(self.metric("sluice_gateway_requests_total", route="once", result="busy"), busy + 1)
+        s.close()
+        self.eventually_free("/once/x")
+        self.up.gate("g1").set()
+        deadline = time.monotonic() + 3
+        while self.metric("sluice_gateway_inflight", route="once") != 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(self.metric("sluice_gateway_inflight", route="once"), 0)
 
     def test_queue_bound_and_waiter_leaving(self):
         held = self.start("/queue/hold?id=q1")
@@ -331,12 +367,17 @@ class Limits(unittest.TestCase):
         self.assertLess(abs(mean - 0.1), 0.005, times)  # period/limit within 5 %
         for i, t in enumerate(spaced):  # never before its moment (a late one does not move the next)
             self.assertGreater(t - (spaced[0] + 0.1 * i), -0.01, times)
+        self.assertEqual(self.metric("sluice_gateway_requests_total", route="shape", result="delayed"), 7)
+        self.assertEqual(self.metric("sluice_gateway_delay_seconds_count", route="shape"), 7)
+        self.assertEqual(self.metric("sluice_gateway_delay_seconds_bucket", route="shape", le="0.5"), 5)
+        self.assertEqual(self.metric("sluice_gateway_queue_depth", route="shape"), 0)
 
     def test_delay_past_max_delay_refused(self):
         results = self.parallel(["/short/%d" % i for i in range(8)])
         statuses = sorted(r[0] for r in results.values())
         # three at once, then 100 and 200 ms; 300 ms and later are past max_delay
         self.assertEqual(statuses, [200] * 5 + [429] * 3, results)
+        self.assertEqual(self.metric("sluice_gateway_requests_total", route="short", result="rejected"), 3)
         self.assertEqual(len(self.up.arrivals("/short/")), 5)
 
     def test_delay_queue_bound_and_leaving(self):

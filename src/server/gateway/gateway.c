@@ -39,6 +39,7 @@
 #include "server/http/http_ratelimit.h"
 #include "server/http/http_request.h"
 #include "server/http/http_server.h"
+#include "server/observe/extra_metrics.h"
 
 #define KEEPALIVE_MS 2000 /* an idle upstream connection stays in the pool this long */
 #define RETRY_MS 10       /* waiters look for a slot freed on another worker this often */
@@ -48,7 +49,8 @@ struct sld_gateway {
     sld_daemon_t *d;
     sld_config_part_t *part;   /* the gateway: section, held */
     const sld_gw_config_t *g;
-    sld_gw_conc_t *conc;       /* in-flight counts, shared by the workers */
+    sld_gw_conc_t *conc;       /* in-flight counts and counters, shared by the workers */
+    sld_metrics_extra_t metrics; /* its series in /metrics */
 };
 
 typedef struct gw_worker gw_worker_t;
@@ -215,12 +217,14 @@ static bool take_slot(gw_call_t *call) {
 }
 
 static void proxy(gw_call_t *call) {
+    sld_gw_count(call->w->gw->conc, call->route, SLD_GW_FORWARDED);
     h2o_handler_t *proxy = call->w->proxies[call->route];
     proxy->on_req(proxy, call->req);
 }
 
 static void refuse_busy(gw_call_t *call) {
     const sld_gw_route_t *route = route_of(call);
+    sld_gw_count(call->w->gw->conc, call->route, SLD_GW_BUSY);
     send_text(call->w, call->req, (int)route->concurrency.status,
               "route %s: %u requests in flight %s (its concurrency limit), no slot freed %s\n", route->name,
               route->concurrency.limit, route->concurrency.per_key ? "for this key" : "on the route",
@@ -240,6 +244,7 @@ static void forward(gw_call_t *call) {
         return;
     }
     if (!sld_gw_conc_enter(w->gw->conc, call->route)) {
+        sld_gw_count(w->gw->conc, call->route, SLD_GW_BUSY);
         send_text(w, call->req, (int)route->concurrency.status,
                   "route %s: %u requests wait for a slot already (its queue), no place left\n", route->name,
                   route->queue);
@@ -313,6 +318,8 @@ static void on_wait_timer(uv_timer_t *timer) {
 /* excess: delay: the request was admitted for `delay` from now. */
 static void hold(gw_call_t *call, sl_usec_t delay) {
     gw_worker_t *w = call->w;
+    sld_gw_count(w->gw->conc, call->route, SLD_GW_DELAYED);
+    sld_gw_count_delay(w->gw->conc, call->route, delay);
     wait_in_line(call, true, uv_now(w->wait_timer.loop) + (uint64_t)((delay + 999) / 1000));
 }
 
@@ -320,6 +327,7 @@ static void refuse(gw_call_t *call, const sld_runtime_t *rt, size_t index, const
                    const sl_decision_t *dec, const sl_limit_report_t *lr) {
     const sld_gw_route_t *route = route_of(call);
     drop_place(call);
+    sld_gw_count(call->w->gw->conc, call->route, SLD_GW_REJECTED);
     sld_http_reply_t *r = &call->w->reply;
     sld_http_reply_reset(r);
     const sld_policy_t *pc = sld_policies_config(rt->policies, index);
@@ -527,6 +535,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
             return 0;
         }
         if (!sld_gw_conc_enter(w->gw->conc, call->route)) { /* refused as reject would, uncharged */
+            sld_gw_count(w->gw->conc, call->route, SLD_GW_REJECTED);
             send_text(w, req, (int)route->status, "%s", route->body);
             return 0;
         }
@@ -566,11 +575,23 @@ static const h2o_iovec_t *proxy_error(h2o_req_t *req) {
     return NULL;
 }
 
+typedef struct gw_filter {
+    h2o_filter_t super;
+    gw_worker_t *w;
+} gw_filter_t;
+
 static void on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot) {
-    (void)self;
     const h2o_iovec_t *why = req->res.status == 502 ? proxy_error(req) : NULL;
     if (why != NULL) {
         bool timeout = memmem(why->base, why->len, "timeout", 7) != NULL;
+        gw_worker_t *w = ((gw_filter_t *)self)->w;
+        const sld_gw_route_t *route = sld_gw_route_find(
+            w->gw->g, (sld_span_t){req->method.base, req->method.len},
+            (sld_span_t){req->authority.base, req->authority.len},
+            (sld_span_t){req->path_normalized.base, req->path_normalized.len});
+        if (route != NULL) /* the route that forwarded it: routes do not change */
+            sld_gw_count(w->gw->conc, (size_t)(route - w->gw->g->routes),
+                         timeout ? SLD_GW_TIMED_OUT : SLD_GW_BAD_GATEWAY);
         char *body = h2o_mem_alloc_pool(&req->pool, 256);
         int len = snprintf(body, 256,
                            timeout ? "gateway timeout: the upstream did not answer in time (%.*s)\n"
@@ -607,6 +628,8 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
         sld_gateway_free(gw);
         return SL_ENOMEM;
     }
+    gw->metrics = (sld_metrics_extra_t){.write = sld_gw_conc_write_metrics, .ctx = gw->conc};
+    sld_metrics_extra_set(&gw->metrics);
     *out = gw;
     return SL_OK;
 }
@@ -614,6 +637,8 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
 void sld_gateway_free(sld_gateway_t *gw) {
     if (gw == NULL)
         return;
+    if (gw->conc != NULL)
+        sld_metrics_extra_set(NULL);
     sld_gw_conc_free(gw->conc);
     sld_config_part_release(gw->part);
     free(gw);
@@ -650,8 +675,9 @@ static int configure(gw_worker_t *w, char *err, size_t err_len) {
         h2o_proxy_register_reverse_proxy(path, &url, &vars);
         w->proxies[i] = path->handlers.entries[path->handlers.size - 1];
     }
-    h2o_filter_t *filter = h2o_create_filter(path, sizeof *filter);
-    filter->on_setup_ostream = on_setup_ostream;
+    gw_filter_t *filter = (gw_filter_t *)h2o_create_filter(path, sizeof *filter);
+    filter->super.on_setup_ostream = on_setup_ostream;
+    filter->w = w;
     return SL_OK;
 }
 
