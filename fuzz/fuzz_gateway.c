@@ -60,6 +60,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             for (size_t k = 0; k < r->npolicies; k++)
                 if (sld_config_policy(cfg, r->policies[k]) == NULL)
                     abort();
+            /* the new keys' invariants: delay takes one policy; a limit's status is an error status */
+            if (r->excess == SLD_GW_DELAY && (r->npolicies != 1 || r->max_delay <= 0))
+                abort();
+            if (r->concurrency.limit && (r->concurrency.status < 400 || r->concurrency.status > 599))
+                abort();
         }
         match_some(g, data, size);
     }

@@ -15,8 +15,7 @@ and --http2-prior-knowledge) and Python's http.client:
   - SIGTERM lets a forwarded request in flight finish;
   - a reload (SIGHUP) applies new policies to the routes; a bad gateway:
     section is refused with its line and the running one stays;
-  - configuration errors name their line (--check-config), delay and
-    concurrency are refused as not built yet;
+  - configuration errors name their line (--check-config);
   - a file with only gateway: and policies starts the gateway alone.
 
 The daemon runs on the manual test clock (SL.TESTCLOCK on its RESP port), so
@@ -306,9 +305,9 @@ class Reload(unittest.TestCase):
                 # per_ip 3 -> 5 an hour; a bad gateway: section is refused, the old one stays
                 d.write_config(text.replace("fixed_window, limit: 3, period: 1h}\n  - name: per_ip_tight",
                                             "fixed_window, limit: 5, period: 1h}\n  - name: per_ip_tight", 1)
-                               .replace("excess: shadow", "excess: delay", 1))
+                               .replace("excess: shadow", "excess: slow", 1))
                 d.signal(signal.SIGHUP)
-                d.wait_log(r"routes\[2\]\.excess: delay is not built yet")
+                d.wait_log(r"routes\[2\]\.excess: expected reject, delay or shadow")
                 self.assertEqual(curl(port, "/api/r")[0], 429)
                 d.write_config(text.replace("fixed_window, limit: 3, period: 1h}\n  - name: per_ip_tight",
                                             "fixed_window, limit: 5, period: 1h}\n  - name: per_ip_tight", 1))
@@ -356,15 +355,15 @@ class Configuration(unittest.TestCase):
     def test_errors_name_the_line(self):
         good = gateway_config(1, 2)
         self.assertEqual(self.check(good)[0], 0, self.check(good)[1])
-        bad = good.replace("      policies: [per_ip]\n", "      policies: [per_ip]\n      excess: delay\n", 1)
+        bad = good.replace("      policies: [per_ip]\n", "      policies: [per_ip]\n      max_delay: 2s\n", 1)
         rc, out = self.check(bad)
         self.assertEqual(rc, 1)
-        self.assertRegex(out, r"sluice\.yaml:10: gateway\.routes\[0\]\.excess: delay is not built yet")
+        self.assertRegex(out, r"sluice\.yaml:10: gateway\.routes\[0\]\.max_delay: max_delay applies to excess: "
+                              r"delay only")
         bad = good.replace("      policies: [per_ip]\n",
-                           "      policies: [per_ip]\n      concurrency: {limit: 3}\n", 1)
+                           "      policies: [per_ip]\n      concurrency: {limit: 3, per: ip}\n", 1)
         rc, out = self.check(bad)
-        self.assertRegex(out, r"sluice\.yaml:10: gateway\.routes\[0\]\.concurrency: concurrency limits are not "
-                              r"built yet")
+        self.assertRegex(out, r"sluice\.yaml:10: gateway\.routes\[0\]\.concurrency\.per: expected route or key")
         bad = good.replace("policies: [per_ip]\n", "policies: [per_ipp]\n", 1)
         rc, out = self.check(bad)
         self.assertRegex(out, r"sluice\.yaml:9: gateway\.routes\[0\]\.policies\[0\]: no policy named \"per_ipp\"")

@@ -1,7 +1,7 @@
 /* test_gateway_config.c -- the gateway: section (src/server/gateway/
  * gateway_config.c) read through the section registry (src/server/config/
  * section.c): a full section loads with its defaults; every kind of error
- * names its line; delay and concurrency are refused as not built yet; the
+ * names its line; delay and concurrency are read and checked; the
  * routes are checked against the policies; without a registered section
  * the key is unknown, as any other; admin copies share the section; a
  * gateway alone closes the default listeners; every truncated prefix of a
@@ -140,7 +140,7 @@ static void test_errors_name_the_line(void **state) {
     refused("gateway:\n  listen: 127.0.0.1:1\n" POLICIES, 1, "at least one route");
     refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
             "      excess: drop\n" POLICIES,
-            6, "expected reject or shadow");
+            6, "expected reject, delay or shadow");
     refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
             "      status: 200\n" POLICIES,
             6, "gateway.routes[0].status");
@@ -157,20 +157,78 @@ static void test_errors_name_the_line(void **state) {
             POLICIES, 3, "gateway.timeout");
 }
 
-static void test_not_yet(void **state) {
+static void test_delay(void **state) {
     (void)state;
     refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
             "      excess: delay\n" POLICIES,
-            6, "delay is not built yet");
+            6, "gateway.routes[0].excess: excess: delay takes exactly one policy (this route has 0)");
     refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
             "      max_delay: 2s\n" POLICIES,
-            6, "not built yet");
+            6, "max_delay applies to excess: delay only");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      policies: [per_ip]\n      excess: delay\n      max_delay: soon\n" POLICIES,
+            8, "gateway.routes[0].max_delay");
     refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
             "      queue: 100\n" POLICIES,
-            6, "not built yet");
+            6, "queue applies to excess: delay and concurrency: only");
     refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
-            "      concurrency: {limit: 10, per: route, max_wait: 1s}\n" POLICIES,
-            6, "concurrency limits are not built yet");
+            "      policies: [per_ip]\n      excess: shadow\n      status: 503\n" POLICIES,
+            8, "status applies to excess: reject and delay only");
+    sld_config_t *cfg = parse_ok("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n"
+                                 "      upstream: http://x:1\n      policies: [per_ip]\n      excess: delay\n"
+                                 "      max_delay: 2s\n      queue: 5\n      status: 503\n"
+                                 "    - name: b\n      upstream: http://x:1\n      policies: [per_ip]\n"
+                                 "      excess: delay\n" POLICIES);
+    const sld_gw_config_t *g = sld_config_section(cfg, "gateway");
+    assert_int_equal(g->routes[0].excess, SLD_GW_DELAY);
+    assert_int_equal(g->routes[0].max_delay, 2 * SL_USEC_PER_SEC);
+    assert_int_equal(g->routes[0].queue, 5);
+    assert_int_equal(g->routes[0].status, 503);
+    assert_int_equal(g->routes[1].max_delay, SL_USEC_PER_SEC);
+    assert_int_equal(g->routes[1].queue, 1000);
+    sld_config_free(cfg);
+}
+
+static void test_concurrency(void **state) {
+    (void)state;
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      concurrency: {per: route}\n" POLICIES,
+            6, "gateway.routes[0].concurrency: limit: is required");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      concurrency: {limit: 0}\n" POLICIES,
+            6, "gateway.routes[0].concurrency.limit");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      concurrency: {limit: 3, per: user}\n" POLICIES,
+            6, "gateway.routes[0].concurrency.per: expected route or key, got \"user\"");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      concurrency: {limit: 3, max_wait: soon}\n" POLICIES,
+            6, "gateway.routes[0].concurrency.max_wait");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      concurrency: {limit: 3, status: 200}\n" POLICIES,
+            6, "gateway.routes[0].concurrency.status");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      concurrency: {limit: 3}\n      queue: -1\n" POLICIES,
+            7, "gateway.routes[0].queue");
+
+    sld_config_t *cfg = parse_ok("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n"
+                                 "      upstream: http://x:1\n      queue: 7\n"
+                                 "      concurrency: {limit: 3, per: key, max_wait: 1500ms, status: 502}\n"
+                                 "    - name: b\n      upstream: http://x:1\n"
+                                 "      concurrency: {limit: 2}\n" POLICIES);
+    const sld_gw_config_t *g = sld_config_section(cfg, "gateway");
+    const sld_gw_route_t *a = &g->routes[0], *b = &g->routes[1];
+    assert_int_equal(a->concurrency.limit, 3);
+    assert_true(a->concurrency.per_key);
+    assert_int_equal(a->concurrency.max_wait, 1500 * 1000);
+    assert_int_equal(a->concurrency.status, 502);
+    assert_int_equal(a->queue, 7);
+    assert_int_equal(b->concurrency.limit, 2);
+    assert_false(b->concurrency.per_key);
+    assert_int_equal(b->concurrency.max_wait, 0);
+    assert_int_equal(b->concurrency.status, 503);
+    assert_int_equal(b->queue, 1000);
+    assert_int_equal(g->routes[0].concurrency.limit, 3);
+    sld_config_free(cfg);
 }
 
 static void test_policies_checked(void **state) {
@@ -232,7 +290,8 @@ int main(void) {
         cmocka_unit_test(test_full_section),
         cmocka_unit_test(test_listen_kept_when_given),
         cmocka_unit_test(test_errors_name_the_line),
-        cmocka_unit_test(test_not_yet),
+        cmocka_unit_test(test_delay),
+        cmocka_unit_test(test_concurrency),
         cmocka_unit_test(test_policies_checked),
         cmocka_unit_test(test_unregistered_is_unknown),
         cmocka_unit_test(test_copies_share_the_section),

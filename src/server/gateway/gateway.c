@@ -20,10 +20,13 @@
  * the other fronts' against max_connections, the same stop.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 
 #include <h2o.h>
 
@@ -31,17 +34,23 @@
 #include "server/config/section.h"
 #include "server/engine/engine.h"
 #include "server/gateway/gateway.h"
+#include "server/gateway/gateway_concurrency.h"
 #include "server/gateway/gateway_route.h"
 #include "server/http/http_ratelimit.h"
 #include "server/http/http_request.h"
 #include "server/http/http_server.h"
+#include "server/observe/extra_metrics.h"
 
 #define KEEPALIVE_MS 2000 /* an idle upstream connection stays in the pool this long */
+#define RETRY_MS 10       /* waiters look for a slot freed on another worker this often */
+#define PROBE_MS 100      /* an HTTP/1 waiter's connection is looked at for its end this often */
 
 struct sld_gateway {
     sld_daemon_t *d;
     sld_config_part_t *part;   /* the gateway: section, held */
     const sld_gw_config_t *g;
+    sld_gw_conc_t *conc;       /* in-flight counts and counters, shared by the workers */
+    sld_metrics_extra_t metrics; /* its series in /metrics */
 };
 
 typedef struct gw_worker gw_worker_t;
@@ -59,6 +68,10 @@ struct gw_worker {
     h2o_handler_t **proxies;   /* one per route, in the routes' order */
     sld_http_reply_t reply;    /* reused from request to request */
     bool has_config;           /* config exists (disposed with the worker) */
+    uv_timer_t wait_timer;     /* serves the waiters for a concurrency slot */
+    bool timer_open, closing;
+    uint64_t timer_due;        /* loop time the timer is set for, while it is */
+    struct gw_call *first, *last; /* the waiters, in arrival order (all routes) */
 };
 
 /* ---- one request ------------------------------------------------------------------------------ */
@@ -76,6 +89,13 @@ typedef struct gw_call {
     size_t key_len[SLD_GW_MAX_POLICIES];
     char *keys;                /* n keys of up to key_cap bytes, in this block */
     size_t key_cap;
+    bool waiting;              /* in the worker's waiters */
+    bool delayed;              /* waiting: for its moment (excess: delay), not for a slot */
+    bool place;                /* holds a place of the route's queue */
+    struct gw_call *prev, *next;
+    uint64_t deadline;         /* waiting: loop time (ms) past which it is refused (delayed: forwarded) */
+    uint64_t probe_at;         /* waiting: loop time of the next look at the client's socket */
+    char ip[INET6_ADDRSTRLEN]; /* per: key on a route without policies: the client's address */
 } gw_call_t;
 
 typedef struct gw_link {
@@ -86,9 +106,26 @@ static const sld_gw_route_t *route_of(const gw_call_t *call) {
     return &call->w->gw->g->routes[call->route];
 }
 
+static void unwait(gw_call_t *call) {
+    gw_worker_t *w = call->w;
+    *(call->prev ? &call->prev->next : &w->first) = call->next;
+    *(call->next ? &call->next->prev : &w->last) = call->prev;
+    call->prev = call->next = NULL;
+    call->waiting = false;
+}
+
+static void drop_place(gw_call_t *call) {
+    if (call->place)
+        sld_gw_conc_leave(call->w->gw->conc, call->route);
+    call->place = false;
+}
+
 static void on_request_gone(void *arg) {
     gw_call_t *call = ((gw_link_t *)arg)->call;
     call->req = NULL;
+    if (call->waiting)
+        unwait(call);
+    drop_place(call); /* a client gone while waiting gives its place back */
     if (!call->pending)
         free(call);
 }
@@ -108,14 +145,189 @@ static void send_text(gw_worker_t *w, h2o_req_t *req, int status, const char *fm
     sld_http_send_reply(req, r);
 }
 
-static void forward(gw_call_t *call) {
+/* ---- concurrency limits ----------------------------------------------------------------------- */
+
+/* A slot held by a forwarded request, in its pool: given back when the
+ * request ends, however it ends (response sent, client gone, upstream
+ * failed or timed out), since the pool goes with the request. */
+typedef struct gw_slot {
+    gw_worker_t *w;
+    size_t route, key_len;
+    char key[];
+} gw_slot_t;
+
+static void on_wait_timer(uv_timer_t *timer);
+
+/* Serves the waiters in ms (0: at the next turn of the loop, not from
+ * inside the end of another request). */
+static void kick(gw_worker_t *w, uint64_t ms) {
+    if (!w->timer_open || w->closing || !w->first)
+        return;
+    uint64_t due = uv_now(w->wait_timer.loop) + ms;
+    if (uv_is_active((uv_handle_t *)&w->wait_timer) && w->timer_due <= due)
+        return; /* sooner already */
+    w->timer_due = due;
+    uv_timer_start(&w->wait_timer, on_wait_timer, ms, 0);
+}
+
+/* Puts call at the end of its worker's waiters, holding its queue place,
+ * until `deadline`. */
+static void wait_in_line(gw_call_t *call, bool delayed, uint64_t deadline) {
+    gw_worker_t *w = call->w;
+    uint64_t now = uv_now(w->wait_timer.loop);
+    call->waiting = true;
+    call->delayed = delayed;
+    call->deadline = deadline;
+    call->probe_at = now + PROBE_MS;
+    call->prev = w->last;
+    *(w->last ? &w->last->next : &w->first) = call;
+    w->last = call;
+    uint64_t ms = delayed ? (deadline > now ? deadline - now : 0) : RETRY_MS;
+    kick(w, ms < PROBE_MS ? ms : PROBE_MS); /* its socket is looked at too */
+}
+
+static void on_slot_end(void *arg) {
+    gw_slot_t *slot = arg;
+    sld_gw_conc_give(slot->w->gw->conc, slot->route, slot->key, slot->key_len);
+    kick(slot->w, 0);
+}
+
+static void slot_key(const gw_call_t *call, const char **key, size_t *len) {
+    if (route_of(call)->npolicies) {
+        *key = call->keys;
+        *len = call->key_len[0];
+    } else {
+        *key = call->ip;
+        *len = strlen(call->ip);
+    }
+}
+
+/* Takes a slot for the request, held until it ends; false when none is free. */
+static bool take_slot(gw_call_t *call) {
+    const char *key;
+    size_t len;
+    slot_key(call, &key, &len);
+    sld_gw_conc_t *conc = call->w->gw->conc;
+    if (!sld_gw_conc_take(conc, call->route, key, len))
+        return false;
+    gw_slot_t *slot = h2o_mem_alloc_shared(&call->req->pool, sizeof *slot + len, on_slot_end);
+    *slot = (gw_slot_t){.w = call->w, .route = call->route, .key_len = len};
+    memcpy(slot->key, key, len);
+    return true;
+}
+
+static void proxy(gw_call_t *call) {
+    sld_gw_count(call->w->gw->conc, call->route, SLD_GW_FORWARDED);
     h2o_handler_t *proxy = call->w->proxies[call->route];
     proxy->on_req(proxy, call->req);
+}
+
+static void refuse_busy(gw_call_t *call) {
+    const sld_gw_route_t *route = route_of(call);
+    sld_gw_count(call->w->gw->conc, call->route, SLD_GW_BUSY);
+    send_text(call->w, call->req, (int)route->concurrency.status,
+              "route %s: %u requests in flight %s (its concurrency limit), no slot freed %s\n", route->name,
+              route->concurrency.limit, route->concurrency.per_key ? "for this key" : "on the route",
+              route->concurrency.max_wait ? "within max_wait" : "(no max_wait)");
+}
+
+static void forward(gw_call_t *call) {
+    const sld_gw_route_t *route = route_of(call);
+    drop_place(call);
+    if (route->concurrency.limit == 0 || take_slot(call)) {
+        proxy(call);
+        return;
+    }
+    gw_worker_t *w = call->w;
+    if (route->concurrency.max_wait == 0 || w->closing || !w->timer_open) {
+        refuse_busy(call);
+        return;
+    }
+    if (!sld_gw_conc_enter(w->gw->conc, call->route)) {
+        sld_gw_count(w->gw->conc, call->route, SLD_GW_BUSY);
+        send_text(w, call->req, (int)route->concurrency.status,
+                  "route %s: %u requests wait for a slot already (its queue), no place left\n", route->name,
+                  route->queue);
+        return;
+    }
+    call->place = true;
+    wait_in_line(call, false, uv_now(w->wait_timer.loop) + (uint64_t)(route->concurrency.max_wait / 1000));
+}
+
+/* Whether an HTTP/1 waiter's client has closed its connection: libh2o
+ * reads no more from an HTTP/1 connection while a request is served, and
+ * so would learn it only when it writes. A peek without taking a byte; a
+ * pipelined request after this one leaves it alive. HTTP/2 keeps reading:
+ * a stream or connection that ends disposes the request itself. */
+static bool client_gone(h2o_req_t *req) {
+    if (req->version >= 0x200 || req->conn->callbacks->get_socket == NULL)
+        return false;
+    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    int fd = sock ? h2o_socket_get_fd(sock) : -1;
+    if (fd < 0)
+        return false;
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* The waiters in arrival order: the delayed whose moment came are
+ * forwarded; a slot for those that can have one, a refusal for those past
+ * max_wait; the timer set again for the next moment, the next look at a
+ * socket, and in RETRY_MS while some wait for a slot (freed by another
+ * worker). */
+static void on_wait_timer(uv_timer_t *timer) {
+    gw_worker_t *w = timer->data;
+    uint64_t now = uv_now(timer->loop), next_due = UINT64_MAX;
+    for (gw_call_t *call = w->first, *next; call; call = next) {
+        next = call->next;
+        if (call->delayed && now >= call->deadline) {
+            unwait(call);
+            forward(call); /* may wait again, for a slot */
+            continue;
+        }
+        if (!call->delayed && take_slot(call)) {
+            unwait(call);
+            drop_place(call);
+            proxy(call);
+            continue;
+        }
+        if (!call->delayed && now >= call->deadline) {
+            unwait(call);
+            drop_place(call);
+            refuse_busy(call);
+            continue;
+        }
+        if (now >= call->probe_at) {
+            call->probe_at = now + PROBE_MS;
+            if (client_gone(call->req)) {
+                unwait(call); /* its place now; the answer, written to nobody, ends the request */
+                drop_place(call);
+                send_text(w, call->req, 503, "the client went away while waiting\n");
+                continue;
+            }
+        }
+        uint64_t due = call->delayed ? call->deadline : now + RETRY_MS;
+        due = due < call->probe_at ? due : call->probe_at;
+        next_due = due < next_due ? due : next_due;
+    }
+    if (next_due != UINT64_MAX)
+        kick(w, next_due > now ? next_due - now : 0);
+}
+
+/* excess: delay: the request was admitted for `delay` from now. */
+static void hold(gw_call_t *call, sl_usec_t delay) {
+    gw_worker_t *w = call->w;
+    sld_gw_count(w->gw->conc, call->route, SLD_GW_DELAYED);
+    sld_gw_count_delay(w->gw->conc, call->route, delay);
+    wait_in_line(call, true, uv_now(w->wait_timer.loop) + (uint64_t)((delay + 999) / 1000));
 }
 
 static void refuse(gw_call_t *call, const sld_runtime_t *rt, size_t index, const sl_policy_t *p,
                    const sl_decision_t *dec, const sl_limit_report_t *lr) {
     const sld_gw_route_t *route = route_of(call);
+    drop_place(call);
+    sld_gw_count(call->w->gw->conc, call->route, SLD_GW_REJECTED);
     sld_http_reply_t *r = &call->w->reply;
     sld_http_reply_reset(r);
     const sld_policy_t *pc = sld_policies_config(rt->policies, index);
@@ -146,6 +358,10 @@ static bool decided(gw_call_t *call, int rc, const sld_runtime_t *rt, size_t ind
             call->charged |= UINT32_C(1) << (call->step % n);
         call->confirming = false;
         call->step++;
+        if (route->excess == SLD_GW_DELAY && dec->delay > 0) {
+            hold(call, dec->delay); /* forwarded at its moment */
+            return false;
+        }
         return true;
     }
     if (peeking(call, n)) {
@@ -191,6 +407,10 @@ static void advance(gw_call_t *call) {
         sld_request_t r = {.origin = {.rt = rt, .index = index, .slot = sld_policies_slot(rt->policies, index)},
                            .p = p, .key = key, .key_len = call->key_len[i], .cost = 1,
                            .flags = peeking(call, n) ? SL_DECIDE_PEEK : 0};
+        if (route->excess == SLD_GW_DELAY) { /* one policy: no peek */
+            r.flags = SLD_DECIDE_WAIT;
+            r.max_wait = route->max_delay;
+        }
         sl_decision_t dec;
         sl_limit_report_t lr[SL_MAX_LIMITS];
         int rc = sld_engine_decide(d->engine, call->w->index, &r, &dec, lr, on_decided, call);
@@ -269,6 +489,18 @@ static bool build_keys(gw_call_t *call, const sld_runtime_t *rt, h2o_req_t *req)
     return true;
 }
 
+/* The connection's peer, as text (trusted proxies are not looked at). */
+static void peer_address(h2o_req_t *req, char out[INET6_ADDRSTRLEN]) {
+    struct sockaddr_storage peer;
+    memset(&peer, 0, sizeof peer);
+    out[0] = '\0';
+    req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer);
+    if (peer.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&peer)->sin_addr, out, INET6_ADDRSTRLEN);
+    else if (peer.ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&peer)->sin6_addr, out, INET6_ADDRSTRLEN);
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     gw_worker_t *w = ((gw_handler_t *)self)->w;
     const sld_gw_config_t *g = w->gw->g;
@@ -295,6 +527,20 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     link->call = call; /* from now on the request's end frees call (or its answer does) */
     if (!build_keys(call, rt, req))
         return 0;
+    if (route->concurrency.per_key && n == 0)
+        peer_address(req, call->ip);
+    if (route->excess == SLD_GW_DELAY) {
+        if (!w->timer_open || w->closing) {
+            send_text(w, req, 503, "the gateway is stopping\n");
+            return 0;
+        }
+        if (!sld_gw_conc_enter(w->gw->conc, call->route)) { /* refused as reject would, uncharged */
+            sld_gw_count(w->gw->conc, call->route, SLD_GW_REJECTED);
+            send_text(w, req, (int)route->status, "%s", route->body);
+            return 0;
+        }
+        call->place = true;
+    }
     advance(call);
     return 0;
 }
@@ -329,11 +575,23 @@ static const h2o_iovec_t *proxy_error(h2o_req_t *req) {
     return NULL;
 }
 
+typedef struct gw_filter {
+    h2o_filter_t super;
+    gw_worker_t *w;
+} gw_filter_t;
+
 static void on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot) {
-    (void)self;
     const h2o_iovec_t *why = req->res.status == 502 ? proxy_error(req) : NULL;
     if (why != NULL) {
         bool timeout = memmem(why->base, why->len, "timeout", 7) != NULL;
+        gw_worker_t *w = ((gw_filter_t *)self)->w;
+        const sld_gw_route_t *route = sld_gw_route_find(
+            w->gw->g, (sld_span_t){req->method.base, req->method.len},
+            (sld_span_t){req->authority.base, req->authority.len},
+            (sld_span_t){req->path_normalized.base, req->path_normalized.len});
+        if (route != NULL) /* the route that forwarded it: routes do not change */
+            sld_gw_count(w->gw->conc, (size_t)(route - w->gw->g->routes),
+                         timeout ? SLD_GW_TIMED_OUT : SLD_GW_BAD_GATEWAY);
         char *body = h2o_mem_alloc_pool(&req->pool, 256);
         int len = snprintf(body, 256,
                            timeout ? "gateway timeout: the upstream did not answer in time (%.*s)\n"
@@ -366,6 +624,12 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
     gw->d = d;
     gw->part = part;
     gw->g = sld_config_part_value(part);
+    if (sld_gw_conc_new(gw->g, &gw->conc) != SL_OK) {
+        sld_gateway_free(gw);
+        return SL_ENOMEM;
+    }
+    gw->metrics = (sld_metrics_extra_t){.write = sld_gw_conc_write_metrics, .ctx = gw->conc};
+    sld_metrics_extra_set(&gw->metrics);
     *out = gw;
     return SL_OK;
 }
@@ -373,6 +637,9 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
 void sld_gateway_free(sld_gateway_t *gw) {
     if (gw == NULL)
         return;
+    if (gw->conc != NULL)
+        sld_metrics_extra_set(NULL);
+    sld_gw_conc_free(gw->conc);
     sld_config_part_release(gw->part);
     free(gw);
 }
@@ -408,8 +675,9 @@ static int configure(gw_worker_t *w, char *err, size_t err_len) {
         h2o_proxy_register_reverse_proxy(path, &url, &vars);
         w->proxies[i] = path->handlers.entries[path->handlers.size - 1];
     }
-    h2o_filter_t *filter = h2o_create_filter(path, sizeof *filter);
-    filter->on_setup_ostream = on_setup_ostream;
+    gw_filter_t *filter = (gw_filter_t *)h2o_create_filter(path, sizeof *filter);
+    filter->super.on_setup_ostream = on_setup_ostream;
+    filter->w = w;
     return SL_OK;
 }
 
@@ -443,6 +711,9 @@ static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void
     w->gw = gw;
     w->index = index;
     *out = w; /* on failure the caller stops and disposes it like any other */
+    uv_timer_init(loop, &w->wait_timer);
+    w->wait_timer.data = w;
+    w->timer_open = true;
     int rc = configure(w, err, err_len);
     if (rc != SL_OK) {
         close(fd);
@@ -455,7 +726,11 @@ static void worker_dispose(void *arg) {
     gw_worker_t *w = arg;
     if (w->server.disposed)
         return;
+    w->closing = true; /* the requests that end now wake no waiter */
     sld_http_server_dispose(&w->server);
+    if (w->timer_open)
+        uv_close((uv_handle_t *)&w->wait_timer, NULL);
+    w->timer_open = false;
     if (w->has_config) {
         for (size_t i = 0; i < w->gw->g->nroutes; i++)
             if (w->proxies[i])

@@ -24,8 +24,20 @@
  *
  * The routes and upstreams are those of the configuration at start: a
  * reload changes the policies (looked up by name per request), not the
- * routes. Not here: the section (gateway_config.h), matching
- * (gateway_route.h); delay and concurrency limits (not built yet).
+ * routes.
+ *
+ * excess: delay (one policy): the policy is asked for a reservation
+ * within max_delay through the engine (SLD_DECIDE_WAIT); an admitted
+ * request with a delay waits in its worker's line until its moment, then
+ * is forwarded; one that cannot pass in time is refused as reject would.
+ *
+ * Concurrency limits (a route's concurrency:): once the policies passed,
+ * the request takes a slot (gateway_concurrency.h), held in the request's
+ * pool so that any end gives it back, or waits in its worker's FIFO,
+ * served by one timer per worker loop, up to max_wait.
+ *
+ * Not here: the section (gateway_config.h), matching (gateway_route.h),
+ * the counts (gateway_concurrency.h).
  */
 #ifndef SL_SERVER_GATEWAY_H
 #define SL_SERVER_GATEWAY_H

@@ -19,6 +19,10 @@
 #define MAX_PREFIX 4096
 #define MAX_HOST 255
 #define PATH 256
+#define DEFAULT_QUEUE 1000
+#define DEFAULT_MAX_DELAY SL_USEC_PER_SEC
+#define MAX_QUEUE 1000000
+#define MAX_LIMIT 1000000
 
 typedef struct raw_match {
     char *path_prefix, *host;
@@ -27,7 +31,7 @@ typedef struct raw_match {
 } raw_match_t;
 
 typedef struct raw_concurrency {
-    char *limit, *per, *max_wait;
+    char *limit, *per, *max_wait, *status;
 } raw_concurrency_t;
 
 typedef struct raw_route {
@@ -58,6 +62,7 @@ static const cyaml_schema_field_t concurrency_fields[] = {
     SLD_CFG_STR("limit", SLD_CFG_OPT, raw_concurrency_t, limit),
     SLD_CFG_STR("per", SLD_CFG_OPT, raw_concurrency_t, per),
     SLD_CFG_STR("max_wait", SLD_CFG_OPT, raw_concurrency_t, max_wait),
+    SLD_CFG_STR("status", SLD_CFG_OPT, raw_concurrency_t, status),
     CYAML_FIELD_END,
 };
 
@@ -164,6 +169,33 @@ static int get_upstream(sld_config_ctx_t *c, const char *path, const char *text,
     return (*out = sld_config_dup(c, text)) ? SL_OK : SL_ENOMEM;
 }
 
+static int get_concurrency(sld_config_ctx_t *c, const char *at, const raw_concurrency_t *r,
+                           sld_gw_route_t *rt) {
+    char p[PATH], b[64];
+    int rc;
+    sld_gw_concurrency_t *cc = &rt->concurrency;
+    cc->status = 503;
+    if (r->limit == NULL)
+        return sld_config_bad(c, at, "limit: is required (the most requests in flight, like 10)");
+    if ((rc = sld_config_get_u32(c, sld_config_join(p, sizeof p, at, "limit"), r->limit, 1, MAX_LIMIT,
+                                 &cc->limit)))
+        return rc;
+    if (r->per) {
+        if (strcmp(r->per, "key") == 0)
+            cc->per_key = true;
+        else if (strcmp(r->per, "route") != 0)
+            return sld_config_bad(c, sld_config_join(p, sizeof p, at, "per"),
+                                  "expected route or key, got \"%s\"", sld_config_show(r->per, b));
+    }
+    if (r->max_wait && (rc = sld_config_get_duration_ms(c, sld_config_join(p, sizeof p, at, "max_wait"),
+                                                        r->max_wait, MAX_TIMEOUT, &cc->max_wait)))
+        return rc;
+    if (r->status && (rc = sld_config_get_u32(c, sld_config_join(p, sizeof p, at, "status"), r->status, 400,
+                                              599, &cc->status)))
+        return rc;
+    return SL_OK;
+}
+
 static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, sld_gw_route_t *rt,
                      sl_usec_t timeout) {
     char p[PATH], b[64];
@@ -183,36 +215,46 @@ static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, 
         else if (strcmp(r->excess, "shadow") == 0)
             rt->excess = SLD_GW_SHADOW;
         else if (strcmp(r->excess, "delay") == 0)
-            return sld_config_bad(c, sld_config_join(p, sizeof p, at, "excess"),
-                                  "delay is not built yet (it comes with the gateway's next step); "
-                                  "use reject or shadow");
+            rt->excess = SLD_GW_DELAY;
         else
             return sld_config_bad(c, sld_config_join(p, sizeof p, at, "excess"),
-                                  "expected reject or shadow, got \"%s\"", sld_config_show(r->excess, b));
+                                  "expected reject, delay or shadow, got \"%s\"", sld_config_show(r->excess, b));
+        if (rt->excess == SLD_GW_DELAY && r->policies_count != 1)
+            return sld_config_bad(c, sld_config_join(p, sizeof p, at, "excess"), "excess: delay takes exactly one policy (this route has %u)",
+                                  r->policies_count);
     }
-    if (r->max_delay)
-        return sld_config_bad(c, sld_config_join(p, sizeof p, at, "max_delay"),
-                              "max_delay belongs to excess: delay, which is not built yet");
-    if (r->queue)
-        return sld_config_bad(c, sld_config_join(p, sizeof p, at, "queue"),
-                              "queue belongs to excess: delay and concurrency, which are not built yet");
-    if (r->concurrency)
-        return sld_config_bad(c, sld_config_join(p, sizeof p, at, "concurrency"),
-                              "concurrency limits are not built yet (they come with the gateway's next "
-                              "step)");
+    rt->max_delay = DEFAULT_MAX_DELAY;
+    if (r->max_delay) {
+        if ((rc = sld_config_get_duration_ms(c, sld_config_join(p, sizeof p, at, "max_delay"), r->max_delay,
+                                             MAX_TIMEOUT, &rt->max_delay)))
+            return rc;
+        if (rt->excess != SLD_GW_DELAY)
+            return sld_config_bad(c, p, "max_delay applies to excess: delay only");
+    }
+    rt->queue = DEFAULT_QUEUE;
+    if (r->concurrency &&
+        (rc = get_concurrency(c, sld_config_join(p, sizeof p, at, "concurrency"), r->concurrency, rt)))
+        return rc;
+    if (r->queue) {
+        if ((rc = sld_config_get_u32(c, sld_config_join(p, sizeof p, at, "queue"), r->queue, 0, MAX_QUEUE,
+                                     &rt->queue)))
+            return rc;
+        if (rt->concurrency.limit == 0 && rt->excess != SLD_GW_DELAY)
+            return sld_config_bad(c, p, "queue applies to excess: delay and concurrency: only");
+    }
     if (r->status) {
         if ((rc = sld_config_get_u32(c, sld_config_join(p, sizeof p, at, "status"), r->status, 400, 599,
                                      &rt->status)))
             return rc;
-        if (rt->excess != SLD_GW_REJECT)
-            return sld_config_bad(c, p, "status applies to excess: reject only");
+        if (rt->excess == SLD_GW_SHADOW)
+            return sld_config_bad(c, p, "status applies to excess: reject and delay only");
     }
     if (r->body) {
         sld_config_join(p, sizeof p, at, "body");
         if (strlen(r->body) > MAX_BODY)
             return sld_config_bad(c, p, "at most %d bytes", MAX_BODY);
-        if (rt->excess != SLD_GW_REJECT)
-            return sld_config_bad(c, p, "body applies to excess: reject only");
+        if (rt->excess == SLD_GW_SHADOW)
+            return sld_config_bad(c, p, "body applies to excess: reject and delay only");
     }
     if ((rt->body = sld_config_dup(c, r->body ? r->body : "rate limit exceeded\n")) == NULL)
         return SL_ENOMEM;

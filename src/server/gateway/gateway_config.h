@@ -10,12 +10,15 @@
  *         match: {path_prefix: /api/, methods: [GET, POST], host: api.example.com}
  *         upstream: http://127.0.0.1:9000
  *         policies: [per_ip, per_user]   # all must pass
- *         excess: reject           # reject | shadow (delay: not yet)
+ *         excess: reject           # reject | delay | shadow
  *         status: 429              # reject: the status of a refusal
  *         body: "slow down\n"      # reject: its body
- *
- * `excess: delay`, `max_delay`, `queue` and `concurrency` are read and
- * refused with "not yet" at their line: the next slice builds them.
+ *         queue: 1000              # delay, concurrency: most requests waiting on the route
+ *         concurrency: {limit: 10, per: route, max_wait: 1s, status: 503}
+ *     - name: shaped
+ *         policies: [per_ip]       # excess: delay takes exactly one policy
+ *         excess: delay            # wait for the policy's schedule, up to max_delay
+ *         max_delay: 2s            # default 1s
  *
  * Not here: serving (gateway.c), matching a request (gateway_route.h).
  */
@@ -35,8 +38,18 @@
 
 typedef enum sld_gw_excess {
     SLD_GW_REJECT,  /* answer the excess with `status` and the rate limit headers */
-    SLD_GW_SHADOW   /* forward it anyway; it is counted as denied */
+    SLD_GW_SHADOW,  /* forward it anyway; it is counted as denied */
+    SLD_GW_DELAY    /* hold it until the policy's schedule admits it, up to max_delay */
 } sld_gw_excess_t;
+
+/* At most `limit` requests in flight to the upstream, per route or per
+ * key (the first policy's key; the client's address when none). */
+typedef struct sld_gw_concurrency {
+    uint32_t limit;                  /* 0: no limit */
+    bool per_key;                    /* per: key (default per: route) */
+    sl_usec_t max_wait;              /* longest wait for a slot; default 0: none */
+    uint32_t status;                 /* no slot within max_wait: default 503 */
+} sld_gw_concurrency_t;
 
 typedef struct sld_gw_route {
     char *name;                      /* [A-Za-z0-9_.-]{1,64}, unique */
@@ -52,6 +65,9 @@ typedef struct sld_gw_route {
     uint32_t status;                 /* reject: default 429 */
     char *body;                      /* reject: default "rate limit exceeded\n" */
     sl_usec_t timeout;               /* upstream I/O; default: the section's */
+    sld_gw_concurrency_t concurrency;
+    uint32_t queue;                  /* most requests waiting on the route; default 1000 */
+    sl_usec_t max_delay;             /* delay: the longest hold; default 1 s */
 } sld_gw_route_t;
 
 typedef struct sld_gw_config {

@@ -1,6 +1,7 @@
 /* prometheus.c -- a snapshot as Prometheus text (see prometheus.h). */
 #include <string.h>
 
+#include "server/observe/extra_metrics.h"
 #include "server/observe/prometheus.h"
 
 static void family(sld_buf_t *out, const char *name, const char *type, const char *help) {
@@ -92,4 +93,5 @@ void sld_prometheus_render(const sld_snapshot_t *s, sld_buf_t *out) {
         last = r->metric;
         row(r, s, out);
     }
+    sld_metrics_extra_render(out); /* the gateway's series, when it runs */
 }

@@ -11,7 +11,8 @@
 
 /* Appends every metric of s: decisions per policy and result, decision
  * latency, HTTP statuses, then each row of sld_stat_table with a metric
- * name that shows in s. Label values are escaped (\\, \", newlines). */
+ * name that shows in s, then the extra writer's series (extra_metrics.h).
+ * Label values are escaped (\\, \", newlines). */
 void sld_prometheus_render(const sld_snapshot_t *s, sld_buf_t *out);
 
 #endif

@@ -1,0 +1,212 @@
+/* gateway_concurrency.c -- the in-flight counts of the gateway's routes
+ * (see gateway_concurrency.h).
+ *
+ * Not here: waiting, configuration.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/gateway/gateway_concurrency.h"
+
+#define NBUCKETS 4096
+
+typedef struct key_entry {
+    struct key_entry *next;
+    size_t route;
+    uint32_t count;
+    size_t len;
+    char key[];
+} key_entry_t;
+
+static const double delay_bounds[] = {0.005, 0.01, 0.05, 0.1, 0.5, 1, 5}; /* seconds */
+#define NBOUNDS (sizeof delay_bounds / sizeof delay_bounds[0])
+
+typedef struct route_count {
+    _Atomic uint32_t inflight; /* all keys */
+    _Atomic uint32_t waiting;
+    _Atomic uint64_t counts[SLD_GW_NCOUNTS];
+    _Atomic uint64_t delay_buckets[NBOUNDS + 1]; /* not cumulative; the last: above every bound */
+    _Atomic uint64_t delay_sum_us;
+} route_count_t;
+
+struct sld_gw_conc {
+    const sld_gw_config_t *g;
+    route_count_t *routes;
+    pthread_mutex_t lock; /* the table of keys */
+    key_entry_t *buckets[NBUCKETS];
+};
+
+int sld_gw_conc_new(const sld_gw_config_t *g, sld_gw_conc_t **out) {
+    sld_gw_conc_t *c = calloc(1, sizeof *c);
+    if (c == NULL || (c->routes = calloc(g->nroutes ? g->nroutes : 1, sizeof *c->routes)) == NULL) {
+        free(c);
+        return SL_ENOMEM;
+    }
+    c->g = g;
+    pthread_mutex_init(&c->lock, NULL);
+    *out = c;
+    return SL_OK;
+}
+
+void sld_gw_conc_free(sld_gw_conc_t *c) {
+    if (c == NULL)
+        return;
+    for (size_t b = 0; b < NBUCKETS; b++)
+        for (key_entry_t *e = c->buckets[b], *next; e; e = next) {
+            next = e->next;
+            free(e);
+        }
+    pthread_mutex_destroy(&c->lock);
+    free(c->routes);
+    free(c);
+}
+
+static size_t bucket_of(size_t route, const char *key, size_t len) {
+    uint64_t h = 1469598103934665603ull ^ route; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 1099511628211ull;
+    return (size_t)(h % NBUCKETS);
+}
+
+static key_entry_t **find(sld_gw_conc_t *c, size_t route, const char *key, size_t len) {
+    key_entry_t **at = &c->buckets[bucket_of(route, key, len)];
+    while (*at && !((*at)->route == route && (*at)->len == len && memcmp((*at)->key, key, len) == 0))
+        at = &(*at)->next;
+    return at;
+}
+
+bool sld_gw_conc_take(sld_gw_conc_t *c, size_t route, const char *key, size_t key_len) {
+    const sld_gw_route_t *rt = &c->g->routes[route];
+    route_count_t *rc = &c->routes[route];
+    if (!rt->concurrency.per_key) {
+        uint32_t n = atomic_load(&rc->inflight);
+        do {
+            if (n >= rt->concurrency.limit)
+                return false;
+        } while (!atomic_compare_exchange_weak(&rc->inflight, &n, n + 1));
+        return true;
+    }
+    bool ok = false;
+    pthread_mutex_lock(&c->lock);
+    key_entry_t **at = find(c, route, key, key_len);
+    if (*at == NULL && (*at = malloc(sizeof **at + key_len)) != NULL) {
+        **at = (key_entry_t){.route = route, .len = key_len};
+        memcpy((*at)->key, key, key_len);
+    }
+    if (*at != NULL && (*at)->count < rt->concurrency.limit) {
+        (*at)->count++;
+        atomic_fetch_add(&rc->inflight, 1);
+        ok = true;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return ok;
+}
+
+void sld_gw_conc_give(sld_gw_conc_t *c, size_t route, const char *key, size_t key_len) {
+    const sld_gw_route_t *rt = &c->g->routes[route];
+    route_count_t *rc = &c->routes[route];
+    if (!rt->concurrency.per_key) {
+        atomic_fetch_sub(&rc->inflight, 1);
+        return;
+    }
+    pthread_mutex_lock(&c->lock);
+    key_entry_t **at = find(c, route, key, key_len);
+    if (*at != NULL && --(*at)->count == 0) {
+        key_entry_t *e = *at;
+        *at = e->next;
+        free(e);
+    }
+    atomic_fetch_sub(&rc->inflight, 1);
+    pthread_mutex_unlock(&c->lock);
+}
+
+uint32_t sld_gw_conc_inflight(const sld_gw_conc_t *c, size_t route) {
+    return atomic_load(&c->routes[route].inflight);
+}
+
+bool sld_gw_conc_enter(sld_gw_conc_t *c, size_t route) {
+    route_count_t *rc = &c->routes[route];
+    uint32_t n = atomic_load(&rc->waiting);
+    do {
+        if (n >= c->g->routes[route].queue)
+            return false;
+    } while (!atomic_compare_exchange_weak(&rc->waiting, &n, n + 1));
+    return true;
+}
+
+void sld_gw_conc_leave(sld_gw_conc_t *c, size_t route) { atomic_fetch_sub(&c->routes[route].waiting, 1); }
+
+uint32_t sld_gw_conc_waiting(const sld_gw_conc_t *c, size_t route) {
+    return atomic_load(&c->routes[route].waiting);
+}
+
+void sld_gw_count(sld_gw_conc_t *c, size_t route, sld_gw_count_t what) {
+    atomic_fetch_add_explicit(&c->routes[route].counts[what], 1, memory_order_relaxed);
+}
+
+void sld_gw_count_delay(sld_gw_conc_t *c, size_t route, sl_usec_t delay) {
+    route_count_t *rc = &c->routes[route];
+    double s = (double)delay / (double)SL_USEC_PER_SEC;
+    size_t b = 0;
+    while (b < NBOUNDS && s > delay_bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&rc->delay_buckets[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rc->delay_sum_us, (uint64_t)delay, memory_order_relaxed);
+}
+
+static uint64_t load(_Atomic uint64_t *v) { return atomic_load_explicit(v, memory_order_relaxed); }
+
+void sld_gw_conc_write_metrics(void *ctx, sld_buf_t *out) {
+    sld_gw_conc_t *c = ctx;
+    static const char *const results[] = {"forwarded", "delayed", "rejected", "busy"};
+    const sld_gw_config_t *g = c->g;
+    /* route names are [A-Za-z0-9_.-]: no escaping */
+    sld_buf_printf(out, "# HELP sluice_gateway_requests_total Gateway requests by route and what became of "
+                        "them.\n# TYPE sluice_gateway_requests_total counter\n");
+    for (size_t i = 0; i < g->nroutes; i++)
+        for (size_t k = 0; k < 4; k++)
+            sld_buf_printf(out, "sluice_gateway_requests_total{route=\"%s\",result=\"%s\"} %llu\n",
+                           g->routes[i].name, results[k], (unsigned long long)load(&c->routes[i].counts[k]));
+    sld_buf_printf(out, "# HELP sluice_gateway_upstream_errors_total Upstream failures answered 502 or 504.\n"
+                        "# TYPE sluice_gateway_upstream_errors_total counter\n");
+    for (size_t i = 0; i < g->nroutes; i++) {
+        sld_buf_printf(out, "sluice_gateway_upstream_errors_total{route=\"%s\",status=\"502\"} %llu\n",
+                       g->routes[i].name, (unsigned long long)load(&c->routes[i].counts[SLD_GW_BAD_GATEWAY]));
+        sld_buf_printf(out, "sluice_gateway_upstream_errors_total{route=\"%s\",status=\"504\"} %llu\n",
+                       g->routes[i].name, (unsigned long long)load(&c->routes[i].counts[SLD_GW_TIMED_OUT]));
+    }
+    sld_buf_printf(out, "# HELP sluice_gateway_inflight Requests of the route in flight to the upstream "
+                        "(routes with concurrency: only).\n# TYPE sluice_gateway_inflight gauge\n");
+    for (size_t i = 0; i < g->nroutes; i++)
+        if (g->routes[i].concurrency.limit)
+            sld_buf_printf(out, "sluice_gateway_inflight{route=\"%s\"} %u\n", g->routes[i].name,
+                           (unsigned)atomic_load(&c->routes[i].inflight));
+    sld_buf_printf(out, "# HELP sluice_gateway_queue_depth Requests of the route waiting (for their moment "
+                        "or a slot).\n# TYPE sluice_gateway_queue_depth gauge\n");
+    for (size_t i = 0; i < g->nroutes; i++)
+        sld_buf_printf(out, "sluice_gateway_queue_depth{route=\"%s\"} %u\n", g->routes[i].name,
+                       (unsigned)atomic_load(&c->routes[i].waiting));
+    sld_buf_printf(out, "# HELP sluice_gateway_delay_seconds How long delayed requests were held "
+                        "(excess: delay).\n# TYPE sluice_gateway_delay_seconds histogram\n");
+    for (size_t i = 0; i < g->nroutes; i++) {
+        if (g->routes[i].excess != SLD_GW_DELAY)
+            continue;
+        route_count_t *rc = &c->routes[i];
+        uint64_t sum = 0;
+        for (size_t b = 0; b <= NBOUNDS; b++) {
+            sum += load(&rc->delay_buckets[b]);
+            if (b < NBOUNDS)
+                sld_buf_printf(out, "sluice_gateway_delay_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
+                               g->routes[i].name, delay_bounds[b], (unsigned long long)sum);
+            else
+                sld_buf_printf(out, "sluice_gateway_delay_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n",
+                               g->routes[i].name, (unsigned long long)sum);
+        }
+        sld_buf_printf(out, "sluice_gateway_delay_seconds_sum{route=\"%s\"} %.6f\n", g->routes[i].name,
+                       (double)load(&rc->delay_sum_us) / (double)SL_USEC_PER_SEC);
+        sld_buf_printf(out, "sluice_gateway_delay_seconds_count{route=\"%s\"} %llu\n", g->routes[i].name,
+                       (unsigned long long)sum);
+    }
+}

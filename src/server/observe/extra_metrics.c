@@ -1,0 +1,15 @@
+/* extra_metrics.c -- the one extra writer of /metrics (see extra_metrics.h). */
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "server/observe/extra_metrics.h"
+
+static _Atomic(const sld_metrics_extra_t *) extra;
+
+void sld_metrics_extra_set(const sld_metrics_extra_t *e) { atomic_store(&extra, e); }
+
+void sld_metrics_extra_render(sld_buf_t *out) {
+    const sld_metrics_extra_t *e = atomic_load(&extra);
+    if (e != NULL)
+        e->write(e->ctx, out);
+}

@@ -1,0 +1,24 @@
+/* extra_metrics.h -- series a front keeps itself and appends to /metrics
+ * (the gateway's per-route series), after the snapshot's.
+ *
+ * One writer at a time, set before the fronts serve and cleared after they
+ * stop; its values are read live at the scrape, not from the snapshot.
+ *
+ * Not here: the snapshot's own series (prometheus.h), what the writer says.
+ */
+#ifndef SL_SERVER_EXTRA_METRICS_H
+#define SL_SERVER_EXTRA_METRICS_H
+
+#include "server/base/buf.h"
+
+typedef struct sld_metrics_extra {
+    void (*write)(void *ctx, sld_buf_t *out); /* Prometheus text, HELP and TYPE included */
+    void *ctx;
+} sld_metrics_extra_t;
+
+/* NULL clears it. e must stay valid until cleared. */
+void sld_metrics_extra_set(const sld_metrics_extra_t *e);
+/* Appends what the writer set says, if any. */
+void sld_metrics_extra_render(sld_buf_t *out);
+
+#endif
