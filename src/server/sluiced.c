@@ -346,7 +346,10 @@ int main(int argc, char **argv) {
     sld_config_t *cfg = NULL;
     sld_runtime_t *rt = NULL;
     rc = load_config(D.config_path, &cfg, err, sizeof err);
-    if (rc == SL_OK && !check_only && sld_metrics_new(cfg->threads, &D.metrics) != SL_OK) {
+    if (rc == SL_OK && !check_only &&
+        (sld_metrics_new(cfg->threads, &D.metrics) != SL_OK ||
+         sld_hh_new(cfg->threads, SLD_METRIC_SLOTS, NULL, &D.heavy) != SL_OK ||
+         sld_rates_new(cfg->threads, SLD_METRIC_SLOTS, &D.rates) != SL_OK)) {
         snprintf(err, sizeof err, "out of memory");
         rc = SL_ENOMEM;
     }
@@ -359,6 +362,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sluiced: %s\n", err);
         sld_config_free(cfg);
         sld_metrics_free(D.metrics);
+        sld_hh_free(D.heavy);
+        sld_rates_free(D.rates);
         return 1;
     }
     if (check_only) {
@@ -469,6 +474,8 @@ int main(int argc, char **argv) {
     sld_remote_free(D.remote);
     sld_throttles_free(D.throttles);
     sld_metrics_free(D.metrics);
+    sld_hh_free(D.heavy);
+    sld_rates_free(D.rates);
     free(D.counters);
     sl_limiter_free(D.limiter);
     sl_store_free(D.store);
