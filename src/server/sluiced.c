@@ -29,6 +29,7 @@
 #include "server/base/log.h"
 #include "server/daemon/persist.h"
 #include "server/daemon/front_config.h"
+#include "server/daemon/observe_config.h"
 #include "server/daemon/wiring.h"
 #include "server/engine/decide.h"
 #include "server/engine/remote.h"
@@ -346,10 +347,12 @@ int main(int argc, char **argv) {
     sld_config_t *cfg = NULL;
     sld_runtime_t *rt = NULL;
     rc = load_config(D.config_path, &cfg, err, sizeof err);
+    sld_observe_settings_t obs = rc == SL_OK ? sld_observe_settings(cfg) : (sld_observe_settings_t){0};
     if (rc == SL_OK && !check_only &&
         (sld_metrics_new(cfg->threads, &D.metrics) != SL_OK ||
-         sld_hh_new(cfg->threads, SLD_METRIC_SLOTS, NULL, &D.heavy) != SL_OK ||
-         sld_rates_new(cfg->threads, SLD_METRIC_SLOTS, &D.rates) != SL_OK)) {
+         (obs.heavy_hitters &&
+          (sld_hh_new(cfg->threads, SLD_METRIC_SLOTS, &obs.hh, &D.heavy) != SL_OK ||
+           sld_rates_new(cfg->threads, SLD_METRIC_SLOTS, &D.rates) != SL_OK)))) {
         snprintf(err, sizeof err, "out of memory");
         rc = SL_ENOMEM;
     }

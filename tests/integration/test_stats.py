@@ -96,6 +96,47 @@ class Stats(unittest.TestCase):
         self.assertEqual(p["heavy_hitters"]["hour"]["requests"]["top"], [])
 
 
+class StatsConfig(unittest.TestCase):
+    def daemon(self, section):
+        return HttpDaemon(http_config(POLICIES + section))
+
+    def test_keys_hashed_or_hidden_or_off(self):
+        for section, want in (("observe: {keys: hash, counters: 16}\n", "hash"),
+                              ("observe: {keys: hide}\n", "hide"),
+                              ("observe: {heavy_hitters: off}\n", None)):
+            d = self.daemon(section)
+            try:
+                d.resp.execute_command("SL.CHECK", "per_ip", "198.51.100.1")
+                res = d.get("/v1/stats")
+                if want is None:
+                    self.assertEqual(res.status, 404)
+                    continue
+                st = json.loads(res.body)
+                self.assertEqual(st["heavy_hitters"]["keys"], want)
+                top = policy(st, "per_ip")["heavy_hitters"]["hour"]["requests"]["top"]
+                self.assertEqual(top[0]["count"], 1)
+                self.assertNotIn(b"198.51.100.1", res.body)
+                if want == "hash":
+                    self.assertRegex(top[0]["key"], "^[0-9a-f]{16}$")
+                    self.assertEqual(st["heavy_hitters"]["counters"], 16)
+                else:
+                    self.assertIsNone(top[0]["key"])
+            finally:
+                d.resp.connection_pool.disconnect()
+                d.stop()
+
+    def test_bad_settings_are_refused(self):
+        for section, message in (("observe: {keys: maybe}\n", "observe.keys"),
+                                 ("observe: {counters: 2}\n", "observe.counters"),
+                                 ("observe: {heavy_hitters: yes please}\n", "observe.heavy_hitters"),
+                                 ("observe: {top: 5}\n", "top")):
+            d = harness.Daemon(http_config(POLICIES + section), expect_start=False)
+            rc = d.proc.wait(timeout=20)  # it must refuse the file, not start
+            d.stop(expect=None)
+            self.assertNotEqual(rc, 0)
+            self.assertIn(message, d.output())
+
+
 class StatsToken(unittest.TestCase):
     def test_admin_token_is_needed(self):
         d = HttpDaemon(http_config(POLICIES, head="admin_token: %s\n" % ADMIN_TOKEN))
