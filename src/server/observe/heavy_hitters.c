@@ -17,10 +17,17 @@ typedef struct counter {
     char key[SLD_HH_KEY_MAX];
 } counter_t;
 
+/* The counters, an index of them by hash (linear probing, 2k..4k slots,
+ * counter + 1, 0 = empty) so a known key is found without a scan, and a
+ * cursor for the least counter: counts only grow, so the counters at the
+ * least count are found in turn, each pass over them O(k). */
 typedef struct sketch {
     uint32_t used;                /* counters in use, <= k */
+    uint32_t cursor;              /* where the search for the least resumes */
+    uint64_t least;               /* no counter is below it (when used == k) */
     uint64_t total;               /* N: updates */
     counter_t *c;                 /* [k] */
+    uint16_t *index;              /* [mask + 1] */
 } sketch_t;
 
 /* One minute of one (worker, slot). */
@@ -39,7 +46,7 @@ typedef struct worker {
 } worker_t;
 
 struct sld_hh {
-    uint32_t workers, slots, k;
+    uint32_t workers, slots, k, mask;
     sld_hh_keys_t keys;
     worker_t *w;
     _Atomic uint64_t dropped;
@@ -62,7 +69,11 @@ int sld_hh_new(uint32_t workers, uint32_t slots, const sld_hh_options_t *o, sld_
     sld_hh_t *hh = calloc(1, sizeof *hh);
     if (hh == NULL)
         return SL_ENOMEM;
-    *hh = (sld_hh_t){.workers = workers, .slots = slots, .k = k, .keys = o ? o->keys : SLD_HH_SHOW};
+    uint32_t size = 16;
+    while (size < 2 * k)
+        size *= 2;
+    *hh = (sld_hh_t){.workers = workers, .slots = slots, .k = k, .mask = size - 1,
+                     .keys = o ? o->keys : SLD_HH_SHOW};
     hh->w = calloc(workers, sizeof *hh->w);
     if (hh->w == NULL) {
         free(hh);
@@ -85,6 +96,7 @@ static void ring_free(ring_t *r) {
     if (r == NULL)
         return;
     free(r->m[0].s[0].c); /* one block for every counter of the ring */
+    free(r->m[0].s[0].index);
     free(r);
 }
 
@@ -101,48 +113,101 @@ void sld_hh_free(sld_hh_t *hh) {
     free(hh);
 }
 
-static ring_t *ring_new(uint32_t k) {
+static ring_t *ring_new(uint32_t k, uint32_t mask) {
     ring_t *r = malloc(sizeof *r);
     counter_t *all = malloc(sizeof *all * k * 2 * SLD_HH_MINUTES);
-    if (r == NULL || all == NULL) {
+    uint16_t *index = calloc((size_t)(mask + 1) * 2 * SLD_HH_MINUTES, sizeof *index);
+    if (r == NULL || all == NULL || index == NULL) {
         free(r);
         free(all);
+        free(index);
         return NULL;
     }
     for (size_t i = 0; i < SLD_HH_MINUTES; i++) {
         r->m[i].index = -1;
         for (size_t j = 0; j < 2; j++)
-            r->m[i].s[j] = (sketch_t){.c = all + (i * 2 + j) * k};
+            r->m[i].s[j] = (sketch_t){.c = all + (i * 2 + j) * k,
+                                      .index = index + (i * 2 + j) * (mask + 1)};
     }
     return r;
 }
 
+static void sketch_clear(sketch_t *s, uint32_t mask) {
+    s->used = s->cursor = 0;
+    s->least = 0;
+    s->total = 0;
+    memset(s->index, 0, sizeof *s->index * (mask + 1));
+}
+
+/* Takes counter `victim`'s entry out of the index (backward-shift deletion:
+ * no tombstones, probes stay short). */
+static void index_remove(sketch_t *s, uint32_t mask, uint32_t victim) {
+    uint32_t i = (uint32_t)s->c[victim].hash & mask;
+    while (s->index[i] != victim + 1)
+        i = (i + 1) & mask;
+    for (uint32_t j = (i + 1) & mask; s->index[j] != 0; j = (j + 1) & mask) {
+        uint32_t home = (uint32_t)s->c[s->index[j] - 1].hash & mask;
+        /* move j's entry into the hole at i unless its home lies in (i, j] */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            s->index[i] = s->index[j];
+            i = j;
+        }
+    }
+    s->index[i] = 0;
+}
+
+/* The least counter: the next one at s->least from the cursor; when none is
+ * left at that count, the least count is raised to the true least. */
+static uint32_t least_counter(sketch_t *s, uint32_t k) {
+    uint64_t lowest = UINT64_MAX;
+    uint32_t at = 0;
+    for (uint32_t n = 0; n < k; n++) {
+        uint32_t i = s->cursor + n < k ? s->cursor + n : s->cursor + n - k;
+        if (s->c[i].count <= s->least) {
+            s->cursor = i;
+            return i;
+        }
+        if (s->c[i].count < lowest) {
+            lowest = s->c[i].count;
+            at = i;
+        }
+    }
+    s->least = lowest;
+    s->cursor = at;
+    return at;
+}
+
 /* Space-Saving's update: bump the key's counter, or give it the least one's
  * place with that count plus one. */
-static void sketch_add(sketch_t *s, uint32_t k, uint64_t hash, const void *key, size_t len,
-                       bool by_hash) {
+static void sketch_add(sketch_t *s, uint32_t k, uint32_t mask, uint64_t hash, const void *key,
+                       size_t len, bool by_hash) {
     size_t kept = len > SLD_HH_KEY_MAX ? SLD_HH_KEY_MAX : len;
     s->total++;
-    uint32_t least = 0;
-    for (uint32_t i = 0; i < s->used; i++) {
-        counter_t *c = &s->c[i];
+    uint32_t slot = (uint32_t)hash & mask;
+    for (; s->index[slot] != 0; slot = (slot + 1) & mask) {
+        counter_t *c = &s->c[s->index[slot] - 1];
         if (c->hash == hash &&
             (by_hash || (c->len == kept && c->truncated == (len > kept) &&
                          memcmp(c->key, key, kept) == 0))) {
             c->count++;
             return;
         }
-        if (c->count < s->c[least].count)
-            least = i;
     }
     counter_t *c;
     uint64_t base = 0;
+    uint32_t at;
     if (s->used < k) {
-        c = &s->c[s->used++];
+        at = s->used++;
     } else {
-        c = &s->c[least];
-        base = c->count;
+        at = least_counter(s, k);
+        base = s->c[at].count;
+        index_remove(s, mask, at);
+        slot = (uint32_t)hash & mask; /* the removal may have moved the hole */
+        while (s->index[slot] != 0)
+            slot = (slot + 1) & mask;
     }
+    c = &s->c[at];
+    s->index[slot] = (uint16_t)(at + 1);
     c->hash = hash;
     c->count = base + 1;
     c->truncated = len > kept;
@@ -163,7 +228,7 @@ void sld_hh_note(sld_hh_t *hh, uint32_t w, uint32_t slot, const void *key, size_
     int64_t index = now_us / MINUTE_US;
     pthread_mutex_lock(&wk->lock);
     ring_t *r = wk->rings[slot];
-    if (r == NULL && (r = wk->rings[slot] = ring_new(hh->k)) == NULL) {
+    if (r == NULL && (r = wk->rings[slot] = ring_new(hh->k, hh->mask)) == NULL) {
         pthread_mutex_unlock(&wk->lock);
         atomic_fetch_add_explicit(&hh->dropped, 1, memory_order_relaxed);
         return;
@@ -171,12 +236,12 @@ void sld_hh_note(sld_hh_t *hh, uint32_t w, uint32_t slot, const void *key, size_
     minute_t *m = &r->m[index % SLD_HH_MINUTES];
     if (m->index != index) { /* a new minute: this bucket's old one is past the hour */
         m->index = index;
-        m->s[0].used = m->s[1].used = 0;
-        m->s[0].total = m->s[1].total = 0;
+        sketch_clear(&m->s[0], hh->mask);
+        sketch_clear(&m->s[1], hh->mask);
     }
-    sketch_add(&m->s[SLD_HH_REQUESTS], hh->k, hash, key, len, by_hash);
+    sketch_add(&m->s[SLD_HH_REQUESTS], hh->k, hh->mask, hash, key, len, by_hash);
     if (denied)
-        sketch_add(&m->s[SLD_HH_DENIALS], hh->k, hash, key, len, by_hash);
+        sketch_add(&m->s[SLD_HH_DENIALS], hh->k, hh->mask, hash, key, len, by_hash);
     pthread_mutex_unlock(&wk->lock);
 }
 
