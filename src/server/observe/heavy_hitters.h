@@ -15,7 +15,7 @@
  * over a window of N updates every reported count is within N/k of the
  * truth, either way, and every key with more than N/k of them is reported.
  *
- * Threads: each worker writes only its own sketches, under its own mutex,
+ * Threads: each worker writes only its own sketches, under its own spin lock,
  * which nobody else takes except a reader (sld_hh_top), briefly, per worker:
  * uncontended on the decision path.
  *
