@@ -16,7 +16,8 @@
 #
 #   BEFORE=/work/wt-before/build/sluiced AFTER=build/sluiced bench/refactor_cost.sh
 #
-# Knobs: BEFORE, AFTER (sluiced binaries), N (20000), DEPTH (16), CASES, KEEP (0;
+# Knobs: BEFORE, AFTER (sluiced binaries), BEFORE_YAML (lines added to the
+# BEFORE build's configuration only: one binary, a setting on and off), N (20000), DEPTH (16), CASES, KEEP (0;
 # 1 keeps the callgrind files for callgrind_annotate),
 # PORT (17390; PORT+1 for HTTP), REDIS_PORT (17379). A build whose --help
 # lists --snapshot is given --snapshot off. Output: JSON lines, then a table.
@@ -37,6 +38,8 @@ policies:
   - name: bench
     limits: [{algorithm: token_bucket, limit: 1000000, period: 1s}]
 YAML
+{ cat "$OUT/bench.yaml"; printf '%s\n' "${BEFORE_YAML:-}"; } >"$OUT/bench-before.yaml"
+cp "$OUT/bench.yaml" "$OUT/bench-after.yaml"
 
 REDIS_PID=
 cleanup() { [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null; }
@@ -57,7 +60,7 @@ run() {
   [ "$store" != memory ] && extra+=(--store "$store")
   [ "$store" != memory ] && redis-cli -p "$REDIS_PORT" flushall >/dev/null
   ( cd "$dir" && exec valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
-      --log-file="$dir/vg.log" "$bin" --config "$OUT/bench.yaml" \
+      --log-file="$dir/vg.log" "$bin" --config "$OUT/bench-$tag.yaml" \
       --resp "127.0.0.1:$PORT" --http "127.0.0.1:$((PORT + 1))" --threads 1 \
       "${extra[@]}" >"$dir/sluiced.log" 2>&1 ) &
   local pid=$!

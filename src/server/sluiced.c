@@ -29,6 +29,7 @@
 #include "server/base/log.h"
 #include "server/daemon/persist.h"
 #include "server/daemon/front_config.h"
+#include "server/daemon/observe_config.h"
 #include "server/daemon/wiring.h"
 #include "server/engine/decide.h"
 #include "server/engine/remote.h"
@@ -356,7 +357,12 @@ int main(int argc, char **argv) {
     sld_config_t *cfg = NULL;
     sld_runtime_t *rt = NULL;
     rc = load_config(D.config_path, &cfg, err, sizeof err);
-    if (rc == SL_OK && !check_only && sld_metrics_new(cfg->threads, &D.metrics) != SL_OK) {
+    sld_observe_settings_t obs = rc == SL_OK ? sld_observe_settings(cfg) : (sld_observe_settings_t){0};
+    if (rc == SL_OK && !check_only &&
+        (sld_metrics_new(cfg->threads, &D.metrics) != SL_OK ||
+         (obs.heavy_hitters &&
+          (sld_hh_new(cfg->threads, SLD_METRIC_SLOTS, &obs.hh, &D.heavy) != SL_OK ||
+           sld_rates_new(cfg->threads, SLD_METRIC_SLOTS, &D.rates) != SL_OK)))) {
         snprintf(err, sizeof err, "out of memory");
         rc = SL_ENOMEM;
     }
@@ -369,6 +375,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sluiced: %s\n", err);
         sld_config_free(cfg);
         sld_metrics_free(D.metrics);
+        sld_hh_free(D.heavy);
+        sld_rates_free(D.rates);
         return 1;
     }
     if (check_only) {
@@ -483,6 +491,8 @@ int main(int argc, char **argv) {
     sld_remote_free(D.remote);
     sld_throttles_free(D.throttles);
     sld_metrics_free(D.metrics);
+    sld_hh_free(D.heavy);
+    sld_rates_free(D.rates);
     free(D.counters);
     sl_limiter_free(D.limiter);
     sl_store_free(D.store);

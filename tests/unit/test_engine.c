@@ -152,7 +152,21 @@ static const sld_store_kind_t bare_kind = {.name = "bare", .decide = fake_decide
 typedef struct counts {
     int decisions, errors, allowed, denied;
     uint32_t last_slot;
+    int observed;           /* the observe hook's calls: one per decision, as account's */
+    char keys[64];          /* the keys it saw, in order */
 } counts_t;
+
+static void observe(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
+                    const sl_decision_t *out) {
+    (void)worker, (void)rc, (void)out;
+    counts_t *c = ctx;
+    c->observed++;
+    size_t n = strlen(c->keys);
+    if (n + r->key_len < sizeof c->keys) {
+        memcpy(c->keys + n, r->key, r->key_len);
+        c->keys[n + r->key_len] = '\0';
+    }
+}
 
 static void count(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned flags, const sl_decision_t *out) {
     (void)worker, (void)flags;
@@ -198,13 +212,14 @@ static fixture_t *fixture(const sld_store_kind_t *kind) {
     /* 2 per second, no burst beyond */
     x->fake.rig = rig_one((sl_limit_t){.algorithm = SL_FIXED_WINDOW, .limit = 2, .period = SEC(1)});
     x->fake.rig->now = SEC(100);
-    sld_engine_hooks_t hooks = {.ctx = &x->counts, .account = count};
+    sld_engine_hooks_t hooks = {.ctx = &x->counts, .account = count, .observe = observe};
     assert_int_equal(sld_engine_new(kind, &x->fake, &hooks, &x->e), SL_OK);
     return x;
 }
 
 static void fixture_free(fixture_t *x) {
     assert_int_equal(x->fake.nheld, 0);
+    assert_int_equal(x->counts.observed, x->counts.decisions);
     sld_engine_free(x->e);
     rig_free(x->fake.rig);
     free(x);
@@ -451,6 +466,7 @@ static void decide_batch_as_one_by_one(void **state) {
         assert_int_equal(x->counts.decisions, 6);
         assert_int_equal(x->counts.denied, 1);
         assert_int_equal(x->counts.last_slot, 7);
+        assert_string_equal(x->counts.keys, "abaacb"); /* observe saw each request's key */
         fixture_free(x);
     }
 }

@@ -3,6 +3,7 @@
  * one line each. */
 #include "server/daemon/front_config.h"
 #include "server/config/section.h"
+#include "server/daemon/observe_config.h"
 #include "server/gateway/gateway_config.h"
 #include "server/grpc/grpc_config.h"
 #include "server/http/http_config.h"
@@ -24,6 +25,7 @@ static const sld_config_section_t *const sections[] = {
     &sld_resp_requirepass_section,
     &sld_gateway_section,
     &sld_rls_section,
+    &sld_observe_section,
 };
 
 int sld_daemon_config_register(void) {

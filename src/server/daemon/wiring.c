@@ -46,7 +46,7 @@ sld_runtime_hooks_t sld_daemon_runtime_hooks(sld_daemon_t *d) {
 
 int sld_daemon_engine_new(sld_daemon_t *d) {
     d->decide = (sld_decide_ctx_t){.limiter = d->limiter, .remote = d->remote, .write_back = d->write_back,
-                                   .metrics = d->metrics, .stats = &d->stats,
+                                   .metrics = d->metrics, .stats = &d->stats, .heavy = d->heavy, .rates = d->rates,
                                    .rt = sld_daemon_runtime_hooks(d), .batch_begin = hook_batch_begin,
                                    .batch_end = sld_batch_end};
     return sld_decide_engine_new(&d->decide, &d->engine);

@@ -22,6 +22,20 @@ static void account(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned 
         sld_metrics_decision(d->metrics, worker, slot, sld_result_of(out));
 }
 
+/* The heavy hitters and the per-second rates count decisions (not peeks,
+ * not errors) by key and by second: /v1/stats. */
+static void observe(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
+                    const sl_decision_t *out) {
+    sld_decide_ctx_t *d = ctx;
+    if (rc != SL_OK || (r->flags & SL_DECIDE_PEEK))
+        return;
+    int64_t now = d->rt.now ? d->rt.now(d->rt.ctx) : sl_clock_realtime(NULL);
+    if (d->heavy)
+        sld_hh_note(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now);
+    if (d->rates)
+        sld_rates_note(d->rates, worker, r->origin.slot, sld_result_of(out), now);
+}
+
 /* ---- memory -------------------------------------------------------------------------------------- */
 
 static int memory_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
@@ -388,6 +402,7 @@ int sld_decide_engine_new(sld_decide_ctx_t *d, sld_engine_t **out) {
     const sld_store_kind_t *kind = d->remote == NULL ? &sld_kind_memory
                                    : d->write_back   ? &sld_kind_write_back
                                                      : &sld_kind_redis;
-    sld_engine_hooks_t hooks = {.ctx = d, .metrics = d->metrics, .account = account};
+    sld_engine_hooks_t hooks = {.ctx = d, .metrics = d->metrics, .account = account,
+                                .observe = d->heavy || d->rates ? observe : NULL};
     return sld_engine_new(kind, d, &hooks, out);
 }

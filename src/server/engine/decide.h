@@ -14,7 +14,9 @@
 #include "server/engine/remote.h"
 #include "server/engine/runtime_hooks.h"
 #include "server/engine/write_back.h"
+#include "server/observe/heavy_hitters.h"
 #include "server/observe/metrics.h"
+#include "server/observe/rates.h"
 #include "server/observe/stats.h"
 #include "sluice.h"
 
@@ -26,6 +28,8 @@ typedef struct sld_decide_ctx {
     sld_write_back_t *write_back;    /* with remote: store.sync write_back */
     sld_metrics_t *metrics;          /* decisions counted for /metrics; NULL: none */
     sld_stats_t *stats;              /* decision_errors; NULL: not counted */
+    sld_hh_t *heavy;                 /* heavy-hitter sketches; NULL: off */
+    sld_rates_t *rates;              /* decisions per second; NULL: off */
     sld_runtime_hooks_t rt;          /* a request's runtime (pin, policies, config), the clock */
     /* Requests of one read are decided at one instant: one clock read
      * between these (rt.ctx; NULL: a clock read per decision). */

@@ -58,6 +58,8 @@ static void account(sld_engine_t *e, const sld_job_t *j, int rc, const sl_decisi
         sld_metrics_latency(e->hooks.metrics, j->worker, now_ns(e) - j->started);
     if (e->hooks.account)
         e->hooks.account(e->hooks.ctx, j->worker, j->r->origin.slot, rc, j->r->flags, out);
+    if (e->hooks.observe)
+        e->hooks.observe(e->hooks.ctx, j->worker, j->r, rc, out);
 }
 
 int sld_engine_decide(sld_engine_t *e, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
@@ -93,6 +95,8 @@ static void decide_run(sld_engine_t *e, uint32_t worker, const sld_request_t *re
         if (e->hooks.account)
             e->hooks.account(e->hooks.ctx, worker, reqs[i].origin.slot, rcs[i], reqs[i].flags,
                              &out[i]);
+        if (e->hooks.observe)
+            e->hooks.observe(e->hooks.ctx, worker, &reqs[i], rcs[i], &out[i]);
     }
 }
 

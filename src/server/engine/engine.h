@@ -129,6 +129,10 @@ typedef struct sld_engine_hooks {
     /* A decision was made (or failed): rc, and *out when rc is SL_OK. */
     void (*account)(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned flags,
                     const sl_decision_t *out);
+    /* Beside account, with the request (its policy slot and key): what
+     * the heavy-hitter sketches count. NULL: not called, no cost. */
+    void (*observe)(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
+                    const sl_decision_t *out);
     /* The monotonic clock, ns (NULL: CLOCK_MONOTONIC). */
     uint64_t (*mono_ns)(void *ctx);
 } sld_engine_hooks_t;

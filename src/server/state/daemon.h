@@ -92,6 +92,8 @@ typedef struct sld_daemon {
     sld_counters_t *counters;               /* one per worker thread (server.c) */
     uint32_t ncounters;
     sld_metrics_t *metrics;                 /* what /metrics reports */
+    sld_hh_t *heavy;                        /* heavy hitters for /v1/stats; NULL: off */
+    sld_rates_t *rates;                     /* decisions per second for /v1/stats */
     uint32_t throttle_slot;                 /* its slot for CL.THROTTLE and GCRA */
     sld_workers_hooks_t workers;            /* wake / quiescent (NULL hooks: no workers yet) */
     sld_config_hooks_t config;              /* edit / reload, for the admin API */

@@ -1,0 +1,156 @@
+"""test_stats.py -- GET /v1/stats (docs/http.md, docs/operations.md "Who is
+being limited"), on a real daemon:
+
+  - one key hammered over RESP and HTTP among a crowd of quiet ones is named
+    first among the heavy hitters by requests and by denials, for the
+    minute and the hour, within 2 s; its policy's per-second counts hold
+    the decisions in the right second;
+  - the minute window forgets it two minutes on (the test clock), the hour
+    does not;
+  - with admin_token configured, /v1/stats needs it (401 without).
+
+The daemon runs on the manual test clock: time moves only by SL.TESTCLOCK.
+"""
+import json
+import time
+import unittest
+
+import harness
+from test_http import ADMIN_TOKEN, S, HttpDaemon, http_config
+
+POLICIES = """\
+policies:
+  - name: per_ip
+    limits:
+      - {algorithm: fixed_window, limit: 5, period: 1m}
+  - name: quiet
+    limits:
+      - {algorithm: fixed_window, limit: 5, period: 1m}
+"""
+
+
+def policy(stats, name):
+    for p in stats["policies"]:
+        if p["name"] == name:
+            return p
+    raise AssertionError("no policy %r in /v1/stats: %s" % (name, [p["name"] for p in stats["policies"]]))
+
+
+class Stats(unittest.TestCase):
+    def setUp(self):
+        self.d = HttpDaemon(http_config(POLICIES))
+        self.r = self.d.resp
+
+    def tearDown(self):
+        self.r.connection_pool.disconnect()
+        self.d.stop()
+
+    def stats(self):
+        res = self.d.get("/v1/stats")
+        self.assertEqual(res.status, 200, res.body)
+        self.assertTrue(res.headers["content-type"][0].startswith("application/json"))
+        return json.loads(res.body)
+
+    def test_hammered_key_is_named_first(self):
+        for i in range(40):  # a crowd, each within its limit
+            self.r.execute_command("SL.CHECK", "per_ip", "10.0.0.%d" % i)
+        started = time.monotonic()
+        for _ in range(200):
+            self.r.execute_command("SL.CHECK", "per_ip", "203.0.113.7")
+        for _ in range(20):
+            self.d.get("/v1/check?policy=per_ip&key=203.0.113.7")
+        st = self.stats()
+        self.assertLess(time.monotonic() - started, 2.0)
+        p = policy(st, "per_ip")
+        self.assertEqual(p["totals"], {"allowed": 45, "limited": 0, "denied": 215})
+        for win in ("minute", "hour"):
+            req = p["heavy_hitters"][win]["requests"]
+            self.assertEqual(req["total"], 260)
+            self.assertEqual(req["top"][0]["key"], "203.0.113.7")
+            self.assertLessEqual(abs(req["top"][0]["count"] - 220), req["bound"])
+            self.assertLessEqual(len(req["top"]), 10)
+            den = p["heavy_hitters"][win]["denials"]
+            self.assertEqual(den["total"], 215)
+            self.assertEqual(den["top"][0], {"key": "203.0.113.7", "count": 215, "truncated": False})
+        self.assertEqual(st["heavy_hitters"], {"keys": "show", "counters": 64})
+        # the decisions were all in the current second: the chart shows them a second on
+        self.d.advance(S)
+        per = policy(self.stats(), "per_ip")["per_second"]
+        self.assertEqual(len(per["allowed"]), st["seconds"])
+        self.assertEqual((per["allowed"][-1], per["denied"][-1], per["limited"][-1]), (45, 215, 0))
+        self.assertEqual(sum(per["denied"]), 215)
+        # a policy never decided is left out
+        self.assertNotIn("quiet", [q["name"] for q in st["policies"]])
+        self.assertIn("memory", st["store"])
+        self.assertIn("evictions", st["store"]["memory"])
+
+    def test_minute_forgets_hour_keeps(self):
+        for _ in range(3):
+            self.r.execute_command("SL.CHECK", "per_ip", "abuser")
+        self.d.advance(120 * S)
+        p = policy(self.stats(), "per_ip")
+        self.assertEqual(p["heavy_hitters"]["minute"]["requests"]["top"], [])
+        self.assertEqual(p["heavy_hitters"]["hour"]["requests"]["top"][0]["key"], "abuser")
+        self.d.advance(3600 * S)
+        p = policy(self.stats(), "per_ip")
+        self.assertEqual(p["heavy_hitters"]["hour"]["requests"]["top"], [])
+
+
+class StatsConfig(unittest.TestCase):
+    def daemon(self, section):
+        return HttpDaemon(http_config(POLICIES + section))
+
+    def test_keys_hashed_or_hidden_or_off(self):
+        for section, want in (("observe: {keys: hash, counters: 16}\n", "hash"),
+                              ("observe: {keys: hide}\n", "hide"),
+                              ("observe: {heavy_hitters: off}\n", None)):
+            d = self.daemon(section)
+            try:
+                d.resp.execute_command("SL.CHECK", "per_ip", "198.51.100.1")
+                res = d.get("/v1/stats")
+                if want is None:
+                    self.assertEqual(res.status, 404)
+                    continue
+                st = json.loads(res.body)
+                self.assertEqual(st["heavy_hitters"]["keys"], want)
+                top = policy(st, "per_ip")["heavy_hitters"]["hour"]["requests"]["top"]
+                self.assertEqual(top[0]["count"], 1)
+                self.assertNotIn(b"198.51.100.1", res.body)
+                if want == "hash":
+                    self.assertRegex(top[0]["key"], "^[0-9a-f]{16}$")
+                    self.assertEqual(st["heavy_hitters"]["counters"], 16)
+                else:
+                    self.assertIsNone(top[0]["key"])
+            finally:
+                d.resp.connection_pool.disconnect()
+                d.stop()
+
+    def test_bad_settings_are_refused(self):
+        for section, message in (("observe: {keys: maybe}\n", "observe.keys"),
+                                 ("observe: {counters: 2}\n", "observe.counters"),
+                                 ("observe: {heavy_hitters: yes please}\n", "observe.heavy_hitters"),
+                                 ("observe: {top: 5}\n", "top")):
+            d = harness.Daemon(http_config(POLICIES + section), expect_start=False)
+            rc = d.proc.wait(timeout=20)  # it must refuse the file, not start
+            d.stop(expect=None)
+            self.assertNotEqual(rc, 0)
+            self.assertIn(message, d.output())
+
+
+class StatsToken(unittest.TestCase):
+    def test_admin_token_is_needed(self):
+        d = HttpDaemon(http_config(POLICIES, head="admin_token: %s\n" % ADMIN_TOKEN))
+        try:
+            d.resp.execute_command("SL.CHECK", "per_ip", "k")
+            self.assertEqual(d.get("/v1/stats").status, 401)
+            self.assertEqual(d.get("/v1/stats", {"Authorization": "Bearer wrong"}).status, 401)
+            res = d.get("/v1/stats", {"Authorization": "Bearer " + ADMIN_TOKEN})
+            self.assertEqual(res.status, 200)
+            self.assertEqual(policy(json.loads(res.body), "per_ip")["heavy_hitters"]["hour"]["requests"]["top"][0]["key"], "k")
+        finally:
+            d.resp.connection_pool.disconnect()
+            d.stop()
+
+
+if __name__ == "__main__":
+    harness.main()

@@ -1,0 +1,60 @@
+/* test_rates.c -- per-second decision counts (src/server/observe/rates.c)
+ * on a fake clock: summed over workers, placed in their second, forgotten
+ * after 15 minutes. */
+#include "rig.h"
+#include "server/observe/rates.h"
+
+#define T0 (SEC(6000))
+
+static void counts_land_in_their_second(void **state) {
+    (void)state;
+    sld_rates_t *r;
+    assert_int_equal(sld_rates_new(2, 3, &r), SL_OK);
+    static uint64_t out[SLD_RATES_SECONDS][SLD_RESULTS];
+    assert_int_equal(sld_rates_read(r, 1, T0, 10, out), 0); /* never counted */
+    sld_rates_note(r, 0, 1, SLD_ALLOWED, T0);
+    sld_rates_note(r, 1, 1, SLD_ALLOWED, T0 + MS(999));
+    sld_rates_note(r, 1, 1, SLD_DENIED, T0 + SEC(1));
+    sld_rates_note(r, 0, 2, SLD_DENIED, T0); /* another slot */
+    /* the current second is not shown; a second on it is the last */
+    assert_int_equal(sld_rates_read(r, 1, T0 + SEC(2), 3, out), 1);
+    assert_int_equal(out[0][SLD_ALLOWED], 0);
+    assert_int_equal(out[1][SLD_ALLOWED], 2);
+    assert_int_equal(out[1][SLD_DENIED], 0);
+    assert_int_equal(out[2][SLD_DENIED], 1);
+    assert_int_equal(out[2][SLD_LIMITED], 0);
+    /* 15 minutes on, the bucket of T0 is reused and starts at zero */
+    sld_rates_note(r, 0, 1, SLD_LIMITED, T0 + SEC(SLD_RATES_SECONDS));
+    assert_int_equal(sld_rates_read(r, 1, T0 + SEC(SLD_RATES_SECONDS + 1), SLD_RATES_SECONDS, out), 1);
+    uint64_t sum[SLD_RESULTS] = {0};
+    for (size_t i = 0; i < SLD_RATES_SECONDS; i++)
+        for (size_t k = 0; k < SLD_RESULTS; k++)
+            sum[k] += out[i][k];
+    assert_int_equal(sum[SLD_ALLOWED], 0); /* T0's second is past the window */
+    assert_int_equal(sum[SLD_DENIED], 1);  /* T0 + 1 s is its first second */
+    assert_int_equal(sum[SLD_LIMITED], 1);
+    sld_rates_free(r);
+}
+
+static void bad_input_is_ignored(void **state) {
+    (void)state;
+    sld_rates_t *r;
+    assert_int_equal(sld_rates_new(0, 3, &r), SL_EINVAL);
+    assert_int_equal(sld_rates_new(1, 1, &r), SL_OK);
+    sld_rates_note(r, 1, 0, SLD_ALLOWED, T0);
+    sld_rates_note(r, 0, 1, SLD_ALLOWED, T0);
+    sld_rates_note(r, 0, 0, SLD_RESULTS, T0);
+    sld_rates_note(r, 0, 0, SLD_ALLOWED, -1);
+    static uint64_t out[SLD_RATES_SECONDS][SLD_RESULTS];
+    assert_int_equal(sld_rates_read(r, 0, T0 + SEC(1), SLD_RATES_SECONDS + 5, out), 0);
+    assert_int_equal(sld_rates_read(r, 7, T0, 1, out), 0);
+    sld_rates_free(r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(counts_land_in_their_second),
+        cmocka_unit_test(bad_input_is_ignored),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
