@@ -18,6 +18,10 @@ import unittest
 import harness
 from test_http import ADMIN_TOKEN, S, HttpDaemon, http_config
 
+# The sketches are off by default (their cost: bench/README.md); these
+# tests turn them on.
+OBSERVE_ON = "observe: {heavy_hitters: on}\n"
+
 POLICIES = """\
 policies:
   - name: per_ip
@@ -38,7 +42,7 @@ def policy(stats, name):
 
 class Stats(unittest.TestCase):
     def setUp(self):
-        self.d = HttpDaemon(http_config(POLICIES))
+        self.d = HttpDaemon(http_config(POLICIES + OBSERVE_ON))
         self.r = self.d.resp
 
     def tearDown(self):
@@ -101,9 +105,10 @@ class StatsConfig(unittest.TestCase):
         return HttpDaemon(http_config(POLICIES + section))
 
     def test_keys_hashed_or_hidden_or_off(self):
-        for section, want in (("observe: {keys: hash, counters: 16}\n", "hash"),
-                              ("observe: {keys: hide}\n", "hide"),
-                              ("observe: {heavy_hitters: off}\n", None)):
+        for section, want in (("observe: {heavy_hitters: on, keys: hash, counters: 16}\n", "hash"),
+                              ("observe: {heavy_hitters: on, keys: hide}\n", "hide"),
+                              ("observe: {heavy_hitters: off}\n", None),
+                              ("", None)):  # off by default
             d = self.daemon(section)
             try:
                 d.resp.execute_command("SL.CHECK", "per_ip", "198.51.100.1")
@@ -139,7 +144,7 @@ class StatsConfig(unittest.TestCase):
 
 class StatsToken(unittest.TestCase):
     def test_admin_token_is_needed(self):
-        d = HttpDaemon(http_config(POLICIES, head="admin_token: %s\n" % ADMIN_TOKEN))
+        d = HttpDaemon(http_config(POLICIES + OBSERVE_ON, head="admin_token: %s\n" % ADMIN_TOKEN))
         try:
             d.resp.execute_command("SL.CHECK", "per_ip", "k")
             self.assertEqual(d.get("/v1/stats").status, 401)
