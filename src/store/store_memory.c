@@ -433,6 +433,20 @@ static void deny_for_share(const sl_policy_t *p, uint32_t over, sl_usec_t retry,
     }
 }
 
+/* The charged limits' states back into their slots (a block is updated
+ * where it lies). */
+static void store_charged(shard_t *sh, const eval_t *e, const sl__cell_t *cells, size_t n,
+                          uint32_t charged) {
+    for (size_t i = 0; i < n; i++) {
+        if (!(charged & (1u << i)))
+            continue;
+        slot_t *slot = &sh->slots[locate(e, i)];
+        slot->expire_at = cells[i].expire_at;
+        if (cells[i].block == NULL)
+            slot->word = cells[i].word;
+    }
+}
+
 static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
                         uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out,
                         sl_limit_report_t *limits) {
@@ -454,14 +468,8 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
                                  &costed, out, limits);
     if (rc == SL_OK && over_share && out->allowed)
         deny_for_share(p, over_share, share_retry, out, limits);
-    for (size_t i = 0; rc == SL_OK && i < p->nlimits; i++) {
-        if (!(charged & (1u << i)))
-            continue;
-        slot_t *slot = &sh->slots[locate(&e, i)];
-        slot->expire_at = cells[i].expire_at;
-        if (cells[i].block == NULL)
-            slot->word = cells[i].word;
-    }
+    if (rc == SL_OK)
+        store_charged(sh, &e, cells, p->nlimits, charged);
     if (rc == SL_OK && costed && p->write_back && m->journal)
         m->journal(m->journal_ctx, p, key, key_len, costed, cost, now);
     shard_unlock(m, sh);
@@ -486,14 +494,8 @@ static int mem_reserve(sl_store_t *s, const sl_policy_t *p, const void *key, siz
         cells[i] = load_cell(&e, i);
     uint32_t charged = 0;
     int rc = sl__policy_reserve(p, cells, now, cost, max_wait, prepare, &e, &charged, out, limits);
-    for (size_t i = 0; rc == SL_OK && i < p->nlimits; i++) {
-        if (!(charged & (1u << i)))
-            continue;
-        slot_t *slot = &sh->slots[locate(&e, i)];
-        slot->expire_at = cells[i].expire_at;
-        if (cells[i].block == NULL)
-            slot->word = cells[i].word;
-    }
+    if (rc == SL_OK)
+        store_charged(sh, &e, cells, p->nlimits, charged);
     pthread_mutex_unlock(&sh->lock);
     return rc;
 }

@@ -71,7 +71,7 @@ static void decodes_every_field(void **state) {
     assert_true(span_is(d->entries[1].key, "path") && span_is(d->entries[1].value, "/a"));
     assert_true(d->has_limit);
     assert_int_equal(d->limit_rpu, 42);
-    assert_int_equal(d->limit_unit, SLD_GRPC_UNIT_HOUR);
+    assert_int_equal(d->limit_unit, SLD_RLS_HOUR);
     assert_int_equal(d->hits, 5); /* its own hits_addend */
     d = &r.descriptors[1];
     assert_int_equal(d->nentries, 1);
@@ -147,7 +147,7 @@ static void encodes_every_field(void **state) {
     (void)state;
     sld_grpc_status_t st[2] = {
         {.code = SLD_GRPC_CODE_OVER_LIMIT, .has_limit = true, .name = "edge", .rpu = 3,
-         .unit = SLD_GRPC_UNIT_MINUTE, .remaining = 0, .until_reset = 12 * SL_USEC_PER_SEC + 500},
+         .unit = SLD_RLS_MINUTE, .remaining = 0, .until_reset = 12 * SL_USEC_PER_SEC + 500},
         {.code = SLD_GRPC_CODE_OK}};
     sld_grpc_header_t h[1] = {{"RateLimit", "\"edge\";r=0;t=12"}};
     uint8_t *buf;
@@ -201,22 +201,22 @@ static void limit_units(void **state) {
     int unit;
     uint32_t rpu;
     sld_grpc_limit_unit(3, 60 * SL_USEC_PER_SEC, &unit, &rpu);
-    assert_int_equal(unit, SLD_GRPC_UNIT_MINUTE);
+    assert_int_equal(unit, SLD_RLS_MINUTE);
     assert_int_equal(rpu, 3);
     sld_grpc_limit_unit(5, SL_USEC_PER_SEC, &unit, &rpu);
-    assert_int_equal(unit, SLD_GRPC_UNIT_SECOND);
+    assert_int_equal(unit, SLD_RLS_SECOND);
     assert_int_equal(rpu, 5);
     sld_grpc_limit_unit(10, 90 * SL_USEC_PER_SEC, &unit, &rpu); /* the same rate per hour */
-    assert_int_equal(unit, SLD_GRPC_UNIT_HOUR);
+    assert_int_equal(unit, SLD_RLS_HOUR);
     assert_int_equal(rpu, 400);
     sld_grpc_limit_unit(7, 7 * 86400 * SL_USEC_PER_SEC, &unit, &rpu);
-    assert_int_equal(unit, SLD_GRPC_UNIT_WEEK);
+    assert_int_equal(unit, SLD_RLS_WEEK);
     assert_int_equal(rpu, 7);
     sld_grpc_limit_unit(100, 500 * 1000, &unit, &rpu); /* 100 per 0.5 s */
-    assert_int_equal(unit, SLD_GRPC_UNIT_SECOND);
+    assert_int_equal(unit, SLD_RLS_SECOND);
     assert_int_equal(rpu, 200);
     sld_grpc_limit_unit(1, 2 * 365 * 86400 * SL_USEC_PER_SEC, &unit, &rpu); /* longer than a year */
-    assert_int_equal(unit, SLD_GRPC_UNIT_YEAR);
+    assert_int_equal(unit, SLD_RLS_YEAR);
     assert_int_equal(rpu, 1);
 }
 

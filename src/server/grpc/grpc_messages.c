@@ -172,19 +172,15 @@ int sld_grpc_health_encode(int status, uint8_t **out, size_t *out_len) {
 }
 
 void sld_grpc_limit_unit(uint64_t limit, sl_usec_t period, int *unit, uint32_t *rpu) {
-    static const struct {
-        int unit;
-        sl_usec_t len;
-    } units[] = {{SLD_GRPC_UNIT_SECOND, SL_USEC_PER_SEC},        {SLD_GRPC_UNIT_MINUTE, 60 * SL_USEC_PER_SEC},
-                 {SLD_GRPC_UNIT_HOUR, 3600 * SL_USEC_PER_SEC},   {SLD_GRPC_UNIT_DAY, 86400 * SL_USEC_PER_SEC},
-                 {SLD_GRPC_UNIT_WEEK, 7 * 86400 * SL_USEC_PER_SEC},
-                 {SLD_GRPC_UNIT_MONTH, 30 * 86400 * SL_USEC_PER_SEC},
-                 {SLD_GRPC_UNIT_YEAR, 365 * 86400 * SL_USEC_PER_SEC}};
+    /* Shortest first: the first unit at least as long as the period. */
+    static const sld_rls_unit_t units[] = {SLD_RLS_SECOND, SLD_RLS_MINUTE, SLD_RLS_HOUR,
+                                           SLD_RLS_DAY,    SLD_RLS_WEEK,   SLD_RLS_MONTH,
+                                           SLD_RLS_YEAR};
     size_t n = sizeof units / sizeof units[0], i = 0;
-    while (i + 1 < n && units[i].len < period)
+    while (i + 1 < n && sld_rls_unit_usec(units[i]) < period)
         i++;
     __extension__ unsigned __int128 scaled =
-        period > 0 ? (unsigned __int128)limit * (uint64_t)units[i].len / (uint64_t)period : limit;
-    *unit = units[i].unit;
+        period > 0 ? (unsigned __int128)limit * (uint64_t)sld_rls_unit_usec(units[i]) / (uint64_t)period : limit;
+    *unit = (int)units[i];
     *rpu = scaled > UINT32_MAX ? UINT32_MAX : scaled < 1 ? 1 : (uint32_t)scaled;
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "server/base/span.h"
+#include "server/rls/rls.h"
 #include "sluice.h"
 
 /* Bounds on what one request may carry (Envoy sends a few of each). */
@@ -27,18 +28,8 @@
 /* RateLimitResponse.Code */
 enum { SLD_GRPC_CODE_UNKNOWN = 0, SLD_GRPC_CODE_OK = 1, SLD_GRPC_CODE_OVER_LIMIT = 2 };
 
-/* RateLimitUnit (envoy.type.v3) and RateLimitResponse.RateLimit.Unit: the
- * same numbers. */
-enum {
-    SLD_GRPC_UNIT_UNKNOWN = 0,
-    SLD_GRPC_UNIT_SECOND = 1,
-    SLD_GRPC_UNIT_MINUTE = 2,
-    SLD_GRPC_UNIT_HOUR = 3,
-    SLD_GRPC_UNIT_DAY = 4,
-    SLD_GRPC_UNIT_MONTH = 5,
-    SLD_GRPC_UNIT_YEAR = 6,
-    SLD_GRPC_UNIT_WEEK = 7
-};
+/* Units are numbered as RateLimitUnit (envoy.type.v3) and
+ * RateLimitResponse.RateLimit.Unit: sld_rls_unit_t (server/rls/rls.h). */
 
 typedef struct sld_grpc_entry {
     sld_span_t key, value;
@@ -49,7 +40,7 @@ typedef struct sld_grpc_descriptor {
     size_t nentries;              /* 1..SLD_GRPC_MAX_ENTRIES */
     bool has_limit;               /* the descriptor carries a limit override */
     uint32_t limit_rpu;           /* its requests_per_unit */
-    int limit_unit;               /* its unit (SLD_GRPC_UNIT_*) */
+    int limit_unit;               /* its unit (sld_rls_unit_t) */
     uint64_t hits;                /* what it charges: its own hits_addend when set,
                                      else the request's; 0 or unset counts as 1 */
 } sld_grpc_descriptor_t;
