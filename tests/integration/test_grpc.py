@@ -20,6 +20,8 @@ grpc.Channel.unary_unary:
     --rls-config): a key-only default, a value's own limit and name,
     unlimited, shadow_mode, requests_per_unit 0 (over, nothing else
     charged), a request-supplied limit, an unknown domain;
+  - Envoy ratelimit's per-rule stats in /metrics (within, near, over,
+    shadow, detailed, override) and each rls.response_headers mode;
   - on the Redis store (decisions that come later): the same answers, all
     or nothing, and two daemons on one Redis admit exactly the limit;
   - SIGTERM stops it with exit status 0, also with a call whose client never
