@@ -20,6 +20,8 @@ grpc.Channel.unary_unary:
     --rls-config): a key-only default, a value's own limit and name,
     unlimited, shadow_mode, requests_per_unit 0 (over, nothing else
     charged), a request-supplied limit, an unknown domain;
+  - Envoy ratelimit's per-rule stats in /metrics (within, near, over,
+    shadow, detailed, override) and each rls.response_headers mode;
   - on the Redis store (decisions that come later): the same answers, all
     or nothing, and two daemons on one Redis admit exactly the limit;
   - SIGTERM stops it with exit status 0, also with a call whose client never
@@ -38,6 +40,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.request
 
 import grpc
 
@@ -377,6 +380,134 @@ class GrpcEnvoyRules(unittest.TestCase):
                 req = rls_pb2.RateLimitRequest(domain="envoy")
                 descriptor(req, [("remote_address", "10.0.0.9")])
                 self.assertEqual(rls(req, timeout=10).statuses[0].current_limit.name, "vip")
+
+
+STATS_RULES = """\
+domain: stats
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: watch
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: detail
+    detailed_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: free
+    rate_limit: {unlimited: true}
+"""
+
+
+def scrape(d):
+    port = int(re.search(r"http_port=(\d+)", d.output()).group(1))
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as resp:
+        text = resp.read().decode()
+    stats = {}
+    for m in re.finditer(r'^sluice_rls_hits_total\{domain="([^"]*)",rule="([^"]*)",stat="(\w+)"\} (\d+)$', text,
+                         re.M):
+        stats.setdefault((m.group(1), m.group(2)), {})[m.group(3)] = int(m.group(4))
+    return stats
+
+
+def rules_daemon(rules, extra=""):
+    d = tempfile.mkdtemp(prefix="sluice-rls-")
+    with open(os.path.join(d, "rules.yaml"), "w") as f:
+        f.write(rules)
+    config = CONFIG.replace('http: ""', "http: 127.0.0.1:0") + "rls:\n  config_dir: %s\n%s" % (d, extra)
+    return Daemon(config)
+
+
+class GrpcRlsStats(unittest.TestCase):
+    """Envoy ratelimit's per-rule stats in /metrics (sluice_rls_hits_total)."""
+
+    def test_within_near_over_shadow(self):
+        with rules_daemon(STATS_RULES) as d:
+            channel, rls = connect(d)
+            with channel:
+                def ask(key, value, hits=0, override=None):
+                    req = rls_pb2.RateLimitRequest(domain="stats", hits_addend=hits)
+                    desc = descriptor(req, [(key, value)])
+                    if override:
+                        desc.limit.requests_per_unit, desc.limit.unit = override
+                    return rls(req, timeout=10)
+
+                # 10 a minute: the 9th and 10th are past 80 % (near), the 11th over
+                codes = [ask("user", "u1").overall_code for _ in range(11)]
+                self.assertEqual(codes, [R.OK] * 10 + [R.OVER_LIMIT])
+                ask("user", "u2", hits=3)  # 3 hits at once, all below 8
+                for _ in range(3):  # shadow: 1 within, then over but answered OK
+                    self.assertEqual(ask("watch", "w").overall_code, R.OK)
+                ask("detail", "a")
+                ask("detail", "b")
+                ask("detail", "b")
+                ask("free", "f")
+                ask("anything", "x", override=(5, R.RateLimit.HOUR))
+                ask("user", "u3", hits=0)
+                stats = scrape(d)
+        self.assertEqual(stats[("stats", "stats.user")],
+                         {"total_hits": 15, "within_limit": 14, "near_limit": 2, "over_limit": 1, "shadow_mode": 0})
+        self.assertEqual(stats[("stats", "stats.watch")],
+                         {"total_hits": 3, "within_limit": 1, "near_limit": 1, "over_limit": 2, "shadow_mode": 2})
+        self.assertEqual(stats[("stats", "stats.detail_a")]["total_hits"], 1)
+        self.assertEqual(stats[("stats", "stats.detail_b")]["within_limit"], 2)
+        self.assertNotIn(("stats", "stats.detail"), stats)
+        self.assertEqual(stats[("stats", "override")]["within_limit"], 1)
+        self.assertFalse([k for k in stats if "free" in k[1]])
+
+    def test_near_limit_with_hits_addend(self):
+        with rules_daemon(STATS_RULES) as d:
+            channel, rls = connect(d)
+            with channel:
+                req = rls_pb2.RateLimitRequest(domain="stats", hits_addend=6)
+                descriptor(req, [("user", "big")])
+                self.assertEqual(rls(req, timeout=10).overall_code, R.OK)   # 0 -> 6: none near
+                req.hits_addend = 3
+                self.assertEqual(rls(req, timeout=10).overall_code, R.OK)   # 6 -> 9: 1 past 8
+                self.assertEqual(rls(req, timeout=10).overall_code, R.OVER_LIMIT)  # 9 + 3 > 10
+                stats = scrape(d)
+        self.assertEqual(stats[("stats", "stats.user")],
+                         {"total_hits": 12, "within_limit": 9, "near_limit": 1, "over_limit": 3, "shadow_mode": 0})
+
+
+class GrpcHeaderModes(unittest.TestCase):
+    """rls.response_headers: which headers response_headers_to_add carries."""
+
+    def headers(self, mode):
+        extra = "  response_headers: %s\n" % mode if mode else ""
+        with rules_daemon(STATS_RULES, extra) as d:
+            channel, rls = connect(d)
+            with channel:
+                req = rls_pb2.RateLimitRequest(domain="stats")
+                descriptor(req, [("user", "h")])
+                first = {h.key: h.value for h in rls(req, timeout=10).response_headers_to_add}
+                req.hits_addend = 10
+                over = {h.key: h.value for h in rls(req, timeout=10).response_headers_to_add}
+                return first, over
+
+    def test_modes(self):
+        ietf = {"RateLimit-Policy", "RateLimit"}
+        x = {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
+        for mode, names in ((None, ietf | x), ("both", ietf | x), ("ietf", ietf), ("x-ratelimit", x), ("off", set())):
+            with self.subTest(mode=mode):
+                first, over = self.headers(mode)
+                self.assertEqual(set(first), names)
+                self.assertEqual(set(over), names | ({"Retry-After"} if names else set()))
+                if "X-RateLimit-Limit" in names:
+                    # as envoyproxy/ratelimit writes them: plain numbers
+                    self.assertEqual(first["X-RateLimit-Limit"], "10")
+                    self.assertEqual(first["X-RateLimit-Remaining"], "9")
+                    self.assertRegex(first["X-RateLimit-Reset"], r"^\d+$")
+                    self.assertLessEqual(int(first["X-RateLimit-Reset"]), 60)
+
+    def test_bad_mode_is_refused(self):
+        d = tempfile.mkdtemp(prefix="sluice-rls-")
+        with open(os.path.join(d, "rules.yaml"), "w") as f:
+            f.write(STATS_RULES)
+        daemon = Daemon(CONFIG + "rls:\n  config_dir: %s\n  response_headers: x-rate\n" % d, expect_start=False)
+        self.assertNotEqual(daemon.proc.wait(timeout=20), 0)
+        self.assertIn("rls.response_headers", daemon.output())
+        self.assertIn("'x-rate' is not one of ietf, x-ratelimit, both, off", daemon.output())
+        daemon.log.close()
 
 
 class GrpcRedis(unittest.TestCase):

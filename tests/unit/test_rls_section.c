@@ -97,6 +97,36 @@ static void config_dir_is_required(void **state) {
                              "ratelimit's YAML files)");
 }
 
+static void response_headers_mode(void **state) {
+    (void)state;
+    dirs();
+    static const char *const names[] = {"both", "ietf", "x-ratelimit", "off"};
+    static const sld_rls_headers_t modes[] = {SLD_RLS_HEADERS_BOTH, SLD_RLS_HEADERS_IETF, SLD_RLS_HEADERS_X,
+                                              SLD_RLS_HEADERS_OFF};
+    char yaml[2048], err[SLD_MAX_ERROR] = "";
+    sld_config_t *cfg;
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(yaml, sizeof yaml, POLICIES "rls:\n  config_dir: %s\n  response_headers: %s\n", good_dir,
+                 names[i]);
+        if (parse(yaml, &cfg, err, sizeof err) != SL_OK)
+            fail_msg("%s", err);
+        assert_int_equal(sld_rls_response_headers(cfg), modes[i]);
+        sld_config_free(cfg);
+    }
+    /* unset, and without a section: both, as before the key existed */
+    snprintf(yaml, sizeof yaml, POLICIES "rls:\n  config_dir: %s\n", good_dir);
+    assert_int_equal(parse(yaml, &cfg, err, sizeof err), SL_OK);
+    assert_int_equal(sld_rls_response_headers(cfg), SLD_RLS_HEADERS_BOTH);
+    sld_config_free(cfg);
+    assert_int_equal(parse(POLICIES, &cfg, err, sizeof err), SL_OK);
+    assert_int_equal(sld_rls_response_headers(cfg), SLD_RLS_HEADERS_BOTH);
+    sld_config_free(cfg);
+    snprintf(yaml, sizeof yaml, POLICIES "rls:\n  config_dir: %s\n  response_headers: IETF\n", good_dir);
+    assert_int_equal(parse(yaml, &cfg, err, sizeof err), SL_EINVAL);
+    assert_non_null(strstr(err, "rls.response_headers"));
+    assert_non_null(strstr(err, "'IETF' is not one of ietf, x-ratelimit, both, off"));
+}
+
 static void command_line_override(void **state) {
     (void)state;
     dirs();
@@ -169,6 +199,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(section_loads_the_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_directory_fails_the_load, setup, teardown),
         cmocka_unit_test_setup_teardown(config_dir_is_required, setup, teardown),
+        cmocka_unit_test_setup_teardown(response_headers_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(command_line_override, setup, teardown),
         cmocka_unit_test_setup_teardown(override_quoting, setup, teardown),
         cmocka_unit_test_setup_teardown(unregistered_is_unknown, setup, teardown),

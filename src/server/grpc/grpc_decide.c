@@ -16,6 +16,7 @@
 
 #include "server/engine/engine.h"
 #include "server/grpc/grpc_decide.h"
+#include "server/grpc/grpc_stats.h"
 #include "server/http/http_ratelimit.h"
 #include "server/rls/rls_section.h"
 
@@ -41,6 +42,12 @@ typedef struct item {
     char *headers;             /* "name\0value\0" * nheaders */
     size_t nheaders;
     uint64_t remaining;        /* to pick the headers of the most limiting */
+    uint64_t limit;            /* the decision's, for near_limit */
+    bool limited;              /* over a limit, even if let through */
+    char *stat;                /* its stat name (rls rules only), or NULL */
+    size_t stat_len;
+    char *rule_stat;           /* the rule's own, when stat is detailed */
+    bool shadow;               /* the rule is in shadow mode */
 } item_t;
 
 typedef struct call {
@@ -52,6 +59,7 @@ typedef struct call {
     enum phase phase;
     bool rls;                  /* Envoy ratelimit's rules decide (rls: section) */
     uint32_t slot;             /* metrics slot of their decisions */
+    sld_grpc_stats_t *stats;   /* Envoy ratelimit's per-rule stats, or NULL */
     size_t i;                  /* the descriptor the phase is at */
     size_t nmatched;
     item_t items[];
@@ -92,6 +100,8 @@ static void call_free(call_t *c) {
         free(c->items[i].entries);
         free(c->items[i].name);
         free(c->items[i].headers);
+        free(c->items[i].stat);
+        free(c->items[i].rule_stat);
     }
     sld_grpc_rls_request_free(&c->req);
     free(c);
@@ -154,6 +164,23 @@ static bool resolve(const call_t *c, const sld_runtime_t *rt, size_t i, resolved
     return true;
 }
 
+/* Whether rls.response_headers asks for header id. Retry-After goes with
+ * either kind. */
+static bool header_wanted(sld_rls_headers_t mode, sld_http_header_id_t id) {
+    bool ietf = id == SLD_H_RATELIMIT_POLICY || id == SLD_H_RATELIMIT;
+    bool x = id == SLD_H_X_RATELIMIT_LIMIT || id == SLD_H_X_RATELIMIT_REMAINING || id == SLD_H_X_RATELIMIT_RESET;
+    switch (mode) {
+    case SLD_RLS_HEADERS_OFF:
+        return false;
+    case SLD_RLS_HEADERS_IETF:
+        return !x;
+    case SLD_RLS_HEADERS_X:
+        return !ietf;
+    default:
+        return true;
+    }
+}
+
 /* Copies out what the answer needs of a decision of descriptor i. */
 static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_t *rs, const sl_decision_t *dec,
                    const sl_limit_report_t *lr, bool real) {
@@ -167,6 +194,8 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     }
     it->decided = true;
     it->allowed = dec->allowed;
+    it->limited = dec->limited || !dec->allowed;
+    it->limit = dec->limit;
     it->charged = it->charged || (real && dec->allowed);
     it->remaining = dec->remaining;
     const sl_limit_t *l = sl_policy_limit(p, dec->limit_index > 0 ? (size_t)dec->limit_index : 0);
@@ -194,6 +223,12 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     sld_http_reply_t r;
     memset(&r, 0, sizeof r);
     sld_http_rate_headers(&r, rs->name, p, soft, dec, lr);
+    sld_rls_headers_t mode = sld_rls_response_headers(rt->cfg);
+    size_t kept = 0;
+    for (size_t k = 0; k < r.nheaders; k++)
+        if (header_wanted(mode, r.headers[k].id))
+            r.headers[kept++] = r.headers[k];
+    r.nheaders = kept;
     size_t size = 0;
     for (size_t k = 0; k < r.nheaders; k++)
         size += strlen(r.headers[k].name) + 1 + r.headers[k].len + 1;
@@ -212,9 +247,31 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     sld_http_reply_free(&r);
 }
 
+/* Envoy ratelimit's stats of each rule that decided a descriptor, as
+ * answered. A descriptor that was only asked (another one denied, so
+ * nothing was charged) counts as its answer says, as the reference, which
+ * charges it, would count it. */
+static void count_stats(const call_t *c) {
+    for (size_t i = 0; i < c->req.ndescriptors; i++) {
+        const item_t *it = &c->items[i];
+        if (it->stat == NULL || !it->decided || it->replaced)
+            continue;
+        uint64_t hits = c->req.descriptors[i].hits;
+        uint64_t used = it->limit > it->remaining ? it->limit - it->remaining : 0;
+        if (it->charged) /* remaining is after this one: what was in use before it */
+            used = used > hits ? used - hits : 0;
+        sld_grpc_hits_t h = sld_grpc_hits_classify(it->limit, used, hits, it->allowed, it->limited, it->shadow);
+        const char *rule = it->rule_stat ? it->rule_stat : it->stat;
+        sld_grpc_stats_count(c->stats, c->worker, c->req.domain.ptr, c->req.domain.len, it->stat, it->stat_len, rule,
+                             strlen(rule), it->rule_stat != NULL, &h);
+    }
+}
+
 /* Encodes and sends the answer, then frees the call. */
 static void finish(call_t *c) {
     size_t n = c->req.ndescriptors;
+    if (c->rls && c->stats)
+        count_stats(c);
     sld_grpc_status_t st[SLD_GRPC_MAX_DESCRIPTORS];
     bool over = false;
     const item_t *worst = NULL;
@@ -331,6 +388,37 @@ static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_lim
     advance(c);
 }
 
+/* The stat name descriptor it counts under (none when no limit applies or
+ * it is unlimited): the rule's, or the request's values (detailed_metric,
+ * value_to_metric) with the rule's kept for when those are past the bound;
+ * request-supplied limits all count as "override". */
+static int stat_names(item_t *it, const sld_rls_match_t *m, const sld_rls_limit_t *l, bool has_limit,
+                      sld_span_t domain, uint32_t max_key) {
+    if (has_limit) {
+        it->stat = strdup("override");
+        it->stat_len = it->stat ? strlen(it->stat) : 0;
+        return it->stat ? SL_OK : SL_ENOMEM;
+    }
+    if (l == NULL || l->unlimited)
+        return SL_OK;
+    it->shadow = l->shadow_mode || (l->policy && sl_policy_mode(l->policy) == SL_MODE_SHADOW);
+    size_t room = (size_t)max_key + domain.len + 64;
+    char *buf = malloc(room);
+    if (buf == NULL)
+        return SL_ENOMEM;
+    size_t len = sld_rls_stat(buf, room, m, domain.ptr, domain.len, it->entries, m->n);
+    if (len == 0 || (len == strlen(l->stat_name) && memcmp(buf, l->stat_name, len) == 0)) {
+        free(buf);
+        it->stat = strdup(l->stat_name);
+        it->stat_len = it->stat ? strlen(it->stat) : 0;
+        return it->stat ? SL_OK : SL_ENOMEM;
+    }
+    it->stat = buf;
+    it->stat_len = len;
+    it->rule_stat = strdup(l->stat_name);
+    return it->rule_stat ? SL_OK : SL_ENOMEM;
+}
+
 /* Settles each descriptor's key (and entries for the matcher), what
  * replaces what, and which are over before any decision. */
 static int prepare(call_t *c, const sld_runtime_t *rt) {
@@ -359,6 +447,9 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
                                                   desc->nentries, &m);
         if (!desc->has_limit)
             limits[i] = l;
+        if (c->stats && sld_rls_has_domain(rules, c->req.domain.ptr, c->req.domain.len) &&
+            stat_names(it, &m, l, desc->has_limit, c->req.domain, max_key) != SL_OK)
+            return SL_ENOMEM;
         it->key_len = l && !desc->has_limit
                           ? sld_rls_match_key(it->key, max_key, &m, c->req.domain.ptr, c->req.domain.len,
                                               it->entries, desc->nentries)
@@ -395,8 +486,8 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
     return SL_OK;
 }
 
-void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_rls_request_t *req,
-                     sld_grpc_answer_fn answer, void *arg) {
+void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_stats_t *stats,
+                     sld_grpc_rls_request_t *req, sld_grpc_answer_fn answer, void *arg) {
     size_t n = req->ndescriptors;
     call_t *c = calloc(1, sizeof *c + n * sizeof(item_t));
     if (c == NULL) {
@@ -407,6 +498,7 @@ void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_r
     c->d = d;
     c->worker = worker;
     c->slot = slot;
+    c->stats = stats;
     c->req = *req;
     memset(req, 0, sizeof *req);
     c->answer = answer;

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "server/grpc/grpc_messages.h"
+#include "server/grpc/grpc_stats.h"
 #include "server/state/daemon.h"
 
 /* The answer: a gRPC status code (0 OK, with the encoded response in
@@ -38,10 +39,11 @@ typedef void (*sld_grpc_answer_fn)(void *arg, int grpc_status, const char *messa
 
 /* Decides req (taken over, freed here) on worker `worker`'s loop thread,
  * counting the decisions of Envoy ratelimit's limits in metrics slot
- * `slot`; answer(arg, ...) comes exactly once, on that thread, maybe before
- * this returns. */
-void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_rls_request_t *req,
-                     sld_grpc_answer_fn answer, void *arg);
+ * `slot` and their per-rule stats in stats (may be NULL; grpc_stats.h);
+ * answer(arg, ...) comes exactly once, on that thread, maybe before this
+ * returns. */
+void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_stats_t *stats,
+                     sld_grpc_rls_request_t *req, sld_grpc_answer_fn answer, void *arg);
 
 /* The key a descriptor is counted under, "k1=v1|k2=v2", into a malloc'd
  * *key: SL_OK, SL_E2BIG past max_key_bytes, SL_ENOMEM. */

@@ -30,6 +30,8 @@
 #include "server/grpc/grpc_decide.h"
 #include "server/grpc/grpc_front.h"
 #include "server/grpc/grpc_messages.h"
+#include "server/grpc/grpc_stats.h"
+#include "server/observe/extra_metrics.h"
 
 /* requests for new calls kept outstanding with the C core */
 #define REQUESTS_OUTSTANDING 32
@@ -80,6 +82,8 @@ struct sld_grpc {
     _Atomic uint32_t nworkers;
     _Atomic uint32_t next_worker;
     uint32_t slot;             /* metrics slot of Envoy ratelimit's limits' decisions */
+    sld_grpc_stats_t *stats;   /* their per-rule stats, in /metrics */
+    sld_metrics_extra_t metrics;
     atomic_bool shutdown_asked;
     atomic_bool shutdown_done;
     atomic_bool cancelled;
@@ -277,7 +281,7 @@ static void decide(gworker_t *w, gcall_t *c) {
         finish(c, rc == SL_EINVAL ? GRPC_STATUS_INVALID_ARGUMENT : GRPC_STATUS_RESOURCE_EXHAUSTED, err, NULL, 0);
         return;
     }
-    sld_grpc_decide(w->g->d, w->index, w->g->slot, &req, on_answer, c);
+    sld_grpc_decide(w->g->d, w->index, w->g->slot, w->g->stats, &req, on_answer, c);
 }
 
 static gcall_t *take_queue(gworker_t *w, bool close) {
@@ -436,6 +440,11 @@ int sld_grpc_new(sld_daemon_t *d, uint32_t threads, uint32_t max_message, sld_gr
     g->workers = workers;
     g->threads = threads;
     g->slot = d->metrics ? sld_metrics_slot(d->metrics, "rls") : 0;
+    /* without them the front serves the same, uncounted */
+    if ((g->stats = sld_grpc_stats_new(threads)) != NULL) {
+        g->metrics = (sld_metrics_extra_t){.write = sld_grpc_stats_write, .ctx = g->stats};
+        sld_metrics_extra_set_rls(&g->metrics);
+    }
     grpc_arg arg = {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                     .value.integer = max_message > INT32_MAX ? INT32_MAX : (int)max_message};
     grpc_channel_args args = {.num_args = 1, .args = &arg};
@@ -459,6 +468,8 @@ int sld_grpc_new(sld_daemon_t *d, uint32_t threads, uint32_t max_message, sld_gr
 void sld_grpc_free(sld_grpc_t *g) {
     if (g == NULL)
         return;
+    if (g->stats) /* the workers, and so the scrapes, have stopped */
+        sld_metrics_extra_set_rls(NULL);
     ask_shutdown(g);
     if (!atomic_exchange(&g->cancelled, true))
         grpc_server_cancel_all_calls(g->server);
@@ -488,6 +499,7 @@ void sld_grpc_free(sld_grpc_t *g) {
     grpc_completion_queue_destroy(g->cq);
     grpc_server_credentials_release(g->creds);
     grpc_shutdown_blocking();
+    sld_grpc_stats_free(g->stats);
     free(g->workers);
     free(g);
 }

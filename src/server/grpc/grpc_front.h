@@ -20,7 +20,8 @@
  * stopped, ends the completion queue's thread and the C core.
  *
  * Not here: TLS (the C core's from-fd channels are cleartext only), the
- * protobuf messages (grpc_messages.c), deciding (grpc_decide.c).
+ * protobuf messages (grpc_messages.c), deciding (grpc_decide.c), the
+ * per-rule stats it registers for /metrics (grpc_stats.c).
  */
 #ifndef SL_SERVER_GRPC_FRONT_H
 #define SL_SERVER_GRPC_FRONT_H

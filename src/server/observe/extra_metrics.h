@@ -18,7 +18,10 @@ typedef struct sld_metrics_extra {
 
 /* NULL clears it. e must stay valid until cleared. */
 void sld_metrics_extra_set(const sld_metrics_extra_t *e);
-/* Appends what the writer set says, if any. */
+/* The same for a second writer of its own: the gRPC front's (Envoy
+ * ratelimit's stats), written after the first. */
+void sld_metrics_extra_set_rls(const sld_metrics_extra_t *e);
+/* Appends what the writers set say, if any. */
 void sld_metrics_extra_render(sld_buf_t *out);
 
 #endif

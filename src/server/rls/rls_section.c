@@ -12,10 +12,12 @@
 
 typedef struct raw_rls {
     char *config_dir;
+    char *response_headers;
 } raw_rls_t;
 
 static const cyaml_schema_field_t rls_fields[] = {
     SLD_CFG_STR("config_dir", SLD_CFG_OPT, raw_rls_t, config_dir),
+    SLD_CFG_STR("response_headers", SLD_CFG_OPT, raw_rls_t, response_headers),
     CYAML_FIELD_END,
 };
 
@@ -68,6 +70,14 @@ static int rls_parse(sld_config_ctx_t *c, const void *raw, void **out) {
     if (s == NULL)
         return sld_config_oom(c);
     *out = s; /* freed with the section, even when incomplete */
+    static const char *const modes[] = {"both", "ietf", "x-ratelimit", "off"};
+    const char *h = r->response_headers;
+    size_t m = 0;
+    while (h && m < sizeof modes / sizeof *modes && strcmp(h, modes[m]) != 0)
+        m++;
+    if (m == sizeof modes / sizeof *modes)
+        return sld_config_bad(c, "rls.response_headers", "'%s' is not one of ietf, x-ratelimit, both, off", h);
+    s->response_headers = (sld_rls_headers_t)(h ? m : 0);
     const char *dir = override_dir ? override_dir : r->config_dir;
     const char *path = override_dir ? "rls.config_dir (--rls-config)" : "rls.config_dir";
     if (dir == NULL || dir[0] == '\0')
@@ -154,6 +164,11 @@ int sld_rls_config_load(const char *path, const char *name, const char *text, si
     rc = sld_config_parse(path ? path : name, joined, len + add, out, err, err_len);
     free(joined);
     return rc;
+}
+
+sld_rls_headers_t sld_rls_response_headers(const sld_config_t *cfg) {
+    const sld_rls_settings_t *s = sld_config_section(cfg, sld_rls_section.name);
+    return s ? s->response_headers : SLD_RLS_HEADERS_BOTH;
 }
 
 sld_rls_config_t *sld_rls_rules(const sld_config_t *cfg) {

@@ -3,6 +3,7 @@
  *
  *   rls:
  *     config_dir: /etc/ratelimit/config   # envoyproxy/ratelimit's YAML files
+ *     response_headers: both              # ietf, x-ratelimit, both or off
  *
  * The directory is loaded with the file: at start, on every SIGHUP reload
  * and by --check-config. Its rules live and die with the configuration they
@@ -19,8 +20,18 @@
 #include "server/config/section.h"
 #include "server/rls/rls.h"
 
+/* rls.response_headers: which rate limit headers ShouldRateLimit's answer
+ * asks Envoy to add to its response (response_headers_to_add). */
+typedef enum sld_rls_headers {
+    SLD_RLS_HEADERS_BOTH = 0,       /* both kinds below (the default) */
+    SLD_RLS_HEADERS_IETF,           /* RateLimit-Policy and RateLimit (IETF draft) */
+    SLD_RLS_HEADERS_X,              /* X-RateLimit-Limit, -Remaining, -Reset */
+    SLD_RLS_HEADERS_OFF,            /* none */
+} sld_rls_headers_t;
+
 typedef struct sld_rls_settings {
     char *config_dir;               /* as given (relative: to the working directory) */
+    sld_rls_headers_t response_headers;
     sld_rls_config_t *rules;        /* loaded from it; owned by the section */
 } sld_rls_settings_t;
 
@@ -46,5 +57,7 @@ int sld_rls_config_load(const char *path, const char *name, const char *text, si
 /* The rules in force in cfg, or NULL when it has no rls: section. Valid as
  * long as cfg is. (Not const: request-supplied limits are cached in it.) */
 sld_rls_config_t *sld_rls_rules(const sld_config_t *cfg);
+/* rls.response_headers in cfg (the default without an rls: section). */
+sld_rls_headers_t sld_rls_response_headers(const sld_config_t *cfg);
 
 #endif
