@@ -9,6 +9,8 @@ requests"), and the upstream's latency in /metrics:
     any the client sent of the same names; {client: off} keeps them off the
     response;
   - a route with several policies lists the items of each;
+  - a delayed request carries the fields of its reservation, the gateway's
+    own 502 for a dead upstream the fields of the decision that let it go;
   - a shadow route sends the client nothing by default; with upstream: on
     the upstream sees the decision as made (r=0 on a shadowed excess);
   - sluice_gateway_upstream_seconds puts a slow upstream's answer in its
@@ -57,6 +59,16 @@ gateway:
     - name: slow
       match: {path_prefix: /slow/}
       upstream: http://127.0.0.1:%(up)d
+    - name: held
+      match: {path_prefix: /held/}
+      upstream: http://127.0.0.1:%(up)d
+      policies: [shaped]
+      excess: delay
+      headers: {upstream: on}
+    - name: dead
+      match: {path_prefix: /dead/}
+      upstream: http://127.0.0.1:%(dead)d
+      policies: [per_ip_dead]
 policies:
   - name: per_ip
     key: [ip]
@@ -75,6 +87,14 @@ policies:
     limits:
       - {algorithm: fixed_window, limit: 3, period: 1m}
       - {algorithm: fixed_window, limit: 20, period: 1h}
+  - name: shaped
+    key: [ip]
+    limits:
+      - {algorithm: gcra, limit: 10, period: 1s}
+  - name: per_ip_dead
+    key: [ip]
+    limits:
+      - {algorithm: fixed_window, limit: 5, period: 1h}
   - name: one
     key: [ip]
     limits:
@@ -105,7 +125,7 @@ class Headers(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.up = Upstream()
-        cls.d = Daemon(CONFIG % {"up": cls.up.port})
+        cls.d = Daemon(CONFIG % {"up": cls.up.port, "dead": harness.free_port()})
         cls.port = gateway_port(cls.d)
         cls.http_port = int(re.search(r" http_port=(\d+)", cls.d.output()).group(1))
 
@@ -176,6 +196,19 @@ class Headers(unittest.TestCase):
         self.assertNotIn("ratelimit", h)
         self.assertRegex(self.up.seen[-1]["ratelimit"][0], r'^"one";r=0;t=\d+$')
         self.assertEqual(self.up.seen[-1]["x-ratelimit-remaining"], ["0"])
+
+    def test_delayed_and_failed(self):
+        # gcra 10/s, no burst: the second request at once is held 100 ms
+        # (real time: the test clock stands still, the loop's timer does not)
+        for i in range(2):
+            status, h, _ = curl(self.port, "/held/x")
+            self.assertEqual(status, 200)
+            self.assertEqual(h["ratelimit-policy"], '"shaped";q=10;w=1')
+            self.assertEqual(self.up.seen[-1]["ratelimit"], [h["ratelimit"]])
+        # the gateway's own 502 is a forwarded request's answer too
+        status, h, body = curl(self.port, "/dead/x")
+        self.assertEqual(status, 502, body)
+        self.assertRegex(h["ratelimit"], r'^"per_ip_dead";r=4;t=\d+$')
 
     def test_upstream_latency_histogram(self):
         before = self.metric("sluice_gateway_upstream_seconds_count", route="slow")
