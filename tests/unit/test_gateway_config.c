@@ -1,7 +1,7 @@
 /* test_gateway_config.c -- the gateway: section (src/server/gateway/
  * gateway_config.c) read through the section registry (src/server/config/
  * section.c): a full section loads with its defaults; every kind of error
- * names its line; delay and concurrency are read and checked; the
+ * names its line; delay, concurrency and headers are read and checked; the
  * routes are checked against the policies; without a registered section
  * the key is unknown, as any other; admin copies share the section; a
  * gateway alone closes the default listeners; every truncated prefix of a
@@ -189,6 +189,47 @@ static void test_delay(void **state) {
     sld_config_free(cfg);
 }
 
+/* headers: {client, upstream}: client on and upstream off by default,
+ * client off on a shadow route unless written; the section's setting is
+ * every route's default, a route's own wins field by field. */
+static void test_headers(void **state) {
+    (void)state;
+    sld_config_t *cfg = parse_ok(full);
+    const sld_gw_config_t *g = sld_config_section(cfg, "gateway");
+    assert_true(g->routes[0].headers.client);
+    assert_false(g->routes[0].headers.upstream);
+    assert_false(g->routes[1].headers.client); /* shadow */
+    assert_false(g->routes[1].headers.upstream);
+    sld_config_free(cfg);
+    cfg = parse_ok("gateway:\n  listen: 127.0.0.1:1\n  headers: {upstream: on}\n  routes:\n"
+                   "    - name: a\n      upstream: http://x:1\n      headers: {client: off}\n"
+                   "    - name: b\n      upstream: http://x:1\n      excess: shadow\n"
+                   "      headers: {client: On, upstream: false}\n"
+                   "    - name: c\n      upstream: http://x:1\n      excess: shadow\n" POLICIES);
+    g = sld_config_section(cfg, "gateway");
+    assert_false(g->routes[0].headers.client);
+    assert_true(g->routes[0].headers.upstream);
+    assert_true(g->routes[1].headers.client);
+    assert_false(g->routes[1].headers.upstream);
+    assert_false(g->routes[2].headers.client);
+    assert_true(g->routes[2].headers.upstream);
+    sld_config_free(cfg);
+    cfg = parse_ok("gateway:\n  listen: 127.0.0.1:1\n  headers: {client: on}\n  routes:\n"
+                   "    - name: c\n      upstream: http://x:1\n      excess: shadow\n" POLICIES);
+    g = sld_config_section(cfg, "gateway");
+    assert_true(g->routes[0].headers.client); /* written for the section: shadow routes too */
+    sld_config_free(cfg);
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      headers: {client: maybe}\n" POLICIES,
+            6, "gateway.routes[0].headers.client: expected on or off, got \"maybe\"");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  headers: {upstream: 1}\n  routes:\n    - name: a\n"
+            "      upstream: http://x:1\n" POLICIES,
+            3, "gateway.headers.upstream: expected on or off");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      headers: {server: on}\n" POLICIES,
+            6, "server");
+}
+
 static void test_concurrency(void **state) {
     (void)state;
     refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
@@ -291,6 +332,7 @@ int main(void) {
         cmocka_unit_test(test_listen_kept_when_given),
         cmocka_unit_test(test_errors_name_the_line),
         cmocka_unit_test(test_delay),
+        cmocka_unit_test(test_headers),
         cmocka_unit_test(test_concurrency),
         cmocka_unit_test(test_policies_checked),
         cmocka_unit_test(test_unregistered_is_unknown),

@@ -35,6 +35,7 @@
 #include "server/engine/engine.h"
 #include "server/gateway/gateway.h"
 #include "server/gateway/gateway_concurrency.h"
+#include "server/gateway/gateway_forward.h"
 #include "server/gateway/gateway_route.h"
 #include "server/http/http_ratelimit.h"
 #include "server/http/http_request.h"
@@ -96,6 +97,7 @@ typedef struct gw_call {
     uint64_t deadline;         /* waiting: loop time (ms) past which it is refused (delayed: forwarded) */
     uint64_t probe_at;         /* waiting: loop time of the next look at the client's socket */
     char ip[INET6_ADDRSTRLEN]; /* per: key on a route without policies: the client's address */
+    sld_gw_fields_t fields;    /* of the charging decisions, for the forwarded request and its response */
 } gw_call_t;
 
 typedef struct gw_link {
@@ -217,9 +219,10 @@ static bool take_slot(gw_call_t *call) {
 }
 
 static void proxy(gw_call_t *call) {
+    const sld_gw_route_t *route = route_of(call);
     sld_gw_count(call->w->gw->conc, call->route, SLD_GW_FORWARDED);
-    h2o_handler_t *proxy = call->w->proxies[call->route];
-    proxy->on_req(proxy, call->req);
+    sld_gw_forward(call->req, call->w->proxies[call->route], &call->fields, route->npolicies, &route->headers,
+                   call->w->gw->conc, call->route);
 }
 
 static void refuse_busy(gw_call_t *call) {
@@ -352,6 +355,11 @@ static bool decided(gw_call_t *call, int rc, const sld_runtime_t *rt, size_t ind
     if (rc != SL_OK) {
         send_text(call->w, call->req, 503, "the rate limiter cannot decide: %s\n", sl_strerror(rc));
         return false;
+    }
+    if (!peeking(call, n) && (dec->allowed || route->excess == SLD_GW_SHADOW)) { /* what the fields say */
+        const sld_policy_t *pc = sld_policies_config(rt->policies, index);
+        sld_gw_fields_note(&call->fields, call->step % n, call->req, &call->w->reply, pc->name, p,
+                           pc->mode == SL_MODE_SOFT ? pc->soft_percent : 0, dec, lr);
     }
     if (dec->allowed) {
         if (call->confirming)
@@ -566,22 +574,13 @@ static void error_do_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec_t *bufs
     }
 }
 
-/* What libh2o's proxy logged about the upstream, or NULL: its own 502s
- * come with one, an upstream's 502 without. */
-static const h2o_iovec_t *proxy_error(h2o_req_t *req) {
-    for (size_t i = 0; i < req->error_logs.size; i++)
-        if (strcmp(req->error_logs.entries[i].module, "lib/core/proxy.c") == 0)
-            return &req->error_logs.entries[i].msg;
-    return NULL;
-}
-
 typedef struct gw_filter {
     h2o_filter_t super;
     gw_worker_t *w;
 } gw_filter_t;
 
 static void on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot) {
-    const h2o_iovec_t *why = req->res.status == 502 ? proxy_error(req) : NULL;
+    const h2o_iovec_t *why = req->res.status == 502 ? sld_gw_proxy_error(req) : NULL;
     if (why != NULL) {
         bool timeout = memmem(why->base, why->len, "timeout", 7) != NULL;
         gw_worker_t *w = ((gw_filter_t *)self)->w;

@@ -36,8 +36,12 @@
  * pool so that any end gives it back, or waits in its worker's FIFO,
  * served by one timer per worker loop, up to max_wait.
  *
+ * A forwarded request takes the rate limit fields of its decisions with
+ * it, to the upstream and/or on its response, and its upstream's latency
+ * is counted (gateway_forward.h).
+ *
  * Not here: the section (gateway_config.h), matching (gateway_route.h),
- * the counts (gateway_concurrency.h).
+ * the counts (gateway_concurrency.h), the fields (gateway_forward.h).
  */
 #ifndef SL_SERVER_GATEWAY_H
 #define SL_SERVER_GATEWAY_H

@@ -20,15 +20,20 @@ typedef struct key_entry {
     char key[];
 } key_entry_t;
 
-static const double delay_bounds[] = {0.005, 0.01, 0.05, 0.1, 0.5, 1, 5}; /* seconds */
+/* seconds: the delay and the upstream latency alike */
+static const double delay_bounds[] = {0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
 #define NBOUNDS (sizeof delay_bounds / sizeof delay_bounds[0])
+
+typedef struct histogram {
+    _Atomic uint64_t buckets[NBOUNDS + 1]; /* not cumulative; the last: above every bound */
+    _Atomic uint64_t sum_us;
+} histogram_t;
 
 typedef struct route_count {
     _Atomic uint32_t inflight; /* all keys */
     _Atomic uint32_t waiting;
     _Atomic uint64_t counts[SLD_GW_NCOUNTS];
-    _Atomic uint64_t delay_buckets[NBOUNDS + 1]; /* not cumulative; the last: above every bound */
-    _Atomic uint64_t delay_sum_us;
+    histogram_t delay, latency;
 } route_count_t;
 
 struct sld_gw_conc {
@@ -146,17 +151,39 @@ void sld_gw_count(sld_gw_conc_t *c, size_t route, sld_gw_count_t what) {
     atomic_fetch_add_explicit(&c->routes[route].counts[what], 1, memory_order_relaxed);
 }
 
-void sld_gw_count_delay(sld_gw_conc_t *c, size_t route, sl_usec_t delay) {
-    route_count_t *rc = &c->routes[route];
-    double s = (double)delay / (double)SL_USEC_PER_SEC;
+static void observe(histogram_t *h, sl_usec_t us) {
+    double s = (double)us / (double)SL_USEC_PER_SEC;
     size_t b = 0;
     while (b < NBOUNDS && s > delay_bounds[b])
         b++;
-    atomic_fetch_add_explicit(&rc->delay_buckets[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&rc->delay_sum_us, (uint64_t)delay, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->buckets[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->sum_us, (uint64_t)(us > 0 ? us : 0), memory_order_relaxed);
+}
+
+void sld_gw_count_delay(sld_gw_conc_t *c, size_t route, sl_usec_t delay) { observe(&c->routes[route].delay, delay); }
+
+void sld_gw_count_latency(sld_gw_conc_t *c, size_t route, sl_usec_t took) {
+    observe(&c->routes[route].latency, took);
 }
 
 static uint64_t load(_Atomic uint64_t *v) { return atomic_load_explicit(v, memory_order_relaxed); }
+
+/* route names are [A-Za-z0-9_.-]: no escaping */
+static void write_histogram(sld_buf_t *out, const char *metric, const char *route, histogram_t *h) {
+    uint64_t sum = 0;
+    for (size_t b = 0; b <= NBOUNDS; b++) {
+        sum += load(&h->buckets[b]);
+        if (b < NBOUNDS)
+            sld_buf_printf(out, "%s_bucket{route=\"%s\",le=\"%g\"} %llu\n", metric, route, delay_bounds[b],
+                           (unsigned long long)sum);
+        else
+            sld_buf_printf(out, "%s_bucket{route=\"%s\",le=\"+Inf\"} %llu\n", metric, route,
+                           (unsigned long long)sum);
+    }
+    sld_buf_printf(out, "%s_sum{route=\"%s\"} %.6f\n", metric, route,
+                   (double)load(&h->sum_us) / (double)SL_USEC_PER_SEC);
+    sld_buf_printf(out, "%s_count{route=\"%s\"} %llu\n", metric, route, (unsigned long long)sum);
+}
 
 void sld_gw_conc_write_metrics(void *ctx, sld_buf_t *out) {
     sld_gw_conc_t *c = ctx;
@@ -190,23 +217,11 @@ void sld_gw_conc_write_metrics(void *ctx, sld_buf_t *out) {
                        (unsigned)atomic_load(&c->routes[i].waiting));
     sld_buf_printf(out, "# HELP sluice_gateway_delay_seconds How long delayed requests were held "
                         "(excess: delay).\n# TYPE sluice_gateway_delay_seconds histogram\n");
-    for (size_t i = 0; i < g->nroutes; i++) {
-        if (g->routes[i].excess != SLD_GW_DELAY)
-            continue;
-        route_count_t *rc = &c->routes[i];
-        uint64_t sum = 0;
-        for (size_t b = 0; b <= NBOUNDS; b++) {
-            sum += load(&rc->delay_buckets[b]);
-            if (b < NBOUNDS)
-                sld_buf_printf(out, "sluice_gateway_delay_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
-                               g->routes[i].name, delay_bounds[b], (unsigned long long)sum);
-            else
-                sld_buf_printf(out, "sluice_gateway_delay_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n",
-                               g->routes[i].name, (unsigned long long)sum);
-        }
-        sld_buf_printf(out, "sluice_gateway_delay_seconds_sum{route=\"%s\"} %.6f\n", g->routes[i].name,
-                       (double)load(&rc->delay_sum_us) / (double)SL_USEC_PER_SEC);
-        sld_buf_printf(out, "sluice_gateway_delay_seconds_count{route=\"%s\"} %llu\n", g->routes[i].name,
-                       (unsigned long long)sum);
-    }
+    for (size_t i = 0; i < g->nroutes; i++)
+        if (g->routes[i].excess == SLD_GW_DELAY)
+            write_histogram(out, "sluice_gateway_delay_seconds", g->routes[i].name, &c->routes[i].delay);
+    sld_buf_printf(out, "# HELP sluice_gateway_upstream_seconds From handing a request to the upstream to "
+                        "its response's head.\n# TYPE sluice_gateway_upstream_seconds histogram\n");
+    for (size_t i = 0; i < g->nroutes; i++)
+        write_histogram(out, "sluice_gateway_upstream_seconds", g->routes[i].name, &c->routes[i].latency);
 }

@@ -55,6 +55,8 @@ typedef enum sld_gw_count {
 void sld_gw_count(sld_gw_conc_t *c, size_t route, sld_gw_count_t what);
 /* A delayed request's delay, into the route's histogram. */
 void sld_gw_count_delay(sld_gw_conc_t *c, size_t route, sl_usec_t delay);
+/* The time an upstream took to the head of its answer, into the route's histogram. */
+void sld_gw_count_latency(sld_gw_conc_t *c, size_t route, sl_usec_t took);
 /* The routes' series in the Prometheus text format (ctx: the sld_gw_conc_t). */
 void sld_gw_conc_write_metrics(void *ctx, sld_buf_t *out);
 

@@ -6,6 +6,7 @@
  * Not here: serving, matching.
  */
 #include <ctype.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,10 @@ typedef struct raw_concurrency {
     char *limit, *per, *max_wait, *status;
 } raw_concurrency_t;
 
+typedef struct raw_headers {
+    char *client, *upstream;
+} raw_headers_t;
+
 typedef struct raw_route {
     char *name;
     raw_match_t *match;
@@ -42,10 +47,12 @@ typedef struct raw_route {
     unsigned policies_count;
     char *excess, *status, *body, *timeout, *max_delay, *queue;
     raw_concurrency_t *concurrency;
+    raw_headers_t *headers;
 } raw_route_t;
 
 typedef struct raw_gateway {
     char *listen, *timeout;
+    raw_headers_t *headers;
     raw_route_t *routes;
     unsigned routes_count;
 } raw_gateway_t;
@@ -66,6 +73,12 @@ static const cyaml_schema_field_t concurrency_fields[] = {
     CYAML_FIELD_END,
 };
 
+static const cyaml_schema_field_t headers_fields[] = {
+    SLD_CFG_STR("client", SLD_CFG_OPT, raw_headers_t, client),
+    SLD_CFG_STR("upstream", SLD_CFG_OPT, raw_headers_t, upstream),
+    CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t route_fields[] = {
     SLD_CFG_STR("name", 0, raw_route_t, name),
     CYAML_FIELD_MAPPING_PTR("match", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, match, match_fields),
@@ -80,6 +93,7 @@ static const cyaml_schema_field_t route_fields[] = {
     SLD_CFG_STR("queue", SLD_CFG_OPT, raw_route_t, queue),
     CYAML_FIELD_MAPPING_PTR("concurrency", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, concurrency,
                             concurrency_fields),
+    CYAML_FIELD_MAPPING_PTR("headers", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, headers, headers_fields),
     CYAML_FIELD_END,
 };
 
@@ -90,6 +104,7 @@ static const cyaml_schema_value_t route_entry = {
 static const cyaml_schema_field_t gateway_fields[] = {
     SLD_CFG_STR("listen", SLD_CFG_OPT, raw_gateway_t, listen),
     SLD_CFG_STR("timeout", SLD_CFG_OPT, raw_gateway_t, timeout),
+    CYAML_FIELD_MAPPING_PTR("headers", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_gateway_t, headers, headers_fields),
     CYAML_FIELD_SEQUENCE("routes", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_gateway_t, routes, &route_entry, 0,
                          SLD_GW_MAX_ROUTES),
     CYAML_FIELD_END,
@@ -157,6 +172,35 @@ static int get_match(sld_config_ctx_t *c, const char *at, const raw_match_t *m, 
     return SL_OK;
 }
 
+/* "on" or "off" (true/false, yes/no too, as YAML 1.1 writes them). */
+static int get_switch(sld_config_ctx_t *c, const char *path, const char *text, bool *out) {
+    static const char *const on[] = {"on", "true", "yes"}, *const off[] = {"off", "false", "no"};
+    char b[64];
+    for (size_t i = 0; i < 3; i++) {
+        if (strcasecmp(text, on[i]) == 0)
+            return *out = true, SL_OK;
+        if (strcasecmp(text, off[i]) == 0)
+            return *out = false, SL_OK;
+    }
+    return sld_config_bad(c, path, "expected on or off, got \"%s\"", sld_config_show(text, b));
+}
+
+/* Only what r says: the rest of *h stays (the section's, or the defaults). */
+static int get_headers(sld_config_ctx_t *c, const char *at, const raw_headers_t *r, sld_gw_headers_t *h,
+                       bool *client_set) {
+    char p[PATH];
+    int rc;
+    if (r->client) {
+        if ((rc = get_switch(c, sld_config_join(p, sizeof p, at, "client"), r->client, &h->client)))
+            return rc;
+        *client_set = true;
+    }
+    if (r->upstream && (rc = get_switch(c, sld_config_join(p, sizeof p, at, "upstream"), r->upstream,
+                                        &h->upstream)))
+        return rc;
+    return SL_OK;
+}
+
 static int get_upstream(sld_config_ctx_t *c, const char *path, const char *text, char **out) {
     char b[64];
     h2o_url_t url;
@@ -196,13 +240,20 @@ static int get_concurrency(sld_config_ctx_t *c, const char *at, const raw_concur
     return SL_OK;
 }
 
+/* The section's defaults a route starts from. */
+typedef struct route_defaults {
+    sl_usec_t timeout;
+    sld_gw_headers_t headers;
+    bool client_set;                 /* headers.client was written, not the default */
+} route_defaults_t;
+
 static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, sld_gw_route_t *rt,
-                     sl_usec_t timeout) {
+                     const route_defaults_t *def) {
     char p[PATH], b[64];
     int rc;
     rt->excess = SLD_GW_REJECT;
     rt->status = 429;
-    rt->timeout = timeout;
+    rt->timeout = def->timeout;
     if ((rc = sld_config_get_name(c, sld_config_join(p, sizeof p, at, "name"), r->name, &rt->name)))
         return rc;
     if (r->match && (rc = get_match(c, sld_config_join(p, sizeof p, at, "match"), r->match, rt)))
@@ -223,6 +274,15 @@ static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, 
             return sld_config_bad(c, sld_config_join(p, sizeof p, at, "excess"), "excess: delay takes exactly one policy (this route has %u)",
                                   r->policies_count);
     }
+    /* a shadow route is meant to change nothing for its clients: its fields
+     * (which may say r=0 on a request it forwards) reach them only when asked */
+    rt->headers = def->headers;
+    bool client_set = def->client_set;
+    if (r->headers && (rc = get_headers(c, sld_config_join(p, sizeof p, at, "headers"), r->headers, &rt->headers,
+                                        &client_set)))
+        return rc;
+    if (!client_set)
+        rt->headers.client = rt->excess != SLD_GW_SHADOW;
     rt->max_delay = DEFAULT_MAX_DELAY;
     if (r->max_delay) {
         if ((rc = sld_config_get_duration_ms(c, sld_config_join(p, sizeof p, at, "max_delay"), r->max_delay,
@@ -320,6 +380,9 @@ static int gateway_parse(sld_config_ctx_t *c, const void *raw, void **out) {
     if (r->timeout &&
         (rc = sld_config_get_duration_ms(c, "gateway.timeout", r->timeout, MAX_TIMEOUT, &g->timeout)))
         return rc;
+    route_defaults_t def = {.timeout = g->timeout, .headers = {.client = true, .upstream = false}};
+    if (r->headers && (rc = get_headers(c, "gateway.headers", r->headers, &def.headers, &def.client_set)))
+        return rc;
     if (r->routes_count == 0)
         return sld_config_bad(c, "gateway", "routes: at least one route is needed");
     if ((g->routes = calloc(r->routes_count, sizeof *g->routes)) == NULL)
@@ -327,7 +390,7 @@ static int gateway_parse(sld_config_ctx_t *c, const void *raw, void **out) {
     for (unsigned i = 0; i < r->routes_count; i++) {
         g->nroutes = i + 1;
         if ((rc = get_route(c, sld_config_entry(p, sizeof p, "gateway.routes", i), &r->routes[i],
-                            &g->routes[i], g->timeout)))
+                            &g->routes[i], &def)))
             return rc;
         char name[PATH];
         sld_config_join(name, sizeof name, p, "name");

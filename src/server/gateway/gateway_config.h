@@ -5,6 +5,7 @@
  *   gateway:
  *     listen: 127.0.0.1:8080
  *     timeout: 30s                 # upstream I/O timeout: 504 past it (per route too)
+ *     headers: {client: on, upstream: off}   # who sees the decision's fields (per route too)
  *     routes:                      # first match wins; no match: 404
  *       - name: api
  *         match: {path_prefix: /api/, methods: [GET, POST], host: api.example.com}
@@ -51,6 +52,13 @@ typedef struct sld_gw_concurrency {
     uint32_t status;                 /* no slot within max_wait: default 503 */
 } sld_gw_concurrency_t;
 
+/* Which sides of a forwarded request see the decision's rate limit fields
+ * (headers: {client: on|off, upstream: on|off}). */
+typedef struct sld_gw_headers {
+    bool client;                     /* on the response; default on, off on a shadow route */
+    bool upstream;                   /* on the request forwarded; default off */
+} sld_gw_headers_t;
+
 typedef struct sld_gw_route {
     char *name;                      /* [A-Za-z0-9_.-]{1,64}, unique */
     char *path_prefix;               /* NULL: any path */
@@ -68,6 +76,7 @@ typedef struct sld_gw_route {
     sld_gw_concurrency_t concurrency;
     uint32_t queue;                  /* most requests waiting on the route; default 1000 */
     sl_usec_t max_delay;             /* delay: the longest hold; default 1 s */
+    sld_gw_headers_t headers;        /* default: the section's */
 } sld_gw_route_t;
 
 typedef struct sld_gw_config {
