@@ -222,6 +222,21 @@ def closed_by_peer(sock, timeout=5.0):
         return False
 
 
+def metric(http_port, name, **labels):
+    """One series of the daemon's /metrics, by name and labels in the order
+    the daemon writes them; AssertionError naming it when it is absent."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=10)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    want = name + "{" + ",".join('%s="%s"' % kv for kv in labels.items()) + "} "
+    for line in text.splitlines():
+        if line.startswith(want):
+            return float(line[len(want):])
+    raise AssertionError("no %s in /metrics:\n%s" % (want, text))
+
+
 def main():
     global SLUICED
     if len(sys.argv) > 1 and os.path.isfile(sys.argv[1]) and os.access(sys.argv[1], os.X_OK):

@@ -19,7 +19,6 @@ requests"), and the upstream's latency in /metrics:
 The daemon runs on the test clock (nothing waits for a window); the slow
 upstream sleeps 0.3 s before its answer, which is the latency measured.
 """
-import http.client
 import re
 import threading
 import time
@@ -135,15 +134,8 @@ class Headers(unittest.TestCase):
         cls.up.close()
 
     def metric(self, name, **labels):
-        conn = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
-        conn.request("GET", "/metrics")
-        text = conn.getresponse().read().decode()
-        conn.close()
-        want = name + "{" + ",".join('%s="%s"' % kv for kv in labels.items()) + "} "
-        for line in text.splitlines():
-            if line.startswith(want):
-                return float(line[len(want):])
-        raise AssertionError("no %s in /metrics:\n%s" % (want, text))
+        """A series of /metrics (the HTTP front), by name and labels."""
+        return harness.metric(self.http_port, name, **labels)
 
     def test_client_sees_the_fields_upstream_none_by_default(self):
         for i in range(3):

@@ -168,15 +168,7 @@ class Limits(unittest.TestCase):
 
     def metric(self, name, **labels):
         """A series of /metrics (the HTTP front), by name and labels."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
-        conn.request("GET", "/metrics")
-        text = conn.getresponse().read().decode()
-        conn.close()
-        want = name + "{" + ",".join('%s="%s"' % kv for kv in labels.items()) + "} "
-        for line in text.splitlines():
-            if line.startswith(want):
-                return float(line[len(want):])
-        raise AssertionError("no %s in /metrics:\n%s" % (want, text))
+        return harness.metric(self.http_port, name, **labels)
 
     @classmethod
     def tearDownClass(cls):
