@@ -10,10 +10,12 @@ misbehave, a raw HTTP/2 client built from frames in this file:
   - a call whose client sends part of its message and never ends its stream
     is answered DEADLINE_EXCEEDED after limits.idle_timeout, while a normal
     client on another connection keeps being served; one that sends its
-    whole message without ending its stream is answered.
+    whole message without ending its stream is answered;
+  - a connection with no call open is let go (GOAWAY, closed, its place
+    released) after limits.idle_timeout.
 
 The daemon runs on the manual test clock, so no rate window is waited out;
-the one real wait is limits.idle_timeout (1 s here) in the third.
+the one real wait is limits.idle_timeout (1 s here) in the last two.
 """
 import os
 import re
@@ -214,6 +216,27 @@ class NeverEnded(unittest.TestCase):
             finally:
                 sock.close()
             self.assertEqual(d.client().ping(), True)
+
+
+class IdleConnection(unittest.TestCase):
+    def test_connection_without_calls_let_go_after_idle_timeout(self):
+        with Daemon(CONFIG % (100, "1s")) as d:
+            r = d.client()
+            port = grpc_port(d)
+            sock = socket.create_connection(("127.0.0.1", port))
+            buf = bytearray()
+            try:
+                sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
+                started = time.time()
+                end = wait_end(sock, 1, buf, 15)
+                self.assertEqual(end[0], "goaway", end)
+                self.assertLess(time.time() - started, 10)
+                sock.settimeout(15)
+                while read_frame(sock, buf) is not None:
+                    pass  # until the daemon closes it
+            finally:
+                sock.close()
+            self.assertTrue(until(lambda: r.info()["connected_clients"] == 1), r.info()["connected_clients"])
 
 
 if __name__ == "__main__":

@@ -621,9 +621,19 @@ int sld_grpc_new(sld_daemon_t *d, uint32_t threads, uint32_t max_message, sld_gr
         g->metrics = (sld_metrics_extra_t){.write = sld_grpc_stats_write, .ctx = g->stats};
         sld_metrics_extra_set_rls(&g->metrics);
     }
-    grpc_arg arg = {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-                    .value.integer = max_message > INT32_MAX ? INT32_MAX : (int)max_message};
-    grpc_channel_args args = {.num_args = 1, .args = &arg};
+    grpc_arg arg[2] = {{.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                        .value.integer = max_message > INT32_MAX ? INT32_MAX : (int)max_message}};
+    grpc_channel_args args = {.num_args = 1, .args = arg};
+    /* A connection with no call open for idle_timeout is let go (a GOAWAY,
+     * then closed), as the other fronts close idle ones; as the C core reads
+     * it once, a reload does not change it. */
+    const sld_runtime_t *rt = sld_runtime(d);
+    sl_usec_t idle = rt ? rt->cfg->idle_timeout : 0;
+    if (idle > 0) {
+        int64_t ms = idle / 1000;
+        arg[args.num_args++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                                          .value.integer = ms > INT32_MAX ? INT32_MAX : ms < 1 ? 1 : (int)ms};
+    }
     g->server = grpc_server_create(&args, NULL);
     g->cq = grpc_completion_queue_create_for_next(NULL);
     g->creds = grpc_insecure_server_credentials_create();
