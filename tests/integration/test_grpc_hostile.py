@@ -11,8 +11,8 @@ misbehave, a raw HTTP/2 client built from frames in this file:
     is answered DEADLINE_EXCEEDED after limits.idle_timeout, while a normal
     client on another connection keeps being served; one that sends its
     whole message without ending its stream is answered;
-  - a connection with no call open is let go (GOAWAY, closed, its place
-    released) after limits.idle_timeout.
+  - a connection with no call open (or that never sends its preface) is let
+    go (GOAWAY, closed, its place released) after limits.idle_timeout.
 
 The daemon runs on the manual test clock, so no rate window is waited out;
 the one real wait is limits.idle_timeout (1 s here) in the last two.
@@ -234,6 +234,19 @@ class IdleConnection(unittest.TestCase):
                 sock.settimeout(15)
                 while read_frame(sock, buf) is not None:
                     pass  # until the daemon closes it
+            finally:
+                sock.close()
+            self.assertTrue(until(lambda: r.info()["connected_clients"] == 1), r.info()["connected_clients"])
+
+    def test_connection_that_sends_nothing_is_let_go(self):
+        with Daemon(CONFIG % (100, "1s")) as d:
+            r = d.client()
+            sock = socket.create_connection(("127.0.0.1", grpc_port(d)))
+            buf = bytearray()
+            try:
+                sock.settimeout(15)
+                while read_frame(sock, buf) is not None:
+                    pass  # its SETTINGS, a GOAWAY, until the daemon closes it
             finally:
                 sock.close()
             self.assertTrue(until(lambda: r.info()["connected_clients"] == 1), r.info()["connected_clients"])
