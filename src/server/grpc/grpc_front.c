@@ -10,12 +10,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,16 +33,27 @@
 #include "server/grpc/grpc_front.h"
 #include "server/grpc/grpc_messages.h"
 #include "server/grpc/grpc_stats.h"
+#include "server/net/admission.h"
 #include "server/observe/extra_metrics.h"
 
 /* requests for new calls kept outstanding with the C core */
 #define REQUESTS_OUTSTANDING 32
+/* how often calls still receiving are checked against idle_timeout */
+#define SWEEP_MS 100
 
 enum stage { REQUESTED, RECEIVING, FINISHING };
 enum method { M_OTHER, M_RLS, M_HEALTH };
 
 typedef struct gcall gcall_t;
 typedef struct gworker gworker_t;
+typedef struct gconn gconn_t;
+
+/* An admitted connection the C core serves: a dup of its socket, watched
+ * for the hang-up the C core causes when it lets the connection go. */
+struct gconn {
+    int fd;
+    gconn_t *prev, *next;
+};
 
 struct gcall {
     sld_grpc_t *g;
@@ -54,6 +67,9 @@ struct gcall {
     grpc_slice status_details;
     int cancelled;
     gcall_t *next;             /* in a worker's queue */
+    gcall_t *rprev, *rnext;    /* among the calls receiving (the queue's thread's) */
+    int64_t since_ms;          /* receiving since (monotonic) */
+    bool timed_out;
 };
 
 struct gworker {
@@ -68,6 +84,10 @@ struct gworker {
     gcall_t *head, *tail;
     bool closed;               /* the loop is gone: the queue's thread answers itself */
     bool forced;
+    int watch_fd;              /* epoll of the conns' dups, for hang-ups only */
+    uv_poll_t watch;
+    bool watching;
+    gconn_t *conns;
 };
 
 struct sld_grpc {
@@ -88,6 +108,8 @@ struct sld_grpc {
     atomic_bool shutdown_done;
     atomic_bool cancelled;
     int shutdown_tag;          /* its address is the tag of the shutdown */
+    _Atomic int64_t idle_timeout; /* limits.idle_timeout (usec, 0 never), as the workers last read it */
+    gcall_t *receiving;        /* calls whose request is not in yet (the queue's thread's) */
 };
 
 /* ---- calls ---------------------------------------------------------------------------------- */
@@ -206,6 +228,51 @@ static void hand_off(gcall_t *c) {
     pthread_mutex_unlock(&w->lock);
 }
 
+/* ---- calls whose request does not come -------------------------------------------------------- */
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void receiving_add(gcall_t *c) {
+    sld_grpc_t *g = c->g;
+    c->since_ms = now_ms();
+    c->rprev = NULL;
+    c->rnext = g->receiving;
+    if (g->receiving)
+        g->receiving->rprev = c;
+    g->receiving = c;
+}
+
+static void receiving_remove(gcall_t *c) {
+    if (c->rprev)
+        c->rprev->rnext = c->rnext;
+    else
+        c->g->receiving = c->rnext;
+    if (c->rnext)
+        c->rnext->rprev = c->rprev;
+    c->rprev = c->rnext = NULL;
+}
+
+/* The C core holds a call whose client never completes its request message
+ * (nor ends its stream) until the client's own deadline, which may be none:
+ * past limits.idle_timeout such a call is cancelled with DEADLINE_EXCEEDED.
+ * Its stream ends; the connection and its other calls go on. */
+static void expire_receiving(sld_grpc_t *g) {
+    int64_t idle_ms = atomic_load(&g->idle_timeout) / 1000;
+    if (idle_ms <= 0)
+        return;
+    int64_t now = now_ms();
+    for (gcall_t *c = g->receiving; c; c = c->rnext)
+        if (!c->timed_out && now - c->since_ms >= idle_ms) {
+            c->timed_out = true;
+            grpc_call_cancel_with_status(c->call, GRPC_STATUS_DEADLINE_EXCEEDED,
+                                         "no complete request within limits.idle_timeout", NULL);
+        }
+}
+
 static void on_complete(gcall_t *c, bool success) {
     sld_grpc_t *g = c->g;
     switch (c->stage) {
@@ -230,8 +297,11 @@ static void on_complete(gcall_t *c, bool success) {
         c->stage = RECEIVING;
         if (grpc_call_start_batch(c->call, &op, 1, c, NULL) != GRPC_CALL_OK)
             finish(c, GRPC_STATUS_INTERNAL, "cannot receive the request", NULL, 0);
+        else
+            receiving_add(c);
         return;
     case RECEIVING:
+        receiving_remove(c);
         if (!success || c->recv == NULL) {
             /* a message over the bound (the C core has cancelled the call
              * with RESOURCE_EXHAUSTED), or none before the end of the stream */
@@ -251,10 +321,16 @@ static void on_complete(gcall_t *c, bool success) {
 
 static void *cq_thread(void *arg) {
     sld_grpc_t *g = arg;
+    int64_t next_sweep = now_ms() + SWEEP_MS;
     for (;;) {
-        grpc_event ev = grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(SWEEP_MS, GPR_TIMESPAN));
+        grpc_event ev = grpc_completion_queue_next(g->cq, until, NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
+        if (now_ms() >= next_sweep) {
+            expire_receiving(g);
+            next_sweep = now_ms() + SWEEP_MS;
+        }
         if (ev.type != GRPC_OP_COMPLETE)
             continue;
         if (ev.tag == &g->shutdown_tag)
@@ -301,6 +377,79 @@ static void on_async(uv_async_t *a) {
     }
 }
 
+/* ---- connections against max_connections --------------------------------------------------- */
+
+/* What a client past max_connections is told, as HTTP/2 (RFC 9113): the
+ * server's preface (an empty SETTINGS) and a GOAWAY that accepted no stream
+ * (last stream 0, ENHANCE_YOUR_CALM) with the reason as its debug data; a
+ * gRPC client fails its calls with UNAVAILABLE. */
+#define REFUSAL_REASON "max connections reached"
+static const uint8_t refusal[] = {
+    0, 0, 8 + sizeof REFUSAL_REASON - 1, 0x7, 0, 0, 0, 0, 0,   /* GOAWAY on stream 0 */
+    0, 0, 0, 0,                                                /* last stream id */
+    0, 0, 0, 0xb,                                              /* ENHANCE_YOUR_CALM */
+    'm', 'a', 'x', ' ', 'c', 'o', 'n', 'n', 'e', 'c', 't', 'i', 'o', 'n', 's', ' ',
+    'r', 'e', 'a', 'c', 'h', 'e', 'd'};
+_Static_assert(sizeof refusal == 9 + 8 + sizeof REFUSAL_REASON - 1, "the refusal's debug data is the reason");
+
+static void refuse(int fd) {
+    /* as far as the socket takes it at once, as the other fronts' refusals */
+    ssize_t n = send(fd, refusal, sizeof refusal, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)n;
+    close(fd);
+}
+
+static void unwatch_conn(gworker_t *w, gconn_t *k) {
+    epoll_ctl(w->watch_fd, EPOLL_CTL_DEL, k->fd, NULL);
+    close(k->fd);
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        w->conns = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    free(k);
+    sld_conn_release(w->g->d);
+}
+
+/* The C core says nothing when it closes a from-fd channel, but it shuts
+ * the socket down both ways before closing its descriptor (or the peer
+ * resets it): a dup of the socket, registered with no events asked,
+ * reports exactly that hang-up (EPOLLHUP, EPOLLERR), and the connection's
+ * place is released then. Without a dup (no descriptor, no memory) it is
+ * released at once: served, but not counted. */
+static void watch_conn(gworker_t *w, int fd) {
+    gconn_t *k = w->watching ? malloc(sizeof *k) : NULL;
+    int dup_fd = k ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    struct epoll_event ev = {.events = 0, .data.ptr = k};
+    if (dup_fd < 0 || epoll_ctl(w->watch_fd, EPOLL_CTL_ADD, dup_fd, &ev) != 0) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        free(k);
+        sld_conn_release(w->g->d);
+        return;
+    }
+    k->fd = dup_fd;
+    k->prev = NULL;
+    k->next = w->conns;
+    if (w->conns)
+        w->conns->prev = k;
+    w->conns = k;
+}
+
+static void on_watch(uv_poll_t *p, int status, int events) {
+    gworker_t *w = p->data;
+    (void)status;
+    (void)events;
+    struct epoll_event evs[64];
+    int n;
+    do {
+        n = epoll_wait(w->watch_fd, evs, 64, 0);
+        for (int i = 0; i < n; i++)
+            unwatch_conn(w, evs[i].data.ptr);
+    } while (n == 64);
+}
+
 static void on_accept(uv_poll_t *p, int status, int events) {
     gworker_t *w = p->data;
     (void)events;
@@ -315,8 +464,13 @@ static void on_accept(uv_poll_t *p, int status, int events) {
                 continue;
             return;
         }
+        if (!sld_conn_admit(w->g->d)) {
+            refuse(fd);
+            continue;
+        }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        watch_conn(w, fd);
         grpc_server_add_channel_from_fd(w->g->server, fd, w->g->creds);
     }
 }
@@ -335,6 +489,16 @@ static int front_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void 
     w->index = index;
     w->fd = fd;
     pthread_mutex_init(&w->lock, NULL);
+    atomic_store(&g->idle_timeout, (int64_t)sld_runtime(g->d)->cfg->idle_timeout);
+    w->watch_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (w->watch_fd >= 0 && uv_poll_init(loop, &w->watch, w->watch_fd) == 0) {
+        w->watch.data = w;
+        w->watching = true;
+        if (uv_poll_start(&w->watch, UV_READABLE, on_watch) != 0) {
+            uv_close((uv_handle_t *)&w->watch, NULL);
+            w->watching = false;
+        }
+    }
     int rc = uv_async_init(loop, &w->async, on_async);
     w->async.data = w;
     w->async_open = rc == 0;
@@ -372,9 +536,12 @@ static void front_begin_stop(void *state) {
     ask_shutdown(w->g);
 }
 
+/* The runtime is the workers' to read: they pass idle_timeout on to the
+ * queue's thread. */
 static void front_tick(void *state, uint64_t now) {
-    (void)state;
+    gworker_t *w = state;
     (void)now;
+    atomic_store(&w->g->idle_timeout, (int64_t)sld_runtime(w->g->d)->cfg->idle_timeout);
 }
 
 static void front_force_close(void *state) {
@@ -407,6 +574,13 @@ static void front_dispose(void *state) {
         next = c->next;
         finish(c, GRPC_STATUS_UNAVAILABLE, "sluiced is stopping", NULL, 0);
     }
+    /* the C core keeps its own descriptors until it ends */
+    while (w->conns)
+        unwatch_conn(w, w->conns);
+    if (w->watching) {
+        uv_close((uv_handle_t *)&w->watch, NULL);
+        w->watching = false;
+    }
     if (w->async_open) {
         uv_close((uv_handle_t *)&w->async, NULL);
         w->async_open = false;
@@ -415,6 +589,8 @@ static void front_dispose(void *state) {
 
 static void front_free(void *state) {
     gworker_t *w = state;
+    if (w->watch_fd >= 0)
+        close(w->watch_fd);
     pthread_mutex_destroy(&w->lock);
     free(w);
 }
@@ -445,9 +621,19 @@ int sld_grpc_new(sld_daemon_t *d, uint32_t threads, uint32_t max_message, sld_gr
         g->metrics = (sld_metrics_extra_t){.write = sld_grpc_stats_write, .ctx = g->stats};
         sld_metrics_extra_set_rls(&g->metrics);
     }
-    grpc_arg arg = {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-                    .value.integer = max_message > INT32_MAX ? INT32_MAX : (int)max_message};
-    grpc_channel_args args = {.num_args = 1, .args = &arg};
+    grpc_arg arg[2] = {{.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                        .value.integer = max_message > INT32_MAX ? INT32_MAX : (int)max_message}};
+    grpc_channel_args args = {.num_args = 1, .args = arg};
+    /* A connection with no call open for idle_timeout is let go (a GOAWAY,
+     * then closed), as the other fronts close idle ones; as the C core reads
+     * it once, a reload does not change it. */
+    const sld_runtime_t *rt = sld_runtime(d);
+    sl_usec_t idle = rt ? rt->cfg->idle_timeout : 0;
+    if (idle > 0) {
+        int64_t ms = idle / 1000;
+        arg[args.num_args++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                                          .value.integer = ms > INT32_MAX ? INT32_MAX : ms < 1 ? 1 : (int)ms};
+    }
     g->server = grpc_server_create(&args, NULL);
     g->cq = grpc_completion_queue_create_for_next(NULL);
     g->creds = grpc_insecure_server_credentials_create();

@@ -12,7 +12,10 @@
  * ShouldRateLimit to a worker (round robin, through the worker's uv_async),
  * which decides it through the engine (grpc_decide.c) and starts the
  * answer from its own thread. Messages larger than limits.max_request_bytes
- * are refused by the C core with RESOURCE_EXHAUSTED.
+ * are refused by the C core with RESOURCE_EXHAUSTED; a call whose request
+ * is not complete within limits.idle_timeout gets DEADLINE_EXCEEDED.
+ * Connections count against limits.max_connections (net/admission.h), one
+ * past it gets an HTTP/2 GOAWAY; each is released when its socket hangs up.
  *
  * Stopping: the workers stop accepting and the C core's server shuts down
  * (new calls are refused, those under way are answered); after the grace

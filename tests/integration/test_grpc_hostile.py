@@ -1,0 +1,256 @@
+"""test_grpc_hostile.py -- the gRPC front (docs/integrations/envoy-rls.md)
+under clients that press on it, with real grpcio and, where grpcio will not
+misbehave, a raw HTTP/2 client built from frames in this file:
+
+  - gRPC connections count against limits.max_connections like the other
+    fronts': one past it is refused (the client's calls fail UNAVAILABLE),
+    INFO counts it rejected, and a closed connection's place comes back;
+  - 500 concurrent ShouldRateLimit calls multiplexed on one channel (HTTP/2
+    streams and flow control): every one answered, exactly the limit OK;
+  - a call whose client sends part of its message and never ends its stream
+    is answered DEADLINE_EXCEEDED after limits.idle_timeout, while a normal
+    client on another connection keeps being served; one that sends its
+    whole message without ending its stream is answered;
+  - a connection with no call open (or that never sends its preface) is let
+    go (GOAWAY, closed, its place released) after limits.idle_timeout.
+
+The daemon runs on the manual test clock, so no rate window is waited out;
+the one real wait is limits.idle_timeout (1 s here) in the last two.
+"""
+import os
+import re
+import socket
+import struct
+import sys
+import time
+import unittest
+
+import grpc
+
+import harness
+from harness import Daemon
+
+PROTO_PY = os.environ.get("SL_PROTO_PY", os.path.join(os.path.dirname(__file__), "..", "..", "build", "proto_py"))
+sys.path.insert(0, PROTO_PY)
+from envoy.service.ratelimit.v3 import rls_pb2  # noqa: E402
+
+RLS = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+R = rls_pb2.RateLimitResponse
+
+CONFIG = """\
+listen:
+  resp: 127.0.0.1:0
+  http: ""
+  grpc: 127.0.0.1:0
+threads: 2
+limits:
+  max_connections: %d
+  idle_timeout: %s
+policies:
+  - name: edge
+    limits:
+      - {algorithm: fixed_window, limit: 300, period: 1h}
+"""
+
+
+def grpc_port(d):
+    return int(re.search(r"grpc_port=(\d+)", d.output()).group(1))
+
+
+def channel(d):
+    # a connection of its own: grpcio would otherwise share one between channels
+    ch = grpc.insecure_channel("127.0.0.1:%d" % grpc_port(d), options=[("grpc.use_local_subchannel_pool", 1)])
+    return ch, ch.unary_unary(RLS, request_serializer=rls_pb2.RateLimitRequest.SerializeToString,
+                              response_deserializer=R.FromString)
+
+
+def request(key):
+    req = rls_pb2.RateLimitRequest(domain="edge")
+    e = req.descriptors.add().entries.add()
+    e.key, e.value = "user", key
+    return req
+
+
+def until(cond, timeout=10.0):
+    deadline = time.time() + timeout
+    while not cond():
+        if time.time() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+class MaxConnections(unittest.TestCase):
+    def test_refused_past_the_bound_and_released_on_close(self):
+        # the RESP client is one connection, the first channel the second
+        with Daemon(CONFIG % (2, "300s")) as d:
+            r = d.client()
+            self.assertEqual(r.info()["connected_clients"], 1)
+            first, rls1 = channel(d)
+            self.assertEqual(rls1(request("a"), timeout=10).overall_code, R.OK)
+            self.assertEqual(r.info()["connected_clients"], 2)
+            second, rls2 = channel(d)
+            with self.assertRaises(grpc.RpcError) as e:
+                rls2(request("b"), timeout=10)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            second.close()
+            self.assertGreaterEqual(r.info()["rejected_connections"], 1)
+            self.assertEqual(r.info()["connected_clients"], 2)
+            first.close()
+            self.assertTrue(until(lambda: r.info()["connected_clients"] == 1), r.info()["connected_clients"])
+            third, rls3 = channel(d)
+            with third:
+                self.assertEqual(rls3(request("c"), timeout=10).overall_code, R.OK)
+                self.assertEqual(r.info()["connected_clients"], 2)
+            self.assertTrue(until(lambda: r.info()["connected_clients"] == 1))
+
+
+class ManyStreams(unittest.TestCase):
+    def test_500_concurrent_calls_on_one_channel(self):
+        with Daemon(CONFIG % (100, "300s")) as d:
+            ch, rls = channel(d)
+            with ch:
+                calls = [rls.future(request("many"), timeout=60) for _ in range(500)]
+                codes = [c.result().overall_code for c in calls]
+                self.assertEqual(codes.count(R.OK), 300)
+                self.assertEqual(codes.count(R.OVER_LIMIT), 200)
+
+
+# ---- a raw HTTP/2 client (RFC 9113), for what grpcio will not do -------------------------------
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY = 0, 1, 3, 4, 6, 7
+END_STREAM, END_HEADERS, ACK = 0x1, 0x4, 0x1
+
+
+def frame(kind, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+
+def literal(name, value):
+    # HPACK literal without indexing, new name, no Huffman (all short)
+    return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+
+
+def open_call(sock, stream, port):
+    block = b"".join(literal(n, v) for n, v in [
+        (b":method", b"POST"), (b":scheme", b"http"), (b":path", RLS.encode()),
+        (b":authority", b"127.0.0.1:%d" % port), (b"content-type", b"application/grpc"), (b"te", b"trailers")])
+    sock.sendall(frame(HEADERS, END_HEADERS, stream, block))
+
+
+def read_frame(sock, buf):
+    while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        buf.extend(chunk)
+    n = int.from_bytes(buf[:3], "big")
+    f = (buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF, bytes(buf[9:9 + n]))
+    del buf[:9 + n]
+    return f
+
+
+def wait_end(sock, stream, buf, timeout):
+    """The frames of `stream` until it ends: ('trailers', block) or ('reset', code)."""
+    sock.settimeout(timeout)
+    while True:
+        f = read_frame(sock, buf)
+        if f is None:
+            return ("closed", None)
+        kind, flags, sid, payload = f
+        if kind == SETTINGS and not flags & ACK:
+            sock.sendall(frame(SETTINGS, ACK, 0))
+        elif kind == PING and not flags & ACK:
+            sock.sendall(frame(PING, ACK, 0, payload))
+        elif sid == stream and kind == HEADERS and flags & END_STREAM:
+            return ("trailers", payload)
+        elif sid == stream and kind == RST_STREAM:
+            return ("reset", int.from_bytes(payload, "big"))
+        elif kind == GOAWAY:
+            return ("goaway", payload)
+
+
+class NeverEnded(unittest.TestCase):
+    def test_partial_message_answered_after_idle_timeout(self):
+        with Daemon(CONFIG % (100, "1s")) as d:
+            port = grpc_port(d)
+            sock = socket.create_connection(("127.0.0.1", port))
+            buf = bytearray()
+            try:
+                sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
+                open_call(sock, 1, port)
+                body = request("hung").SerializeToString()
+                # a gRPC message announced whole but sent in part, stream left open
+                sock.sendall(frame(DATA, 0, 1, b"\x00" + struct.pack(">I", len(body)) + body[:3]))
+                started = time.time()
+                ch, rls = channel(d)
+                with ch:  # served all along
+                    for i in range(5):
+                        self.assertEqual(rls(request("normal"), timeout=10).overall_code, R.OK)
+                end = wait_end(sock, 1, buf, 15)
+                self.assertLess(time.time() - started, 10)
+                self.assertEqual(end[0], "trailers", end)
+                # the C core writes these trailers as HPACK literals: DEADLINE_EXCEEDED (4) and why
+                self.assertIn(b"grpc-status\x014", end[1])
+                self.assertIn(b"no complete request within limits.idle_timeout", end[1])
+            finally:
+                sock.close()
+            ch, rls = channel(d)
+            with ch:
+                self.assertEqual(rls(request("after"), timeout=10).overall_code, R.OK)
+
+    def test_whole_message_without_end_stream_is_answered(self):
+        with Daemon(CONFIG % (100, "300s")) as d:
+            port = grpc_port(d)
+            sock = socket.create_connection(("127.0.0.1", port))
+            buf = bytearray()
+            try:
+                sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
+                open_call(sock, 1, port)
+                body = request("whole").SerializeToString()
+                sock.sendall(frame(DATA, 0, 1, b"\x00" + struct.pack(">I", len(body)) + body))
+                end = wait_end(sock, 1, buf, 10)
+                self.assertEqual(end[0], "trailers", end)
+                self.assertIn(b"grpc-status\x010", end[1])
+            finally:
+                sock.close()
+            self.assertEqual(d.client().ping(), True)
+
+
+class IdleConnection(unittest.TestCase):
+    def test_connection_without_calls_let_go_after_idle_timeout(self):
+        with Daemon(CONFIG % (100, "1s")) as d:
+            r = d.client()
+            port = grpc_port(d)
+            sock = socket.create_connection(("127.0.0.1", port))
+            buf = bytearray()
+            try:
+                sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
+                started = time.time()
+                end = wait_end(sock, 1, buf, 15)
+                self.assertEqual(end[0], "goaway", end)
+                self.assertLess(time.time() - started, 10)
+                sock.settimeout(15)
+                while read_frame(sock, buf) is not None:
+                    pass  # until the daemon closes it
+            finally:
+                sock.close()
+            self.assertTrue(until(lambda: r.info()["connected_clients"] == 1), r.info()["connected_clients"])
+
+    def test_connection_that_sends_nothing_is_let_go(self):
+        with Daemon(CONFIG % (100, "1s")) as d:
+            r = d.client()
+            sock = socket.create_connection(("127.0.0.1", grpc_port(d)))
+            buf = bytearray()
+            try:
+                sock.settimeout(15)
+                while read_frame(sock, buf) is not None:
+                    pass  # its SETTINGS, a GOAWAY, until the daemon closes it
+            finally:
+                sock.close()
+            self.assertTrue(until(lambda: r.info()["connected_clients"] == 1), r.info()["connected_clients"])
+
+
+if __name__ == "__main__":
+    harness.main()
