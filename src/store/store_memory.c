@@ -447,10 +447,12 @@ static void store_charged(shard_t *sh, const eval_t *e, const sl__cell_t *cells,
     }
 }
 
-static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
-                        uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out,
-                        sl_limit_report_t *limits) {
-    memory_store_t *m = (memory_store_t *)s;
+/* One decision under its shard's lock: an evaluation (max_wait < 0) or a
+ * reservation within max_wait, whose places held for later the write-back
+ * journal and shares know nothing of (mem_reserve refuses write-back). */
+static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, size_t key_len,
+                      uint64_t cost, sl_usec_t now, bool peek, sl_usec_t max_wait,
+                      sl_decision_t *out, sl_limit_report_t *limits) {
     eval_t e;
     begin(m, p, key, key_len, now, &e);
     shard_t *sh = e.sh;
@@ -461,13 +463,18 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
     for (size_t i = 0; i < p->nlimits; i++)
         cells[i] = load_cell(&e, i);
     uint32_t charged = 0, costed = 0, over_share = 0;
-    sl_usec_t share_retry = 0;
-    if (p->write_back && !peek && cost > 0 && p->mode != SL_MODE_SHADOW && m->unsynced)
-        over_share = share_check(m, p, key, key_len, cost, &share_retry);
-    int rc = sl__policy_evaluate(p, cells, now, cost, peek || over_share, prepare, &e, &charged,
+    int rc;
+    if (max_wait >= 0) {
+        rc = sl__policy_reserve(p, cells, now, cost, max_wait, prepare, &e, &charged, out, limits);
+    } else {
+        sl_usec_t share_retry = 0;
+        if (p->write_back && !peek && cost > 0 && p->mode != SL_MODE_SHADOW && m->unsynced)
+            over_share = share_check(m, p, key, key_len, cost, &share_retry);
+        rc = sl__policy_evaluate(p, cells, now, cost, peek || over_share, prepare, &e, &charged,
                                  &costed, out, limits);
-    if (rc == SL_OK && over_share && out->allowed)
-        deny_for_share(p, over_share, share_retry, out, limits);
+        if (rc == SL_OK && over_share && out->allowed)
+            deny_for_share(p, over_share, share_retry, out, limits);
+    }
     if (rc == SL_OK)
         store_charged(sh, &e, cells, p->nlimits, charged);
     if (rc == SL_OK && costed && p->write_back && m->journal)
@@ -476,28 +483,21 @@ static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, si
     return rc;
 }
 
-/* A reservation: as mem_evaluate without write-back, whose journal and
- * shares know nothing of places held for later. */
+static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
+                        uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out,
+                        sl_limit_report_t *limits) {
+    return mem_decide((memory_store_t *)s, p, key, key_len, cost, now, peek, -1, out, limits);
+}
+
+/* A reservation. Not for write-back policies: the journal and the shares
+ * count what was charged, not places held for later. */
 static int mem_reserve(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
                        uint64_t cost, sl_usec_t now, sl_usec_t max_wait, sl_decision_t *out,
                        sl_limit_report_t *limits) {
-    memory_store_t *m = (memory_store_t *)s;
     if (p->write_back)
         return SL_ENOTSUP;
-    eval_t e;
-    begin(m, p, key, key_len, now, &e);
-    shard_t *sh = e.sh;
-    pthread_mutex_lock(&sh->lock);
-    sl__cell_t cells[SL_MAX_LIMITS];
-    locate_all(&e);
-    for (size_t i = 0; i < p->nlimits; i++)
-        cells[i] = load_cell(&e, i);
-    uint32_t charged = 0;
-    int rc = sl__policy_reserve(p, cells, now, cost, max_wait, prepare, &e, &charged, out, limits);
-    if (rc == SL_OK)
-        store_charged(sh, &e, cells, p->nlimits, charged);
-    pthread_mutex_unlock(&sh->lock);
-    return rc;
+    return mem_decide((memory_store_t *)s, p, key, key_len, cost, now, false, max_wait, out,
+                      limits);
 }
 
 /* ---- write-back ------------------------------------------------------------------ */

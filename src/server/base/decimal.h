@@ -13,6 +13,7 @@
 #define SL_SERVER_BASE_DECIMAL_H
 
 #include <stdint.h>
+#include <string.h> /* SLD_PUT_LIT */
 
 /* The longest text either function writes: UINT64_MAX's 20 digits, or
  * INT64_MIN's sign and 19 digits. */
@@ -22,5 +23,12 @@
 char *sld_dec_u64(char *dst, uint64_t v);
 /* v in decimal, '-' first when negative; returns the end. */
 char *sld_dec_i64(char *dst, int64_t v);
+
+/* Microseconds as whole milliseconds, rounded up: a "retry in" or a TTL
+ * must never say sooner than it is. */
+static inline int64_t sld_ms_up(int64_t us) { return us / 1000 + (us % 1000 != 0); }
+
+/* Copies string literal lit to p (room known) and returns the end. */
+#define SLD_PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
 
 #endif

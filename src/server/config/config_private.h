@@ -237,7 +237,9 @@ int sld__cfg_get_listen(ctx_t *c, const char *path, const char *text, char out[S
 /* The same, or "off" / "" for a front that does not listen (out ""); NULL
  * text leaves out as it is. */
 int sld__cfg_get_front(ctx_t *c, const char *path, const char *text, char out[SLD_MAX_ADDR]);
-/* A secret, as sld_config_get_secret() (section.h). */
+/* A secret: a literal of 16 to 4096 printable ASCII characters without
+ * spaces, or "env:NAME" read from the environment now; `what` names it in
+ * messages ("a password"), which never quote it. *out is a copy. */
 int sld__cfg_get_secret(ctx_t *c, const char *path, const char *what, const char *text,
                         char **out);
 /* "addr/prefix" with no host bits set beyond the prefix. */

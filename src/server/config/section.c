@@ -275,11 +275,6 @@ int sld_config_get_listen(sld_config_ctx_t *c, const char *path, const char *tex
     return sld__cfg_get_listen(c, path, text, out);
 }
 
-int sld_config_get_secret(sld_config_ctx_t *c, const char *path, const char *what,
-                          const char *text, char **out) {
-    return sld__cfg_get_secret(c, path, what, text, out);
-}
-
 char *sld_config_dup(sld_config_ctx_t *c, const char *s) { return sld__cfg_dup(c, s); }
 
 const sld_policy_t *sld_config_policy(const sld_config_t *cfg, const char *name) {

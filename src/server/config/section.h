@@ -96,7 +96,7 @@ size_t sld_config_listen_names(char *buf, size_t size);
 
 typedef enum sld_config_kind {
     SLD_SECTION_MAPPING = 0, /* a mapping: schema, parse, check, free */
-    SLD_SECTION_SECRET       /* one scalar, a secret (sld_config_get_secret): a literal,
+    SLD_SECTION_SECRET       /* one scalar, a secret (units.c's secret rules): a literal,
                                 or "env:NAME" read at load; its value is the string */
 } sld_config_kind_t;
 
@@ -167,11 +167,6 @@ int sld_config_get_name(sld_config_ctx_t *c, const char *path, const char *text,
 /* "a.b.c.d:port" or "[v6]:port". */
 int sld_config_get_listen(sld_config_ctx_t *c, const char *path, const char *text,
                           char out[SLD_MAX_ADDR]);
-/* A secret: a literal of 16 to 4096 printable ASCII characters without
- * spaces, or "env:NAME" read from the environment now; `what` names it in
- * messages ("a password"), which never quote it. *out is a copy. */
-int sld_config_get_secret(sld_config_ctx_t *c, const char *path, const char *what,
-                          const char *text, char **out);
 /* strdup(), reporting out of memory. */
 char *sld_config_dup(sld_config_ctx_t *c, const char *s);
 /* The policy named `name` in cfg, or NULL. */

@@ -20,7 +20,7 @@
 #include "server/observe/heavy_hitters.h"
 
 typedef struct sld_observe_settings {
-    bool heavy_hitters;           /* default on */
+    bool heavy_hitters;           /* default off */
     sld_hh_options_t hh;
 } sld_observe_settings_t;
 

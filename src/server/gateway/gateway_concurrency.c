@@ -127,10 +127,6 @@ void sld_gw_conc_give(sld_gw_conc_t *c, size_t route, const char *key, size_t ke
     pthread_mutex_unlock(&c->lock);
 }
 
-uint32_t sld_gw_conc_inflight(const sld_gw_conc_t *c, size_t route) {
-    return atomic_load(&c->routes[route].inflight);
-}
-
 bool sld_gw_conc_enter(sld_gw_conc_t *c, size_t route) {
     route_count_t *rc = &c->routes[route];
     uint32_t n = atomic_load(&rc->waiting);
@@ -142,10 +138,6 @@ bool sld_gw_conc_enter(sld_gw_conc_t *c, size_t route) {
 }
 
 void sld_gw_conc_leave(sld_gw_conc_t *c, size_t route) { atomic_fetch_sub(&c->routes[route].waiting, 1); }
-
-uint32_t sld_gw_conc_waiting(const sld_gw_conc_t *c, size_t route) {
-    return atomic_load(&c->routes[route].waiting);
-}
 
 void sld_gw_count(sld_gw_conc_t *c, size_t route, sld_gw_count_t what) {
     atomic_fetch_add_explicit(&c->routes[route].counts[what], 1, memory_order_relaxed);

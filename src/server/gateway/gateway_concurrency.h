@@ -33,13 +33,10 @@ void sld_gw_conc_free(sld_gw_conc_t *c);
 bool sld_gw_conc_take(sld_gw_conc_t *c, size_t route, const char *key, size_t key_len);
 /* Gives back a slot taken. */
 void sld_gw_conc_give(sld_gw_conc_t *c, size_t route, const char *key, size_t key_len);
-/* Requests in flight on route, all keys. */
-uint32_t sld_gw_conc_inflight(const sld_gw_conc_t *c, size_t route);
 
 /* A place among the route's waiters: false when `queue` are waiting. */
 bool sld_gw_conc_enter(sld_gw_conc_t *c, size_t route);
 void sld_gw_conc_leave(sld_gw_conc_t *c, size_t route);
-uint32_t sld_gw_conc_waiting(const sld_gw_conc_t *c, size_t route);
 
 /* What happened to a request of a route, counted. */
 typedef enum sld_gw_count {

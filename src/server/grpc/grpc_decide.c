@@ -322,15 +322,12 @@ static bool next(call_t *c) {
                 return true;
         }
         c->i = 0;
+        bool denied = false;
+        for (size_t i = 0; i < n; i++)
+            denied = denied || (c->items[i].decided && !c->items[i].allowed);
         if (c->phase == PEEK) {
-            bool denied = false;
-            for (size_t i = 0; i < n; i++)
-                denied = denied || (c->items[i].decided && !c->items[i].allowed);
             c->phase = denied ? CONFIRM : CHARGE;
         } else if (c->phase == CONFIRM) {
-            bool denied = false;
-            for (size_t i = 0; i < n; i++)
-                denied = denied || (c->items[i].decided && !c->items[i].allowed);
             /* every denial passed when asked for real (a race): charge the rest */
             c->phase = denied ? DONE : CHARGE;
         } else {

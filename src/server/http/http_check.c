@@ -132,10 +132,9 @@ static bool form_value(const char *s, size_t n, bool plain, char *scratch, size_
 
 enum { Q_POLICY = 1, Q_KEY = 2, Q_COST = 4, Q_WAIT = 8 };
 
-#define WAIT_RANGE "must be a duration from 0 to 1h (\"500ms\", \"2s\")"
+#define WAIT_RANGE SLD_CHECK_WAIT_RANGE
 
-/* wait: a duration ("500ms", "2s"; a bare number is seconds), up to SL_MAX_WAIT. */
-static bool parse_wait(const char *p, size_t n, sl_usec_t *out) {
+bool sld_check_parse_wait(const char *p, size_t n, int64_t *out) {
     char text[32];
     if (n == 0 || n >= sizeof text)
         return false;
@@ -196,7 +195,7 @@ static int query_pair(const char *s, size_t n, bool plain, char *scratch, size_t
         out->key = value;
         break;
     case Q_WAIT:
-        if (!parse_wait(value.ptr, value.len, &out->wait))
+        if (!sld_check_parse_wait(value.ptr, value.len, &out->wait))
             return fail(param, why, p, WAIT_RANGE);
         break;
     default:
@@ -533,7 +532,7 @@ static int member(json_t *j, unsigned *seen, sld_check_request_t *out) {
         sld_span_t w;
         if ((rc = string_value(j, field, "must be a string (\"500ms\", \"2s\")", &w)) != SL_OK)
             return rc;
-        return parse_wait(w.ptr, w.len, &out->wait) ? SL_OK : jfail(j, field, WAIT_RANGE);
+        return sld_check_parse_wait(w.ptr, w.len, &out->wait) ? SL_OK : jfail(j, field, WAIT_RANGE);
     }
     default:
         return attributes_value(j, out);

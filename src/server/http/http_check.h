@@ -51,4 +51,9 @@ int sld_check_parse_query(const char *query, size_t len, char *scratch, sld_chec
 int sld_check_parse_json(const char *body, size_t len, char *scratch, sld_check_request_t *out,
                          const char **param, const char **why);
 
+/* wait=: a duration ("500ms", "2s"; a bare number is seconds) from 0 to
+ * SL_MAX_WAIT, in microseconds; false otherwise (SLD_CHECK_WAIT_RANGE says why). */
+#define SLD_CHECK_WAIT_RANGE "must be a duration from 0 to 1h (\"500ms\", \"2s\")"
+bool sld_check_parse_wait(const char *p, size_t n, int64_t *out);
+
 #endif

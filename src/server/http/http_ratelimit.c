@@ -84,7 +84,6 @@ void sld_http_limit_quota(const sl_limit_t *l, uint32_t soft_percent, uint64_t *
  * numbers, and the ", " before it. */
 #define ITEM_ROOM (3 + SLD_DEC_MAX + 2 * (3 + SLD_DEC_MAX) + 2)
 
-#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
 
 static char *item_name(char *p, const char *policy, size_t len, size_t i, size_t n) {
     *p++ = '"';
@@ -122,11 +121,11 @@ void sld_http_rate_headers(sld_http_reply_t *r, const char *name, const sl_polic
         int64_t w;
         sld_http_limit_quota(sl_policy_limit(p, i), soft_percent, &q, &w);
         if (i > 0)
-            o = PUT_LIT(o, ", ");
+            o = SLD_PUT_LIT(o, ", ");
         o = item_name(o, name, name_len, i, n);
-        o = PUT_LIT(o, ";q=");
+        o = SLD_PUT_LIT(o, ";q=");
         o = sld_dec_u64(o, q);
-        o = PUT_LIT(o, ";w=");
+        o = SLD_PUT_LIT(o, ";w=");
         o = sld_dec_i64(o, w);
     }
     header_done(r, SLD_H_RATELIMIT_POLICY, &off, o);
@@ -138,11 +137,11 @@ void sld_http_rate_headers(sld_http_reply_t *r, const char *name, const sl_polic
             t = t > 0 ? t : 1;
         }
         if (i > 0)
-            o = PUT_LIT(o, ", ");
+            o = SLD_PUT_LIT(o, ", ");
         o = item_name(o, name, name_len, i, n);
-        o = PUT_LIT(o, ";r=");
+        o = SLD_PUT_LIT(o, ";r=");
         o = sld_dec_u64(o, lr[i].remaining);
-        o = PUT_LIT(o, ";t=");
+        o = SLD_PUT_LIT(o, ";t=");
         o = sld_dec_i64(o, t);
     }
     header_done(r, SLD_H_RATELIMIT, &off, o);

@@ -11,10 +11,8 @@
 #include "server/http/http_routes.h"
 #include "server/http/http_wait.h"
 
-#define USEC_PER_MS 1000
-
 static int64_t ms_up(sl_usec_t us) {
-    return us <= 0 ? 0 : us / USEC_PER_MS + (us % USEC_PER_MS != 0);
+    return us <= 0 ? 0 : sld_ms_up(us);
 }
 
 /* The body's fixed text at its longest, and its numbers: room reserved once,
@@ -22,8 +20,6 @@ static int64_t ms_up(sl_usec_t us) {
 #define BODY_TEXT "{\"allowed\":false,\"policy\":\"\",\"tier\":\"\",\"limit\":,\"remaining\":,\"reset_after_ms\":," \
                   "\"retry_after_ms\":,\"limited\":false,\"delay_ms\":}\n"
 #define BODY_NUMBERS 5
-
-#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
 
 static char *put_str(char *p, const char *s, size_t n) {
     memcpy(p, s, n);
@@ -41,34 +37,34 @@ static void check_body(sld_http_reply_t *r, const sld_http_decision_t *f, const 
         return; /* body.failed: the answer becomes a 503 */
     char *o = b->data + b->len;
     if (dec->allowed)
-        o = PUT_LIT(o, "{\"allowed\":true,\"policy\":\"");
+        o = SLD_PUT_LIT(o, "{\"allowed\":true,\"policy\":\"");
     else
-        o = PUT_LIT(o, "{\"allowed\":false,\"policy\":\"");
+        o = SLD_PUT_LIT(o, "{\"allowed\":false,\"policy\":\"");
     o = put_str(o, pc->name, name_len); /* [A-Za-z0-9_.-]: nothing to escape */
     if (tier) {
-        o = PUT_LIT(o, "\",\"tier\":\"");
+        o = SLD_PUT_LIT(o, "\",\"tier\":\"");
         o = put_str(o, tier, tier_len);
     }
-    o = PUT_LIT(o, "\",\"limit\":");
+    o = SLD_PUT_LIT(o, "\",\"limit\":");
     o = sld_dec_u64(o, dec->limit);
-    o = PUT_LIT(o, ",\"remaining\":");
+    o = SLD_PUT_LIT(o, ",\"remaining\":");
     o = sld_dec_u64(o, dec->remaining);
-    o = PUT_LIT(o, ",\"reset_after_ms\":");
+    o = SLD_PUT_LIT(o, ",\"reset_after_ms\":");
     o = sld_dec_i64(o, ms_up(dec->reset_after));
-    o = PUT_LIT(o, ",\"retry_after_ms\":");
+    o = SLD_PUT_LIT(o, ",\"retry_after_ms\":");
     o = sld_dec_i64(o, dec->retry_after == SL_NEVER ? -1 : ms_up(dec->retry_after));
     if (dec->limited)
-        o = PUT_LIT(o, ",\"limited\":true");
+        o = SLD_PUT_LIT(o, ",\"limited\":true");
     else
-        o = PUT_LIT(o, ",\"limited\":false");
+        o = SLD_PUT_LIT(o, ",\"limited\":false");
     bool shaper = false;
     for (size_t i = 0; i < sl_policy_limit_count(p); i++)
         shaper |= sl_policy_limit(p, i)->shaper;
     if (shaper) { /* a shaper's clients look for it on every answer, 0 included */
-        o = PUT_LIT(o, ",\"delay_ms\":");
+        o = SLD_PUT_LIT(o, ",\"delay_ms\":");
         o = sld_dec_i64(o, ms_up(dec->delay));
     }
-    o = PUT_LIT(o, "}\n");
+    o = SLD_PUT_LIT(o, "}\n");
     b->len = (size_t)(o - b->data);
 }
 

@@ -6,7 +6,8 @@
 
 #include <uv.h>
 
-#include "server/config/config.h" /* sld_parse_duration */
+#include "server/http/http_check.h" /* sld_check_parse_wait */
+#include "server/base/decimal.h"
 #include "server/http/http_wait.h"
 
 typedef struct held {
@@ -49,7 +50,6 @@ static void on_fire(uv_timer_t *t) { close_timer(t->data); }
 /* The client went away: the answer is delivered to nobody, now. */
 static void on_cancel(void *arg) { close_timer(arg); }
 
-static int64_t ms_up(sl_usec_t us) { return us / 1000 + (us % 1000 != 0); }
 
 void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f, sld_span_t key,
                           uint64_t cost, int64_t wait) {
@@ -91,7 +91,7 @@ void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f
     }
     uv_timer_init(loop, &held->timer);
     held->timer.data = held;
-    uv_timer_start(&held->timer, on_fire, (uint64_t)ms_up(dec.delay), 0);
+    uv_timer_start(&held->timer, on_fire, (uint64_t)sld_ms_up(dec.delay), 0);
     sld_http_pending_on_cancel(pd, on_cancel, held);
     *c->later = pd;
 }
@@ -116,17 +116,9 @@ bool sld_http_query_wait(const sld_http_call_t *c, int64_t *wait) {
         const char *pair = q.ptr + start;
         size_t n = end - start;
         if (n >= 5 && memcmp(pair, "wait=", 5) == 0) {
-            char text[32];
-            sl_usec_t us = -1;
-            if (n - 5 > 0 && n - 5 < sizeof text) {
-                memcpy(text, pair + 5, n - 5);
-                text[n - 5] = '\0';
-                if (sld_parse_duration(text, &us) != SL_OK)
-                    us = -1;
-            }
-            if (us < 0 || us > SL_MAX_WAIT) {
-                sld_http_error(c->reply, 400, "bad_request", "wait",
-                               "wait: must be a duration from 0 to 1h (\"500ms\", \"2s\")");
+            sl_usec_t us;
+            if (!sld_check_parse_wait(pair + 5, n - 5, &us)) {
+                sld_http_error(c->reply, 400, "bad_request", "wait", "wait: " SLD_CHECK_WAIT_RANGE);
                 return false;
             }
             *wait = us;

@@ -5,6 +5,7 @@
 
 #include <uv.h>
 
+#include "server/base/decimal.h"
 #include "server/resp/acquire.h"
 
 typedef struct waiter {
@@ -66,7 +67,6 @@ const char *sld_acquire_options(const sld_arg_t *argv, size_t argc, size_t from,
     return timeout ? NULL : "ERR TIMEOUT ms is required (0: do not wait)";
 }
 
-static int64_t ms_up(sl_usec_t us) { return us / 1000 + (us % 1000 != 0); }
 
 void sld_acquire(sld_client_t *c, sld_request_t *r, sl_usec_t wait, int kind,
                  sld_acquire_write_fn write) {
@@ -93,7 +93,7 @@ void sld_acquire(sld_client_t *c, sld_request_t *r, sl_usec_t wait, int kind,
     }
     *w = (waiter_t){.slot = slot, .write = write, .kind = kind, .d = d};
     uv_timer_init(c->loop, &w->timer);
-    uv_timer_start(&w->timer, on_fire, (uint64_t)ms_up(d.delay), 0);
+    uv_timer_start(&w->timer, on_fire, (uint64_t)sld_ms_up(d.delay), 0);
     sld_reply_on_close(slot, on_cancel, w);
     c->out = sld_reply_queue_tail(c->replies); /* later replies wait behind it */
 }

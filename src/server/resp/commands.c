@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "server/base/decimal.h"
 #include "server/resp/commands.h"
 #include "server/resp/acquire.h"
 #include "server/resp/auth.h"
@@ -59,7 +60,6 @@ static void reply_library_error(sld_client_t *c, int rc) {
 
 typedef enum reply_kind { REPLY_THROTTLE, REPLY_NATIVE, REPLY_RESET } reply_kind_t;
 
-static int64_t ms_up(sl_usec_t us) { return us / 1000 + (us % 1000 != 0); }
 
 static void write_reply(sld_buf_t *out, reply_kind_t kind, int rc, const sl_decision_t *d) {
     if (rc != SL_OK) {
@@ -78,9 +78,9 @@ static void write_reply(sld_buf_t *out, reply_kind_t kind, int rc, const sl_deci
         int64_t reply[8] = {d->allowed,
                             (int64_t)d->limit,
                             (int64_t)d->remaining,
-                            d->retry_after == SL_NEVER ? -1 : ms_up(d->retry_after),
-                            ms_up(d->reset_after),
-                            ms_up(d->delay),
+                            d->retry_after == SL_NEVER ? -1 : sld_ms_up(d->retry_after),
+                            sld_ms_up(d->reset_after),
+                            sld_ms_up(d->delay),
                             d->limited,
                             d->limit_index};
         sld_reply_ints(out, reply, 8);
@@ -307,7 +307,7 @@ static void reply_limit(sld_buf_t *out, const sl_limit_t *l) {
     sld_reply_array(out, 7);
     sld_reply_bulk_str(out, sl_algorithm_name(l->algorithm));
     sld_reply_int(out, (int64_t)l->limit);
-    sld_reply_int(out, ms_up(l->period));
+    sld_reply_int(out, sld_ms_up(l->period));
     sld_reply_int(out, (int64_t)l->burst);
     sld_reply_int(out, l->precision);
     sld_reply_int(out, l->shaper);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/base/decimal.h"
 #include "server/engine/engine.h"
 #include "server/resp/keyspace.h"
 
@@ -46,7 +47,6 @@ struct ks_op {
     probe_t *probes;   /* nkeys x nsets when answers come later: the callbacks' argument */
 };
 
-static int64_t ms_up(sl_usec_t us) { return us / 1000 + (us % 1000 != 0); }
 
 static void write_reply(const ks_op_t *op, sld_buf_t *out) {
     if (op->rc != SL_OK) {
@@ -62,9 +62,9 @@ static void write_reply(const ks_op_t *op, sld_buf_t *out) {
     else if (n == 0)
         sld_reply_int(out, -2);
     else if (op->kind == KS_PTTL)
-        sld_reply_int(out, ms_up(op->ttl));
+        sld_reply_int(out, sld_ms_up(op->ttl));
     else /* Redis rounds TTL to the nearest second */
-        sld_reply_int(out, (ms_up(op->ttl) + 500) / 1000);
+        sld_reply_int(out, (sld_ms_up(op->ttl) + 500) / 1000);
 }
 
 static void op_free(ks_op_t *op) {

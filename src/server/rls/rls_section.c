@@ -31,10 +31,6 @@ void sld_rls_section_override(const char *dir) {
     override_dir = dir;
 }
 
-const char *sld_rls_section_override_dir(void) {
-    return override_dir;
-}
-
 const char *sld_rls_section_yaml(char *buf, size_t size) {
     if (override_dir == NULL)
         return NULL;
@@ -138,7 +134,7 @@ int sld_rls_config_load(const char *path, const char *name, const char *text, si
                         sld_config_t **out, char *err, size_t err_len) {
     int rc = path ? sld_config_load(path, out, err, err_len)
                   : sld_config_parse(name, text, len, out, err, err_len);
-    if (rc != SL_OK || override_dir == NULL || sld_config_section(*out, sld_rls_section.name))
+    if (rc != SL_OK || override_dir == NULL || sld_config_value(*out, &sld_rls_section))
         return rc;
     sld_config_free(*out);
     *out = NULL;
@@ -167,11 +163,11 @@ int sld_rls_config_load(const char *path, const char *name, const char *text, si
 }
 
 sld_rls_headers_t sld_rls_response_headers(const sld_config_t *cfg) {
-    const sld_rls_settings_t *s = sld_config_section(cfg, sld_rls_section.name);
+    const sld_rls_settings_t *s = sld_config_value(cfg, &sld_rls_section);
     return s ? s->response_headers : SLD_RLS_HEADERS_BOTH;
 }
 
 sld_rls_config_t *sld_rls_rules(const sld_config_t *cfg) {
-    const sld_rls_settings_t *s = sld_config_section(cfg, sld_rls_section.name);
+    const sld_rls_settings_t *s = sld_config_value(cfg, &sld_rls_section);
     return s ? s->rules : NULL;
 }
