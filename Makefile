@@ -46,11 +46,12 @@ test-asan:
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
-# Every parser's libFuzzer target, briefly, under ASan + UBSan (clang).
+# Every parser's libFuzzer target, briefly, under ASan + UBSan (clang);
+# each fuzzer is one thread, so they run $(JOBS) at a time.
 fuzz:
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSL_FUZZ=ON
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
-	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
+	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz -j $(JOBS)
 
 bench:
 	sh scripts/deps.sh bench
