@@ -34,6 +34,7 @@
 #include "server/grpc/grpc_front.h"
 #include "server/grpc/grpc_messages.h"
 #include "server/grpc/grpc_stats.h"
+#include "server/grpc/grpc_tls.h"
 #include "server/net/admission.h"
 #include "server/observe/extra_metrics.h"
 
@@ -604,43 +605,6 @@ const sld_front_ops_t sld_grpc_front_ops = {"grpc", front_start, front_begin_sto
 
 /* ---- the shared part ------------------------------------------------------------------------ */
 
-/* The C core's from-fd channels are cleartext only, so with grpc.tls the
- * C core listens on listen.grpc itself: its own socket (never shared
- * through SO_REUSEPORT, as net/listener.c's are not with another daemon),
- * accepted on its own threads; the workers still decide every call. Such
- * connections are not counted in limits.max_connections (the C core tells
- * nothing of them); idle ones are let go as the cleartext ones, and one
- * that does not finish its TLS handshake within idle_timeout (at most the
- * C core's default of 120 s) is closed. */
-#define HANDSHAKE_MAX_MS 120000
-
-static void tls_args(grpc_channel_args *args, sl_usec_t idle) {
-    args->args[args->num_args++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_ALLOW_REUSEPORT,
-                                              .value.integer = 0};
-    int64_t ms = idle > 0 ? (int64_t)(idle / 1000) : HANDSHAKE_MAX_MS;
-    args->args[args->num_args++] = (grpc_arg){.type = GRPC_ARG_INTEGER,
-                                              .key = (char *)GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
-                                              .value.integer = ms > HANDSHAKE_MAX_MS ? HANDSHAKE_MAX_MS
-                                                               : ms < 1         ? 1
-                                                                                : (int)ms};
-}
-
-static int listen_tls(sld_grpc_t *g, const sld_grpc_settings_t *tls, const char *addr, char *err, size_t err_len) {
-    grpc_ssl_pem_key_cert_pair pair = {.private_key = tls->key_pem, .cert_chain = tls->cert_pem};
-    g->tls_creds = grpc_ssl_server_credentials_create(NULL, &pair, 1, 0, NULL);
-    g->tls_port = g->tls_creds ? grpc_server_add_http2_port(g->server, addr, g->tls_creds) : 0;
-    if (g->tls_port > 0) {
-        sld_info("grpc: TLS on %s (port %d) with %s, on the gRPC C core's own listener", addr, g->tls_port,
-                 tls->cert_path);
-        return SL_OK;
-    }
-    snprintf(err, err_len,
-             "grpc: cannot serve TLS on %s: the address is taken or refused, or the gRPC C core refused "
-             "grpc.tls.cert '%s' or grpc.tls.key '%s' (its reason is logged above)",
-             addr, tls->cert_path, tls->key_path);
-    return SL_EIO;
-}
-
 const char *sld_grpc_accept_address(const sld_grpc_t *g, int *port) {
     if (g->tls_creds == NULL)
         return sld_grpc_listen(sld_runtime(g->d)->cfg);
@@ -684,19 +648,21 @@ int sld_grpc_new(sld_daemon_t *d, uint32_t threads, uint32_t max_message, sld_gr
     }
     const sld_grpc_settings_t *tls = rt ? sld_grpc_tls(rt->cfg) : NULL;
     if (tls)
-        tls_args(&args, idle);
+        sld_grpc_tls_args(&args, idle);
     g->server = grpc_server_create(&args, NULL);
     g->cq = grpc_completion_queue_create_for_next(NULL);
     g->creds = grpc_insecure_server_credentials_create();
     grpc_server_register_completion_queue(g->server, g->cq, NULL);
-    if (tls && listen_tls(g, tls, sld_grpc_listen(rt->cfg), err, err_len) != SL_OK) {
+    if (tls && sld_grpc_tls_listen(g->server, tls, sld_grpc_listen(rt->cfg), &g->tls_creds, &g->tls_port, err,
+                                   err_len) != SL_OK) {
         grpc_server_destroy(g->server);
         grpc_completion_queue_shutdown(g->cq);
         while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
             ;
         grpc_completion_queue_destroy(g->cq);
         grpc_server_credentials_release(g->creds);
-        grpc_server_credentials_release(g->tls_creds);
+        if (g->tls_creds)
+            grpc_server_credentials_release(g->tls_creds);
         grpc_shutdown_blocking();
         if (g->stats)
             sld_metrics_extra_set_rls(NULL);

@@ -23,8 +23,8 @@
  * stopped, ends the completion queue's thread and the C core.
  *
  * With grpc.tls (grpc_config.h) the C core's own listener serves
- * listen.grpc instead, over TLS (its from-fd channels are cleartext only):
- * the workers then accept nothing, and only decide.
+ * listen.grpc instead, over TLS (grpc_tls.h; its from-fd channels are
+ * cleartext only): the workers then accept nothing, and only decide.
  *
  * Not here: the protobuf messages (grpc_messages.c), deciding
  * (grpc_decide.c), the per-rule stats it registers for /metrics
