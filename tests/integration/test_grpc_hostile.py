@@ -16,7 +16,9 @@ misbehave, a raw HTTP/2 client built from frames in this file:
     on its own connection; one that sends its whole message without ending
     its stream is answered;
   - a connection with no call open (or that never sends its preface) is let
-    go (GOAWAY, closed, its place released) after limits.idle_timeout.
+    go (GOAWAY, closed, its place released) after limits.idle_timeout; so is
+    one whose client never gives a window to answer its calls in (they end
+    UNAVAILABLE), while other clients are served.
 
 The daemon runs on the manual test clock, so no rate window is waited out;
 the one real wait is limits.idle_timeout (1 s here) in the last two.
@@ -214,10 +216,11 @@ def wait_end(sock, stream, buf, timeout):
             return ("goaway", payload)
 
 
-def wait_streams(sock, streams, buf, timeout):
+def wait_streams(sock, streams, buf, timeout, goaway=False):
     """The ends of several streams: {stream: ('trailers', block, data) or
     ('reset', code, data)}, data being the stream's DATA bytes; in the order
-    they ended (an insertion-ordered dict)."""
+    they ended (an insertion-ordered dict). A GOAWAY before they all ended
+    fails, unless `goaway`."""
     sock.settimeout(timeout)
     data, ends = {s: b"" for s in streams}, {}
     while len(ends) < len(streams):
@@ -229,15 +232,51 @@ def wait_streams(sock, streams, buf, timeout):
             sock.sendall(frame(SETTINGS, ACK, 0))
         elif kind == PING and not flags & ACK:
             sock.sendall(frame(PING, ACK, 0, payload))
-        elif kind == GOAWAY:
+        elif kind == GOAWAY and not goaway:
             raise AssertionError("GOAWAY with %s still open" % sorted(set(streams) - set(ends)))
         elif sid in data and kind == DATA:
             data[sid] += payload
-        elif sid in data and kind == HEADERS and flags & END_STREAM:
+        elif sid in data and sid not in ends and kind == HEADERS and flags & END_STREAM:
             ends[sid] = ("trailers", payload, data[sid])
-        elif sid in data and kind == RST_STREAM:
+        elif sid in data and sid not in ends and kind == RST_STREAM:
             ends[sid] = ("reset", int.from_bytes(payload, "big"), data[sid])
     return ends
+
+
+class NoWindow(unittest.TestCase):
+    def test_client_that_never_opens_its_window_is_let_go(self):
+        # SETTINGS_INITIAL_WINDOW_SIZE 0 and no WINDOW_UPDATE ever: no answer
+        # can be sent on its 100 calls; the C core gives up on them after
+        # limits.idle_timeout, while other clients are served, and closes it
+        with Daemon(CONFIG % (100, "1s")) as d:
+            r = d.client()
+            port = grpc_port(d)
+            sock = socket.create_connection(("127.0.0.1", port))
+            buf = bytearray()
+            try:
+                sock.sendall(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0)))
+                body = request("no-window").SerializeToString()
+                message = b"\x00" + struct.pack(">I", len(body)) + body
+                streams = list(range(1, 201, 2))
+                for stream in streams:
+                    open_call(sock, stream, port)
+                    sock.sendall(frame(DATA, END_STREAM, stream, message))
+                started = time.time()
+                ch, rls = channel(d)
+                with ch:
+                    for _ in range(3):
+                        self.assertEqual(rls(request("served"), timeout=10).overall_code, R.OK)
+                ends = wait_streams(sock, streams, buf, 15, goaway=True)
+                self.assertLess(time.time() - started, 10)
+                # no DATA could go out: each ended by trailers without a message (UNAVAILABLE)
+                self.assertEqual({(kind, data) for kind, _, data in ends.values()}, {("trailers", b"")})
+                self.assertIn(b"grpc-status\x0214", ends[1][1])
+                sock.settimeout(15)
+                while read_frame(sock, buf) is not None:
+                    pass  # until the daemon closes it
+            finally:
+                sock.close()
+            self.assertTrue(until(lambda: r.info()["connected_clients"] == 1), r.info()["connected_clients"])
 
 
 class NeverEnded(unittest.TestCase):
