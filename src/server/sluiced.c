@@ -334,7 +334,9 @@ static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
         int rc = sld_grpc_new(&D, cfg->threads, cfg->max_request_bytes, &grpc_front, err, err_len);
         if (rc != SL_OK)
             return rc;
-        fronts[n++] = (sld_front_t){&sld_grpc_front_ops, grpc_front, sld_grpc_listen(cfg), &grpc_port};
+        /* with TLS the C core listens itself: the workers only decide */
+        const char *accept_on = sld_grpc_accept_address(grpc_front, &grpc_port);
+        fronts[n++] = (sld_front_t){&sld_grpc_front_ops, grpc_front, accept_on, accept_on ? &grpc_port : NULL};
     }
     return sld_server_start(&D, fronts, n, cfg->threads, &server, err, err_len);
 }
