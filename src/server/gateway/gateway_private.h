@@ -32,7 +32,22 @@ struct sld_gateway {
     const sld_gw_config_t *g;
     sld_gw_conc_t *conc;       /* in-flight counts and counters, shared by the workers */
     sld_metrics_extra_t metrics; /* its series in /metrics */
+    struct gw_listener *listeners; /* one per gateway.listen entry: each a front of its own */
 };
+
+/* A listener of the gateway, as the server's front for it (its ctx). */
+typedef struct gw_listener {
+    sld_gateway_t *gw;
+    size_t index;              /* in the section's listens */
+} gw_listener_t;
+
+/* A route's upstreams on one worker: libh2o takes one URL per proxy
+ * handler, so one handler each, taken in turn. */
+typedef struct gw_upstreams {
+    h2o_handler_t **proxies;   /* the route's upstreams', in the order written */
+    size_t n;
+    size_t next;               /* round robin: the next request's (this worker's own turn) */
+} gw_upstreams_t;
 
 typedef struct gw_worker gw_worker_t;
 
@@ -46,7 +61,9 @@ struct gw_worker {
     h2o_globalconf_t config;
     sld_gateway_t *gw;
     uint32_t index;
-    h2o_handler_t **proxies;   /* one per route, in the routes' order */
+    const gw_listener_t *listener; /* the listener it serves */
+    h2o_handler_t **proxies;   /* every route's upstreams', in order (one block) */
+    gw_upstreams_t *upstreams; /* per route, into proxies */
     sld_http_reply_t reply;    /* reused from request to request */
     bool has_config;           /* config exists (disposed with the worker) */
     uv_timer_t wait_timer;     /* serves the waiters for a concurrency slot */

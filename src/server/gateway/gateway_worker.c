@@ -65,9 +65,15 @@ static void on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t *
         if (route != NULL) /* the route that forwarded it: routes do not change */
             sld_gw_count(w->gw->conc, (size_t)(route - w->gw->g->routes),
                          timeout ? SLD_GW_TIMED_OUT : SLD_GW_BAD_GATEWAY);
+        /* an https upstream's handshake: libh2o says what OpenSSL found
+         * ("self-signed certificate", "certificate name mismatch", ...) */
+        bool tls = !timeout && route != NULL && route->tls != NULL &&
+                   (memmem(why->base, why->len, "certificate", 11) != NULL ||
+                    memmem(why->base, why->len, "ssl", 3) != NULL);
         char *body = h2o_mem_alloc_pool(&req->pool, 256);
         int len = snprintf(body, 256,
                            timeout ? "gateway timeout: the upstream did not answer in time (%.*s)\n"
+                           : tls   ? "bad gateway: TLS with the upstream failed (%.*s)\n"
                                    : "bad gateway: the upstream cannot be reached (%.*s)\n",
                            (int)(why->len > 100 ? 100 : why->len), why->base);
         req->res.status = timeout ? 504 : 502;
@@ -101,6 +107,12 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
         sld_gateway_free(gw);
         return SL_ENOMEM;
     }
+    if ((gw->listeners = calloc(gw->g->nlistens, sizeof *gw->listeners)) == NULL) {
+        sld_gateway_free(gw);
+        return SL_ENOMEM;
+    }
+    for (size_t i = 0; i < gw->g->nlistens; i++)
+        gw->listeners[i] = (gw_listener_t){.gw = gw, .index = i};
     gw->metrics = (sld_metrics_extra_t){.write = sld_gw_conc_write_metrics, .ctx = gw->conc};
     sld_metrics_extra_set(&gw->metrics);
     *out = gw;
@@ -114,15 +126,27 @@ void sld_gateway_free(sld_gateway_t *gw) {
         sld_metrics_extra_set(NULL);
     sld_gw_conc_free(gw->conc);
     sld_config_part_release(gw->part);
+    free(gw->listeners);
     free(gw);
 }
 
 const char *sld_gateway_listen(const sld_gateway_t *gw) { return gw->g->listen; }
 
+size_t sld_gateway_nlistens(const sld_gateway_t *gw) { return gw->g->nlistens; }
+
+sld_front_t sld_gateway_front(sld_gateway_t *gw, size_t i, int *port) {
+    return (sld_front_t){&sld_gateway_front_ops, &gw->listeners[i], gw->g->listens[i].addr, port};
+}
+
 static int configure(gw_worker_t *w, char *err, size_t err_len) {
     const sld_gw_config_t *g = w->gw->g;
     const sld_config_t *cfg = sld_runtime(w->gw->d)->cfg;
-    if ((w->proxies = calloc(g->nroutes ? g->nroutes : 1, sizeof *w->proxies)) == NULL) {
+    size_t total = 0;
+    for (size_t i = 0; i < g->nroutes; i++)
+        total += g->routes[i].nupstreams;
+    w->proxies = calloc(total ? total : 1, sizeof *w->proxies);
+    w->upstreams = calloc(g->nroutes ? g->nroutes : 1, sizeof *w->upstreams);
+    if (w->proxies == NULL || w->upstreams == NULL) {
         snprintf(err, err_len, "out of memory");
         return SL_ENOMEM;
     }
@@ -136,17 +160,23 @@ static int configure(gw_worker_t *w, char *err, size_t err_len) {
     gw_handler_t *handler = (gw_handler_t *)h2o_create_handler(path, sizeof *handler);
     handler->super.on_req = sld__gw_on_req;
     handler->w = w;
-    for (size_t i = 0; i < g->nroutes; i++) {
+    for (size_t i = 0, at = 0; i < g->nroutes; i++) {
         const sld_gw_route_t *route = &g->routes[i];
-        h2o_url_t url;
-        if (h2o_url_parse(route->upstream, strlen(route->upstream), &url) != 0) {
-            snprintf(err, err_len, "gateway: route %s: bad upstream %s", route->name, route->upstream);
-            return SL_EINVAL;
+        w->upstreams[i] = (gw_upstreams_t){.proxies = &w->proxies[at], .n = route->nupstreams};
+        for (size_t k = 0; k < route->nupstreams; k++, at++) {
+            const char *upstream = route->upstreams[k];
+            h2o_url_t url;
+            if (h2o_url_parse(upstream, strlen(upstream), &url) != 0) {
+                snprintf(err, err_len, "gateway: route %s: bad upstream %s", route->name, upstream);
+                return SL_EINVAL;
+            }
+            /* https: the route's context (libh2o holds a reference of its own) */
+            h2o_proxy_config_vars_t vars = {.io_timeout = (uint64_t)(route->timeout / 1000),
+                                            .keepalive_timeout = KEEPALIVE_MS,
+                                            .ssl_ctx = url.scheme == &H2O_URL_SCHEME_HTTPS ? route->tls : NULL};
+            h2o_proxy_register_reverse_proxy(path, &url, &vars);
+            w->proxies[at] = path->handlers.entries[path->handlers.size - 1];
         }
-        h2o_proxy_config_vars_t vars = {.io_timeout = (uint64_t)(route->timeout / 1000),
-                                        .keepalive_timeout = KEEPALIVE_MS};
-        h2o_proxy_register_reverse_proxy(path, &url, &vars);
-        w->proxies[i] = path->handlers.entries[path->handlers.size - 1];
     }
     gw_filter_t *filter = (gw_filter_t *)h2o_create_filter(path, sizeof *filter);
     filter->super.on_setup_ostream = on_setup_ostream;
@@ -177,11 +207,13 @@ static void free_upstream_authority(h2o_handler_t *proxy) { (void)proxy; }
 
 static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void **out, char *err,
                         size_t err_len) {
-    sld_gateway_t *gw = ctx;
+    const gw_listener_t *l = ctx;
+    sld_gateway_t *gw = l->gw;
     gw_worker_t *w = sld_front_worker_new(sizeof *w, fd, err, err_len);
     if (w == NULL)
         return SL_ENOMEM;
     w->gw = gw;
+    w->listener = l;
     w->index = index;
     *out = w; /* on failure the caller stops and disposes it like any other */
     uv_timer_init(loop, &w->wait_timer);
@@ -192,7 +224,10 @@ static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void
         close(fd);
         return rc;
     }
-    return sld_http_server_start(&w->server, gw->d, loop, &w->config, fd, "the gateway", err, err_len);
+    rc = sld_http_server_start(&w->server, gw->d, loop, &w->config, fd, "the gateway", err, err_len);
+    /* TLS: h2o_accept() does the handshake, and offers HTTP/2 by ALPN */
+    w->server.accept.ssl_ctx = gw->g->listens[l->index].tls;
+    return rc;
 }
 
 static void worker_dispose(void *arg) {
@@ -206,8 +241,9 @@ static void worker_dispose(void *arg) {
     w->timer_open = false;
     if (w->has_config) {
         for (size_t i = 0; i < w->gw->g->nroutes; i++)
-            if (w->proxies[i])
-                free_upstream_authority(w->proxies[i]);
+            for (size_t k = 0; k < w->upstreams[i].n; k++)
+                if (w->upstreams[i].proxies[k])
+                    free_upstream_authority(w->upstreams[i].proxies[k]);
         h2o_config_dispose(&w->config); /* the socket pools' timers, on this loop */
     }
     sld_http_reply_free(&w->reply);
@@ -216,6 +252,7 @@ static void worker_dispose(void *arg) {
 static void worker_free(void *arg) {
     gw_worker_t *w = arg;
     free(w->proxies);
+    free(w->upstreams);
     free(w);
 }
 
