@@ -126,6 +126,9 @@ gateway:
     - name: unverified
       match: {path_prefix: /unverified/}
       upstream: https://localhost:%(tls_up)d
+    - name: by_host
+      match: {host: tls.example, path_prefix: /hosted/}
+      upstream: https://localhost:%(tls_up)d/base
     - name: lab
       match: {path_prefix: /lab/}
       upstream: https://localhost:%(tls_up)d
@@ -216,6 +219,11 @@ class GatewayTls(unittest.TestCase):
         self.assertEqual(status, 502)
         self.assertRegex(body, r"^bad gateway: TLS with the upstream failed \(.*certificate.*\)\n$")
         self.assertEqual(self.tls_up.count("unverified"), 0)
+        # a route matched by its host, with a path on its upstream: told the
+        # same (libh2o rewrote the request's host and path by then)
+        status, _, _, body = curl("http://127.0.0.1:%d/hosted/x" % self.port, "-H", "Host: tls.example")
+        self.assertEqual(status, 502)
+        self.assertRegex(body, r"^bad gateway: TLS with the upstream failed \(.*certificate.*\)\n$")
         # tls_verify: off takes any certificate
         status, _, _, body = curl("http://127.0.0.1:%d/lab/x" % self.port)
         self.assertEqual((status, body), (200, "tls saw /lab/x\n"))

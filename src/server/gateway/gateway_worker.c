@@ -58,13 +58,10 @@ static void on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t *
     if (why != NULL) {
         bool timeout = memmem(why->base, why->len, "timeout", 7) != NULL;
         gw_worker_t *w = ((gw_filter_t *)self)->w;
-        const sld_gw_route_t *route = sld_gw_route_find(
-            w->gw->g, (sld_span_t){req->method.base, req->method.len},
-            (sld_span_t){req->authority.base, req->authority.len},
-            (sld_span_t){req->path_normalized.base, req->path_normalized.len});
-        if (route != NULL) /* the route that forwarded it: routes do not change */
-            sld_gw_count(w->gw->conc, (size_t)(route - w->gw->g->routes),
-                         timeout ? SLD_GW_TIMED_OUT : SLD_GW_BAD_GATEWAY);
+        size_t index;
+        const sld_gw_route_t *route = sld_gw_forwarded_route(req, &index) ? &w->gw->g->routes[index] : NULL;
+        if (route != NULL)
+            sld_gw_count(w->gw->conc, index, timeout ? SLD_GW_TIMED_OUT : SLD_GW_BAD_GATEWAY);
         /* an https upstream's handshake: libh2o says what OpenSSL found
          * ("self-signed certificate", "certificate name mismatch", ...) */
         bool tls = !timeout && route != NULL && route->tls != NULL &&
