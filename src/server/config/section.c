@@ -277,6 +277,11 @@ int sld_config_get_listen(sld_config_ctx_t *c, const char *path, const char *tex
 
 char *sld_config_dup(sld_config_ctx_t *c, const char *s) { return sld__cfg_dup(c, s); }
 
+const char *sld_config_source(sld_config_ctx_t *c, size_t *len) {
+    *len = c->len;
+    return c->yaml ? c->yaml : "";
+}
+
 const sld_policy_t *sld_config_policy(const sld_config_t *cfg, const char *name) {
     for (size_t i = 0; i < cfg->npolicies; i++)
         if (strcmp(cfg->policies[i].name, name) == 0)
