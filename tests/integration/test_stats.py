@@ -30,6 +30,9 @@ policies:
   - name: quiet
     limits:
       - {algorithm: fixed_window, limit: 5, period: 1m}
+  - name: spaced
+    limits:
+      - {algorithm: gcra, limit: 1, period: 1s}
 """
 
 
@@ -75,18 +78,40 @@ class Stats(unittest.TestCase):
             self.assertLessEqual(len(req["top"]), 10)
             den = p["heavy_hitters"][win]["denials"]
             self.assertEqual(den["total"], 215)
-            self.assertEqual(den["top"][0], {"key": "203.0.113.7", "count": 215, "truncated": False})
+            top = dict(den["top"][0])
+            # what it has left now: a peek, which charges and counts nothing
+            remaining, retry_after = top.pop("remaining"), top.pop("retry_after")
+            self.assertEqual(top, {"key": "203.0.113.7", "count": 215, "truncated": False})
+            self.assertEqual(remaining, 0)
+            self.assertGreater(retry_after, 0)
+            self.assertLessEqual(retry_after, 60)
+            quiet = [e for e in req["top"] if e["key"] == "10.0.0.1"]
+            if quiet:
+                self.assertEqual((quiet[0]["remaining"], quiet[0]["retry_after"]), (4, 0))
         self.assertEqual(st["heavy_hitters"], {"keys": "show", "counters": 64})
         # the decisions were all in the current second: the chart shows them a second on
         self.d.advance(S)
         per = policy(self.stats(), "per_ip")["per_second"]
         self.assertEqual(len(per["allowed"]), st["seconds"])
         self.assertEqual((per["allowed"][-1], per["denied"][-1], per["limited"][-1]), (45, 215, 0))
+        self.assertEqual(per["delayed"][-1], 0)
+        # the peeks of the heavy keys were not counted
+        self.assertEqual(policy(self.stats(), "per_ip")["totals"], {"allowed": 45, "limited": 0, "denied": 215})
         self.assertEqual(sum(per["denied"]), 215)
         # a policy never decided is left out
         self.assertNotIn("quiet", [q["name"] for q in st["policies"]])
         self.assertIn("memory", st["store"])
         self.assertIn("evictions", st["store"]["memory"])
+        self.assertIsNone(st["routes"])  # no gateway
+
+    def test_delayed_series_counts_waits(self):
+        # wait= holds an admitted request for its moment: delayed, and allowed
+        for _ in range(3):
+            res = self.d.get("/v1/check?policy=spaced&key=w&wait=5s")
+            self.assertEqual(res.status, 200, res.body)
+        self.d.advance(S)
+        per = policy(self.stats(), "spaced")["per_second"]
+        self.assertEqual((per["allowed"][-1], per["delayed"][-1], per["denied"][-1]), (3, 2, 0))
 
     def test_minute_forgets_hour_keeps(self):
         for _ in range(3):
