@@ -47,7 +47,7 @@ observe: {heavy_hitters: on}
 policies:
   - name: per_ip
     limits:
-      - {algorithm: fixed_window, limit: 50, period: 1m}
+      - {algorithm: gcra, limit: 50, period: 1m}  # no window boundary to reset the hammered key
   - name: search
     limits:
       - {algorithm: gcra, limit: 20, period: 1s, burst: 5}
