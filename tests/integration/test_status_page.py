@@ -212,6 +212,13 @@ class StatusPage(unittest.TestCase):
             self.assertTrue(u.startswith(self.origin + "/"), u)
             self.assertIn(u.split("?")[0], (self.origin + "/status", self.origin + "/v1/stats"))
 
+        # the chart's span: the last minute, redrawn at once
+        drawn = chart()
+        drv.find_element(By.CSS_SELECTOR, '#span button[data-seconds="60"]').click()
+        self.assertEqual(drv.find_element(By.CSS_SELECTOR, '#span button[data-seconds="60"]')
+                         .get_attribute("aria-pressed"), "true")
+        wait_for(lambda: chart() != drawn, 2, "the chart redrawn over the last minute")
+
         os.makedirs(OUTPUT, exist_ok=True)
         shot = os.path.join(OUTPUT, "status.png")
         drv.set_window_size(1280, 1000)
