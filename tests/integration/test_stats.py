@@ -7,15 +7,20 @@ being limited"), on a real daemon:
     the decisions in the right second;
   - the minute window forgets it two minutes on (the test clock), the hour
     does not;
-  - with admin_token configured, /v1/stats needs it (401 without).
+  - with admin_token configured, /v1/stats needs it (401 without);
+  - each heavy key's remaining / retry_after (a peek, not counted), the
+    delayed series (wait=), and with a gateway its routes.
 
 The daemon runs on the manual test clock: time moves only by SL.TESTCLOCK.
 """
 import json
+import re
+import subprocess
 import time
 import unittest
 
 import harness
+import upstream
 from test_http import ADMIN_TOKEN, S, HttpDaemon, http_config
 
 # The sketches are off by default (their cost: bench/README.md); these
@@ -180,6 +185,62 @@ class StatsToken(unittest.TestCase):
         finally:
             d.resp.connection_pool.disconnect()
             d.stop()
+
+
+class Hello(upstream.Upstream):
+    def answer(self, request, body):
+        return 200, b"hello\n"
+
+
+class StatsRoutes(unittest.TestCase):
+    def test_gateway_routes_are_shown(self):
+        up = Hello()
+        config = """\
+listen: {resp: 127.0.0.1:0, http: 127.0.0.1:0}
+threads: 2
+observe: {heavy_hitters: on}
+gateway:
+  listen: 127.0.0.1:0
+  routes:
+    - name: api
+      match: {path_prefix: /api/}
+      upstream: http://127.0.0.1:%d
+      policies: [per_ip]
+      concurrency: {limit: 4}
+    - name: open
+      match: {path_prefix: /open/}
+      upstream: http://127.0.0.1:%d
+policies:
+  - name: per_ip
+    key: [ip]
+    limits:
+      - {algorithm: fixed_window, limit: 3, period: 1h}
+""" % (up.port, up.port)
+        d = HttpDaemon(config)
+        try:
+            gw = int(re.search(r" gateway_port=(\d+)", d.output()).group(1))
+            for path in ["/api/x"] * 5 + ["/open/y"]:
+                subprocess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "10",
+                                "http://127.0.0.1:%d%s" % (gw, path)], check=True)
+            st = json.loads(d.get("/v1/stats").body)
+            routes = {r["name"]: r for r in st["routes"]}
+            self.assertEqual(set(routes), {"api", "open"})
+            api = routes["api"]
+            self.assertEqual(api["requests"], {"forwarded": 3, "delayed": 0, "rejected": 2, "busy": 0})
+            self.assertEqual((api["inflight"], api["queue_depth"]), (0, 0))
+            self.assertEqual(api["upstream"]["count"], 3)
+            self.assertGreater(api["upstream"]["sum_seconds"], 0)
+            self.assertEqual(api["upstream_errors"], {"502": 0, "504": 0})
+            self.assertIsNone(routes["open"]["inflight"])  # no concurrency: limit
+            self.assertEqual(routes["open"]["requests"]["forwarded"], 1)
+            # the gateway's decisions are heavy hitters too, with what is left
+            den = policy(st, "per_ip")["heavy_hitters"]["minute"]["denials"]["top"][0]
+            self.assertEqual((den["key"], den["count"], den["remaining"]), ("ip=127.0.0.1", 2, 0))  # the key as built from key: [ip]
+            self.assertGreater(den["retry_after"], 0)
+        finally:
+            d.resp.connection_pool.disconnect()
+            d.stop()
+            up.close()
 
 
 if __name__ == "__main__":
