@@ -163,6 +163,8 @@ class StatsConfig(unittest.TestCase):
     def test_bad_settings_are_refused(self):
         for section, message in (("observe: {keys: maybe}\n", "observe.keys"),
                                  ("observe: {counters: 2}\n", "observe.counters"),
+                                 ("observe: {sample_above: lots}\n", "observe.sample_above"),
+                                 ("observe: {sample_above: -1}\n", "observe.sample_above"),
                                  ("observe: {heavy_hitters: yes please}\n", "observe.heavy_hitters"),
                                  ("observe: {top: 5}\n", "top")):
             d = harness.Daemon(http_config(POLICIES + section), expect_start=False)
