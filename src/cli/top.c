@@ -331,6 +331,11 @@ int sl_cli_top(int argc, char **argv) {
     const char *token = getenv("SLUICE_ADMIN_TOKEN");
     if (token && *token == '\0')
         token = NULL;
+    for (const char *t = token; t && *t; t++)
+        if ((unsigned char)*t < 0x21 || (unsigned char)*t > 0x7e) {
+            fprintf(stderr, "sluice top: SLUICE_ADMIN_TOKEN holds a space or control byte: not a token\n");
+            return 2;
+        }
     snprintf(where, sizeof where, "%s:%s", host, port);
     static char lines[200][LINE_MAX_BYTES];
     frame_t f = {.line = lines, .max = 200};
