@@ -234,6 +234,11 @@ class StatusPage(unittest.TestCase):
         wait_for(lambda: drv.execute_script(
             "return document.documentElement.scrollWidth <= window.innerWidth + 1;"), 3,
             "no horizontal overflow at phone width")
+        # the charts are redrawn at the new size, not stretched
+        wait_for(lambda: drv.execute_script(
+            "return Array.from(document.querySelectorAll('canvas.chart')).every(function (c) {"
+            " return c.width === Math.round(c.clientWidth * (window.devicePixelRatio || 1)); });"), 3,
+            "the charts redrawn at phone width")
         drv.save_screenshot(os.path.join(OUTPUT, "status-phone.png"))
 
 
