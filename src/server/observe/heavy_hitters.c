@@ -49,6 +49,7 @@ typedef struct worker {
     /* the owner's alone, outside the lock: the sampling's state */
     int64_t second;               /* now_us / 1 s of the last note */
     uint32_t in_second;           /* notes in that second */
+    uint32_t skip;                /* sampled-out notes before the next one counted */
     uint64_t rng;                 /* xorshift64 state, never 0 */
 } worker_t;
 
@@ -98,6 +99,7 @@ int sld_hh_new(uint32_t workers, uint32_t slots, const sld_hh_options_t *o, sld_
         atomic_flag_clear(&hh->w[i].lock);
         hh->w[i].second = -1;
         hh->w[i].in_second = 0;
+        hh->w[i].skip = 0;
         hh->w[i].rng = UINT64_C(0x9E3779B97F4A7C15) * (i + 1); /* odd multiples: never 0 */
         hh->w[i].rings = calloc(slots, sizeof *hh->w[i].rings);
         if (hh->w[i].rings == NULL) {
@@ -275,12 +277,17 @@ void sld_hh_note(sld_hh_t *hh, uint32_t w, uint32_t slot, const void *key, size_
             wk->in_second = 0;
         }
         if (++wk->in_second > hh->sample_above) {
-            /* past the exact part of this second: one note in SLD_HH_SAMPLE */
+            /* past the exact part of this second: one note in SLD_HH_SAMPLE,
+             * the gaps between them drawn at random from 1 .. 2 SAMPLE - 1
+             * (mean SAMPLE), so a note sampled out costs a decrement */
+            if (wk->skip > 0) {
+                wk->skip--;
+                return;
+            }
             wk->rng ^= wk->rng << 13;
             wk->rng ^= wk->rng >> 7;
             wk->rng ^= wk->rng << 17;
-            if ((wk->rng >> 32) % SLD_HH_SAMPLE != 0) /* the high bits: xorshift's best */
-                return;
+            wk->skip = (uint32_t)((wk->rng >> 32) % (2 * SLD_HH_SAMPLE - 1)); /* the high bits: xorshift's best */
             weight = SLD_HH_SAMPLE;
         }
     }

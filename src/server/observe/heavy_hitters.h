@@ -17,7 +17,7 @@
  *
  * Sampling, under load: a worker counts every decision of a second up to
  * `sample_above` of them (all policies together), and past that one in
- * SLD_HH_SAMPLE of the rest, picked at random, each as SLD_HH_SAMPLE
+ * SLD_HH_SAMPLE of the rest (random gaps of mean SLD_HH_SAMPLE), each as SLD_HH_SAMPLE
  * (weighted Space-Saving: the bound above holds for the weights). A quiet
  * daemon is counted exactly; a busy one pays the sketch on one decision
  * in 16, and a key's count then also carries the sampling's error, about

@@ -46,22 +46,29 @@ void sld_rates_free(sld_rates_t *r) {
     free(r);
 }
 
+/* A worker's first decision under a slot: its ring, all seconds unused.
+ * Out of line, so the note itself saves no registers for it. */
+__attribute__((noinline)) static ring_t *ring_new(_Atomic(ring_t *) *at) {
+    ring_t *ring = malloc(sizeof *ring);
+    if (ring == NULL)
+        return NULL;
+    for (size_t i = 0; i < SLD_RATES_SECONDS; i++) {
+        atomic_init(&ring->s[i].at, -1);
+        for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
+            atomic_init(&ring->s[i].n[k], 0);
+    }
+    atomic_store_explicit(at, ring, memory_order_release); /* only its worker writes it */
+    return ring;
+}
+
 void sld_rates_note(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t result, bool delayed,
                     int64_t now_us) {
     if (w >= r->workers || slot >= r->slots || now_us < 0 || result >= SLD_RESULTS)
         return;
     _Atomic(ring_t *) *at = &r->rings[(size_t)w * r->slots + slot];
     ring_t *ring = atomic_load_explicit(at, memory_order_acquire);
-    if (ring == NULL) {
-        if ((ring = malloc(sizeof *ring)) == NULL)
-            return;
-        for (size_t i = 0; i < SLD_RATES_SECONDS; i++) {
-            atomic_init(&ring->s[i].at, -1);
-            for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
-                atomic_init(&ring->s[i].n[k], 0);
-        }
-        atomic_store_explicit(at, ring, memory_order_release); /* only w writes it */
-    }
+    if (ring == NULL && (ring = ring_new(at)) == NULL)
+        return;
     int64_t sec = now_us / 1000000;
     second_t *s = &ring->s[sec % SLD_RATES_SECONDS];
     if (atomic_load_explicit(&s->at, memory_order_relaxed) != sec) {
