@@ -15,13 +15,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 # <openssl/ssl.h>, yet Debian's libh2o-dev does not depend on it. The gRPC
 # front: the gRPC C core and protobuf-c (protoc-c generates its messages).
 build="cmake make gcc libc6-dev pkg-config libxxhash-dev libuv1-dev libcyaml-dev libyaml-dev libh2o-dev libssl-dev libhiredis-dev libgrpc-dev protobuf-c-compiler libprotobuf-c-dev"
+# The status page is tested in a headless Chromium driven by selenium
+# (test_status_page.py).
 # CPack's DEB generator needs `file` to find the ELF files and dpkg-shlibdeps
 # (dpkg-dev) to turn their libraries into the package's Depends.
 package="dpkg-dev file"
 target=${1:-test}
 case "$target" in
   run)     want="$build redis-tools curl" ;;
-  test)    want="$build $package libcmocka-dev clang libclang-rt-dev python3 python3-redis python3-yaml python3-grpcio python3-protobuf protobuf-compiler redis-server redis-tools curl nginx haproxy ca-certificates" ;;
+  test)    want="$build $package libcmocka-dev clang libclang-rt-dev python3 python3-redis python3-yaml python3-grpcio python3-protobuf protobuf-compiler redis-server redis-tools curl nginx haproxy ca-certificates chromium chromium-driver python3-selenium tmux" ;;
   package) want="$build $package" ;;
   bench)   want="$build redis-server redis-tools nginx wrk curl nghttp2-client" ;;
   *) echo "usage: $0 run|test|package|bench" >&2; exit 2 ;;

@@ -2,6 +2,7 @@
  *
  *   sluice demo             the source articles' scenarios, decided by libsluice
  *   sluice snapshot FILE    what a snapshot file holds (or why it is refused)
+ *   sluice top [...]        a running daemon's /v1/stats, live (top.h)
  *   sluice version
  *
  * A thin user of the public API (plus the snapshot reader): no decision is
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/top.h"
 #include "sluice.h"
 #include "store/snapshot.h"
 
@@ -227,13 +229,15 @@ static int cmd_snapshot(const char *path) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: sluice demo | sluice snapshot FILE | sluice version\n");
+    fprintf(stderr, "usage: sluice demo | sluice snapshot FILE | sluice top [--http HOST:PORT] | sluice version\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "demo") == 0)
         return cmd_demo();
+    if (argc >= 2 && strcmp(argv[1], "top") == 0)
+        return sl_cli_top(argc - 1, argv + 1);
     if (argc == 3 && strcmp(argv[1], "snapshot") == 0)
         return cmd_snapshot(argv[2]);
     if (argc == 2 && (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)) {

@@ -7,15 +7,20 @@ being limited"), on a real daemon:
     the decisions in the right second;
   - the minute window forgets it two minutes on (the test clock), the hour
     does not;
-  - with admin_token configured, /v1/stats needs it (401 without).
+  - with admin_token configured, /v1/stats needs it (401 without);
+  - each heavy key's remaining / retry_after (a peek, not counted), the
+    delayed series (wait=), and with a gateway its routes.
 
 The daemon runs on the manual test clock: time moves only by SL.TESTCLOCK.
 """
 import json
+import re
+import subprocess
 import time
 import unittest
 
 import harness
+import upstream
 from test_http import ADMIN_TOKEN, S, HttpDaemon, http_config
 
 # The sketches are off by default (their cost: bench/README.md); these
@@ -30,6 +35,9 @@ policies:
   - name: quiet
     limits:
       - {algorithm: fixed_window, limit: 5, period: 1m}
+  - name: spaced
+    limits:
+      - {algorithm: gcra, limit: 1, period: 1s}
 """
 
 
@@ -75,18 +83,40 @@ class Stats(unittest.TestCase):
             self.assertLessEqual(len(req["top"]), 10)
             den = p["heavy_hitters"][win]["denials"]
             self.assertEqual(den["total"], 215)
-            self.assertEqual(den["top"][0], {"key": "203.0.113.7", "count": 215, "truncated": False})
+            top = dict(den["top"][0])
+            # what it has left now: a peek, which charges and counts nothing
+            remaining, retry_after = top.pop("remaining"), top.pop("retry_after")
+            self.assertEqual(top, {"key": "203.0.113.7", "count": 215, "truncated": False})
+            self.assertEqual(remaining, 0)
+            self.assertGreater(retry_after, 0)
+            self.assertLessEqual(retry_after, 60)
+            quiet = [e for e in req["top"] if e["key"] == "10.0.0.1"]
+            if quiet:
+                self.assertEqual((quiet[0]["remaining"], quiet[0]["retry_after"]), (4, 0))
         self.assertEqual(st["heavy_hitters"], {"keys": "show", "counters": 64})
         # the decisions were all in the current second: the chart shows them a second on
         self.d.advance(S)
         per = policy(self.stats(), "per_ip")["per_second"]
         self.assertEqual(len(per["allowed"]), st["seconds"])
         self.assertEqual((per["allowed"][-1], per["denied"][-1], per["limited"][-1]), (45, 215, 0))
+        self.assertEqual(per["delayed"][-1], 0)
+        # the peeks of the heavy keys were not counted
+        self.assertEqual(policy(self.stats(), "per_ip")["totals"], {"allowed": 45, "limited": 0, "denied": 215})
         self.assertEqual(sum(per["denied"]), 215)
         # a policy never decided is left out
         self.assertNotIn("quiet", [q["name"] for q in st["policies"]])
         self.assertIn("memory", st["store"])
         self.assertIn("evictions", st["store"]["memory"])
+        self.assertIsNone(st["routes"])  # no gateway
+
+    def test_delayed_series_counts_waits(self):
+        # wait= holds an admitted request for its moment: delayed, and allowed
+        for _ in range(3):
+            res = self.d.get("/v1/check?policy=spaced&key=w&wait=5s")
+            self.assertEqual(res.status, 200, res.body)
+        self.d.advance(S)
+        per = policy(self.stats(), "spaced")["per_second"]
+        self.assertEqual((per["allowed"][-1], per["delayed"][-1], per["denied"][-1]), (3, 2, 0))
 
     def test_minute_forgets_hour_keeps(self):
         for _ in range(3):
@@ -133,6 +163,8 @@ class StatsConfig(unittest.TestCase):
     def test_bad_settings_are_refused(self):
         for section, message in (("observe: {keys: maybe}\n", "observe.keys"),
                                  ("observe: {counters: 2}\n", "observe.counters"),
+                                 ("observe: {sample_above: lots}\n", "observe.sample_above"),
+                                 ("observe: {sample_above: -1}\n", "observe.sample_above"),
                                  ("observe: {heavy_hitters: yes please}\n", "observe.heavy_hitters"),
                                  ("observe: {top: 5}\n", "top")):
             d = harness.Daemon(http_config(POLICIES + section), expect_start=False)
@@ -155,6 +187,62 @@ class StatsToken(unittest.TestCase):
         finally:
             d.resp.connection_pool.disconnect()
             d.stop()
+
+
+class Hello(upstream.Upstream):
+    def answer(self, request, body):
+        return 200, b"hello\n"
+
+
+class StatsRoutes(unittest.TestCase):
+    def test_gateway_routes_are_shown(self):
+        up = Hello()
+        config = """\
+listen: {resp: 127.0.0.1:0, http: 127.0.0.1:0}
+threads: 2
+observe: {heavy_hitters: on}
+gateway:
+  listen: 127.0.0.1:0
+  routes:
+    - name: api
+      match: {path_prefix: /api/}
+      upstream: http://127.0.0.1:%d
+      policies: [per_ip]
+      concurrency: {limit: 4}
+    - name: open
+      match: {path_prefix: /open/}
+      upstream: http://127.0.0.1:%d
+policies:
+  - name: per_ip
+    key: [ip]
+    limits:
+      - {algorithm: fixed_window, limit: 3, period: 1h}
+""" % (up.port, up.port)
+        d = HttpDaemon(config)
+        try:
+            gw = int(re.search(r" gateway_port=(\d+)", d.output()).group(1))
+            for path in ["/api/x"] * 5 + ["/open/y"]:
+                subprocess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "10",
+                                "http://127.0.0.1:%d%s" % (gw, path)], check=True)
+            st = json.loads(d.get("/v1/stats").body)
+            routes = {r["name"]: r for r in st["routes"]}
+            self.assertEqual(set(routes), {"api", "open"})
+            api = routes["api"]
+            self.assertEqual(api["requests"], {"forwarded": 3, "delayed": 0, "rejected": 2, "busy": 0})
+            self.assertEqual((api["inflight"], api["queue_depth"]), (0, 0))
+            self.assertEqual(api["upstream"]["count"], 3)
+            self.assertGreater(api["upstream"]["sum_seconds"], 0)
+            self.assertEqual(api["upstream_errors"], {"502": 0, "504": 0})
+            self.assertIsNone(routes["open"]["inflight"])  # no concurrency: limit
+            self.assertEqual(routes["open"]["requests"]["forwarded"], 1)
+            # the gateway's decisions are heavy hitters too, with what is left
+            den = policy(st, "per_ip")["heavy_hitters"]["minute"]["denials"]["top"][0]
+            self.assertEqual((den["key"], den["count"], den["remaining"]), ("ip=127.0.0.1", 2, 0))  # the key as built from key: [ip]
+            self.assertGreater(den["retry_after"], 0)
+        finally:
+            d.resp.connection_pool.disconnect()
+            d.stop()
+            up.close()
 
 
 if __name__ == "__main__":

@@ -286,8 +286,41 @@ static void bad_input_is_dropped_not_fatal(void **state) {
     sld_hh_free(hh);
 }
 
+/* Past sample_above notes a second a worker counts one in SLD_HH_SAMPLE,
+ * each as SLD_HH_SAMPLE: exact below, close above, exact again the next
+ * second. */
+static void busy_seconds_are_sampled(void **state) {
+    (void)state;
+    sld_hh_t *hh;
+    sld_hh_options_t o = {.counters = 16, .sample_above = 1000};
+    assert_int_equal(sld_hh_new(1, 1, &o, &hh), SL_OK);
+    assert_int_equal(sld_hh_options(hh).sample_above, 1000);
+    sld_hh_entry_t top[4];
+    uint64_t total, bound;
+    for (int i = 0; i < 1000; i++)
+        sld_hh_note(hh, 0, 0, "a", 1, false, T0 + i);
+    assert_int_equal(sld_hh_top(hh, 0, SLD_HH_MINUTE, SLD_HH_REQUESTS, T0, top, 4, &total, &bound), 1);
+    assert_int_equal(top[0].count, 1000); /* every one, one by one */
+    assert_int_equal(total, 1000);
+    for (int i = 0; i < 16000; i++)
+        sld_hh_note(hh, 0, 0, "a", 1, true, T0 + 1000 + i);
+    sld_hh_top(hh, 0, SLD_HH_MINUTE, SLD_HH_REQUESTS, T0, top, 4, &total, &bound);
+    assert_int_equal((top[0].count - 1000) % SLD_HH_SAMPLE, 0);
+    assert_true(top[0].count > 17000 - 2600 && top[0].count < 17000 + 2600); /* 5 sigma */
+    sld_hh_top(hh, 0, SLD_HH_MINUTE, SLD_HH_DENIALS, T0, top, 4, &total, &bound);
+    assert_true(top[0].count > 16000 - 2600 && top[0].count < 16000 + 2600);
+    /* the next second starts exact again */
+    for (int i = 0; i < 10; i++)
+        sld_hh_note(hh, 0, 0, "b", 1, true, T0 + SEC(1) + i);
+    assert_int_equal(sld_hh_top(hh, 0, SLD_HH_MINUTE, SLD_HH_DENIALS, T0 + SEC(1), top, 4, &total, &bound), 2);
+    assert_string_equal(top[1].key, "b");
+    assert_int_equal(top[1].count, 10);
+    sld_hh_free(hh);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(busy_seconds_are_sampled),
         cmocka_unit_test(zipf_one_worker_one_minute),
         cmocka_unit_test(zipf_four_workers_half_hour),
         cmocka_unit_test(zipf_steep_many_seeds),

@@ -10,12 +10,12 @@ static void counts_land_in_their_second(void **state) {
     (void)state;
     sld_rates_t *r;
     assert_int_equal(sld_rates_new(2, 3, &r), SL_OK);
-    static uint64_t out[SLD_RATES_SECONDS][SLD_RESULTS];
+    static uint64_t out[SLD_RATES_SECONDS][SLD_RATE_COLUMNS];
     assert_int_equal(sld_rates_read(r, 1, T0, 10, out), 0); /* never counted */
-    sld_rates_note(r, 0, 1, SLD_ALLOWED, T0);
-    sld_rates_note(r, 1, 1, SLD_ALLOWED, T0 + MS(999));
-    sld_rates_note(r, 1, 1, SLD_DENIED, T0 + SEC(1));
-    sld_rates_note(r, 0, 2, SLD_DENIED, T0); /* another slot */
+    sld_rates_note(r, 0, 1, SLD_ALLOWED, false, T0);
+    sld_rates_note(r, 1, 1, SLD_ALLOWED, false, T0 + MS(999));
+    sld_rates_note(r, 1, 1, SLD_DENIED, false, T0 + SEC(1));
+    sld_rates_note(r, 0, 2, SLD_DENIED, false, T0); /* another slot */
     /* the current second is not shown; a second on it is the last */
     assert_int_equal(sld_rates_read(r, 1, T0 + SEC(2), 3, out), 1);
     assert_int_equal(out[0][SLD_ALLOWED], 0);
@@ -24,7 +24,7 @@ static void counts_land_in_their_second(void **state) {
     assert_int_equal(out[2][SLD_DENIED], 1);
     assert_int_equal(out[2][SLD_LIMITED], 0);
     /* 15 minutes on, the bucket of T0 is reused and starts at zero */
-    sld_rates_note(r, 0, 1, SLD_LIMITED, T0 + SEC(SLD_RATES_SECONDS));
+    sld_rates_note(r, 0, 1, SLD_LIMITED, false, T0 + SEC(SLD_RATES_SECONDS));
     assert_int_equal(sld_rates_read(r, 1, T0 + SEC(SLD_RATES_SECONDS + 1), SLD_RATES_SECONDS, out), 1);
     uint64_t sum[SLD_RESULTS] = {0};
     for (size_t i = 0; i < SLD_RATES_SECONDS; i++)
@@ -36,16 +36,39 @@ static void counts_land_in_their_second(void **state) {
     sld_rates_free(r);
 }
 
+/* delayed is a column beside the results: an admitted decision with a
+ * delay counts in its result and in delayed. */
+static void delayed_is_counted_beside_its_result(void **state) {
+    (void)state;
+    sld_rates_t *r;
+    assert_int_equal(sld_rates_new(2, 1, &r), SL_OK);
+    sld_rates_note(r, 0, 0, SLD_ALLOWED, true, T0);
+    sld_rates_note(r, 1, 0, SLD_ALLOWED, true, T0 + MS(10));
+    sld_rates_note(r, 1, 0, SLD_ALLOWED, false, T0 + MS(20));
+    sld_rates_note(r, 0, 0, SLD_LIMITED, true, T0 + MS(30));
+    static uint64_t out[SLD_RATES_SECONDS][SLD_RATE_COLUMNS];
+    assert_int_equal(sld_rates_read(r, 0, T0 + SEC(1), 1, out), 1);
+    assert_int_equal(out[0][SLD_ALLOWED], 3);
+    assert_int_equal(out[0][SLD_LIMITED], 1);
+    assert_int_equal(out[0][SLD_RATE_DELAYED], 3);
+    /* a reused bucket starts its delayed column at zero too */
+    sld_rates_note(r, 0, 0, SLD_DENIED, false, T0 + SEC(SLD_RATES_SECONDS));
+    assert_int_equal(sld_rates_read(r, 0, T0 + SEC(SLD_RATES_SECONDS + 1), 1, out), 1);
+    assert_int_equal(out[0][SLD_RATE_DELAYED], 0);
+    assert_int_equal(out[0][SLD_DENIED], 1);
+    sld_rates_free(r);
+}
+
 static void bad_input_is_ignored(void **state) {
     (void)state;
     sld_rates_t *r;
     assert_int_equal(sld_rates_new(0, 3, &r), SL_EINVAL);
     assert_int_equal(sld_rates_new(1, 1, &r), SL_OK);
-    sld_rates_note(r, 1, 0, SLD_ALLOWED, T0);
-    sld_rates_note(r, 0, 1, SLD_ALLOWED, T0);
-    sld_rates_note(r, 0, 0, SLD_RESULTS, T0);
-    sld_rates_note(r, 0, 0, SLD_ALLOWED, -1);
-    static uint64_t out[SLD_RATES_SECONDS][SLD_RESULTS];
+    sld_rates_note(r, 1, 0, SLD_ALLOWED, false, T0);
+    sld_rates_note(r, 0, 1, SLD_ALLOWED, false, T0);
+    sld_rates_note(r, 0, 0, SLD_RESULTS, false, T0);
+    sld_rates_note(r, 0, 0, SLD_ALLOWED, false, -1);
+    static uint64_t out[SLD_RATES_SECONDS][SLD_RATE_COLUMNS];
     assert_int_equal(sld_rates_read(r, 0, T0 + SEC(1), SLD_RATES_SECONDS + 5, out), 0);
     assert_int_equal(sld_rates_read(r, 7, T0, 1, out), 0);
     sld_rates_free(r);
@@ -54,6 +77,7 @@ static void bad_input_is_ignored(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(counts_land_in_their_second),
+        cmocka_unit_test(delayed_is_counted_beside_its_result),
         cmocka_unit_test(bad_input_is_ignored),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,7 @@
  *     heavy_hitters: on      # on | off (off: no sketch, no rates, no cost)
  *     keys: show             # show | hash | hide
  *     counters: 64           # Space-Saving counters per sketch, 8..1024
+ *     sample_above: 1000     # decisions a second per worker counted one by one; 0: all
  *
  * Read once at start (the sketches are sized then); a reload that changes
  * it takes effect at the next start.

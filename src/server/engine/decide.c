@@ -33,7 +33,7 @@ static void observe(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
     if (d->heavy)
         sld_hh_note(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now);
     if (d->rates)
-        sld_rates_note(d->rates, worker, r->origin.slot, sld_result_of(out), now);
+        sld_rates_note(d->rates, worker, r->origin.slot, sld_result_of(out), out->allowed && out->delay > 0, now);
 }
 
 /* ---- memory -------------------------------------------------------------------------------------- */

@@ -12,7 +12,7 @@
 /* The front's table, in matching order. */
 static const sld_http_route_t *const route_table[] = {
     sld_http_check_routes, sld_http_auth_routes, sld_http_admin_routes, sld_http_metrics_routes,
-    sld_http_health_routes, sld_http_stats_routes, NULL,
+    sld_http_health_routes, sld_http_stats_routes, sld_http_status_page_routes, NULL,
 };
 
 static void dispatch(const sld_http_call_t *c, const sld_http_route_t *route) {

@@ -13,6 +13,7 @@ extern const sld_http_route_t sld_http_auth_routes[];    /* /v1/auth/<policy>: h
 extern const sld_http_route_t sld_http_admin_routes[];   /* /v1/admin...: http_admin.c */
 extern const sld_http_route_t sld_http_metrics_routes[]; /* /metrics: http_metrics.c */
 extern const sld_http_route_t sld_http_stats_routes[];   /* /v1/stats: http_stats.c */
+extern const sld_http_route_t sld_http_status_page_routes[]; /* /status: http_status_page.c */
 extern const sld_http_route_t sld_http_health_routes[];  /* /healthz, /readyz: http_route_health.c */
 
 /* The gate of SLD_ROUTE_ADMIN rows (http_admin.c): true when the admin API

@@ -1,12 +1,18 @@
 /* http_stats.c -- GET /v1/stats: who is being limited, right now. Per
  * policy, decisions per second over the last 15 minutes (observe/rates.h)
  * and the heavy hitters by requests and by denials over the last minute
- * and hour (observe/heavy_hitters.h); the store's state. JSON, behind the
- * admin token when one is configured (docs/http.md, docs/operations.md).
+ * and hour (observe/heavy_hitters.h), each with what it has left now; the
+ * store's state; the gateway's routes when there is a gateway. JSON,
+ * behind the admin token when one is configured (docs/protocol.md,
+ * docs/operations.md).
  *
- * Not here: the current remaining / retry-after of each heavy key (a peek
- * through the engine may wait on Redis; not in this slice), the /status
- * page.
+ * A heavy key's remaining / retry_after is a peek (sl_peek: nothing
+ * charged, nothing counted) into this daemon's memory store. With the
+ * Redis store in strict mode that memory holds only the fallback's state,
+ * and a peek through the engine would wait on Redis, so they are null
+ * there, as for hashed or hidden keys (the key is not known) and cut ones.
+ *
+ * Not here: the /status page (http_status_page.c), which reads this.
  */
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -14,18 +20,50 @@
 
 #include "server/http/http_api.h"  /* the daemon's state, as every HTTP route sees it */
 #include "server/engine/engine.h"
+#include "server/engine/policies.h"
 #include "server/http/http_config.h"
 #include "server/http/http_json.h"
 #include "server/http/http_routes.h"
+#include "server/observe/extra_metrics.h"
 #include "server/observe/heavy_hitters.h"
 #include "server/observe/rates.h"
+#include "server/observe/route_figures.h"
+#include "core/policy.h"
 
 #define TOP_N 10
 
 static const char *const keys_names[] = {"show", "hash", "hide"};
 
-static void top_json(sld_buf_t *b, sld_hh_t *hh, uint32_t slot, sld_hh_window_t win,
+/* Where a heavy key's state can be peeked at: the policy (its tier for
+ * this key) when this daemon's memory decides it, else NULL. */
+typedef struct peeker {
+    sld_daemon_t *d;
+    const sld_runtime_t *rt;
+    const char *policy;           /* NULL: not a configured policy (CL.THROTTLE's) */
+} peeker_t;
+
+static void peek_json(sld_buf_t *b, const peeker_t *pk, const sld_hh_entry_t *e) {
+    sl_decision_t dec;
+    const sl_policy_t *p = NULL;
+    if (pk->policy && sld_hh_options(pk->d->heavy).keys == SLD_HH_SHOW && !e->truncated)
+        p = sld_policies_find(pk->rt->policies, pk->policy, strlen(pk->policy), e->key, e->key_len,
+                              NULL, NULL);
+    if (p && pk->d->remote && !(pk->d->write_back && p->write_back))
+        p = NULL; /* Redis strict: the truth is in Redis */
+    if (p == NULL || sl_peek(pk->d->limiter, p, e->key, e->key_len, 1, &dec) != SL_OK) {
+        sld_buf_printf(b, ", \"remaining\": null, \"retry_after\": null");
+        return;
+    }
+    sld_buf_printf(b, ", \"remaining\": %" PRIu64, dec.remaining);
+    if (dec.retry_after == SL_NEVER)
+        sld_buf_printf(b, ", \"retry_after\": null");
+    else
+        sld_buf_printf(b, ", \"retry_after\": %.3f", (double)dec.retry_after / 1e6);
+}
+
+static void top_json(sld_buf_t *b, const peeker_t *pk, uint32_t slot, sld_hh_window_t win,
                      sld_hh_what_t what, int64_t now) {
+    sld_hh_t *hh = pk->d->heavy;
     sld_hh_entry_t top[TOP_N];
     uint64_t total, bound;
     size_t n = sld_hh_top(hh, slot, win, what, now, top, TOP_N, &total, &bound);
@@ -36,19 +74,22 @@ static void top_json(sld_buf_t *b, sld_hh_t *hh, uint32_t slot, sld_hh_window_t 
             sld_buf_printf(b, "null");
         else
             sld_json_string(b, top[i].key, top[i].key_len);
-        sld_buf_printf(b, ", \"count\": %" PRIu64 ", \"truncated\": %s}", top[i].count,
+        sld_buf_printf(b, ", \"count\": %" PRIu64 ", \"truncated\": %s", top[i].count,
                        top[i].truncated ? "true" : "false");
+        peek_json(b, pk, &top[i]);
+        sld_buf_printf(b, "}");
     }
     sld_buf_printf(b, "]}");
 }
 
 static void rates_json(sld_buf_t *b, sld_rates_t *rates, uint32_t slot, int64_t now) {
-    static _Thread_local uint64_t per[SLD_RATES_SECONDS][SLD_RESULTS];
+    static _Thread_local uint64_t per[SLD_RATES_SECONDS][SLD_RATE_COLUMNS];
     sld_rates_read(rates, slot, now, SLD_RATES_SECONDS, per);
-    static const sld_result_t order[] = {SLD_ALLOWED, SLD_LIMITED, SLD_DENIED};
+    static const int order[] = {SLD_ALLOWED, SLD_LIMITED, SLD_DENIED, SLD_RATE_DELAYED};
     sld_buf_printf(b, "{");
-    for (size_t k = 0; k < 3; k++) {
-        sld_buf_printf(b, "%s\"%s\": [", k ? ", " : "", sld_result_names[order[k]]);
+    for (size_t k = 0; k < 4; k++) {
+        sld_buf_printf(b, "%s\"%s\": [", k ? ", " : "",
+                       order[k] == SLD_RATE_DELAYED ? "delayed" : sld_result_names[order[k]]);
         for (size_t i = 0; i < SLD_RATES_SECONDS; i++)
             sld_buf_printf(b, "%s%" PRIu64, i ? "," : "", per[i][order[k]]);
         sld_buf_printf(b, "]");
@@ -86,6 +127,36 @@ static void store_json(sld_buf_t *b, sld_daemon_t *d, int64_t wall) {
     sld_buf_printf(b, "}");
 }
 
+/* The gateway's routes, from its /metrics series; null without a gateway. */
+static void routes_json(sld_buf_t *b) {
+    sld_buf_t text = {0};
+    sld_metrics_extra_render(&text);
+    static _Thread_local sld_route_figures_t routes[SLD_ROUTES_SHOWN];
+    size_t n = text.failed ? 0 : sld_route_figures_parse(text.data, text.len, routes, SLD_ROUTES_SHOWN);
+    sld_buf_free(&text);
+    if (n == 0) {
+        sld_buf_printf(b, "null");
+        return;
+    }
+    sld_buf_printf(b, "[");
+    for (size_t i = 0; i < n; i++) {
+        const sld_route_figures_t *r = &routes[i];
+        sld_buf_printf(b, "%s{\"name\": ", i ? ", " : "");
+        sld_json_string(b, r->name, strlen(r->name));
+        if (r->has_inflight)
+            sld_buf_printf(b, ", \"inflight\": %" PRIu64, r->inflight);
+        else
+            sld_buf_printf(b, ", \"inflight\": null");
+        sld_buf_printf(b, ", \"queue_depth\": %" PRIu64 ", \"requests\": {", r->queue_depth);
+        for (size_t k = 0; k < SLD_ROUTE_RESULTS; k++)
+            sld_buf_printf(b, "%s\"%s\": %" PRIu64, k ? ", " : "", sld_route_result_names[k], r->requests[k]);
+        sld_buf_printf(b, "}, \"upstream_errors\": {\"502\": %" PRIu64 ", \"504\": %" PRIu64 "}"
+                          ", \"upstream\": {\"count\": %" PRIu64 ", \"sum_seconds\": %.6f}}",
+                       r->errors_502, r->errors_504, r->upstream_count, r->upstream_sum);
+    }
+    sld_buf_printf(b, "]");
+}
+
 static void stats(const sld_http_call_t *c) {
     sld_daemon_t *d = c->d;
     if (sld_http_admin_token(c->rt->cfg) != NULL && !sld_http_admin_gate(c))
@@ -112,6 +183,7 @@ static void stats(const sld_http_call_t *c) {
         if (p->n[SLD_ALLOWED] + p->n[SLD_LIMITED] + p->n[SLD_DENIED] == 0)
             continue; /* compiled but never decided: nothing to show */
         uint32_t slot = (uint32_t)i;
+        peeker_t pk = {.d = d, .rt = c->rt, .policy = slot == d->throttle_slot ? NULL : p->name};
         sld_buf_printf(b, "%s{\"name\": ", shown++ ? ", " : "");
         sld_json_string(b, p->name, strlen(p->name));
         sld_buf_printf(b, ", \"totals\": {\"allowed\": %" PRIu64 ", \"limited\": %" PRIu64
@@ -122,15 +194,17 @@ static void stats(const sld_http_call_t *c) {
         static const char *const win_names[] = {"minute", "hour"};
         for (int w = 0; w < 2; w++) {
             sld_buf_printf(b, "%s\"%s\": {\"requests\": ", w ? ", " : "", win_names[w]);
-            top_json(b, d->heavy, slot, (sld_hh_window_t)w, SLD_HH_REQUESTS, now);
+            top_json(b, &pk, slot, (sld_hh_window_t)w, SLD_HH_REQUESTS, now);
             sld_buf_printf(b, ", \"denials\": ");
-            top_json(b, d->heavy, slot, (sld_hh_window_t)w, SLD_HH_DENIALS, now);
+            top_json(b, &pk, slot, (sld_hh_window_t)w, SLD_HH_DENIALS, now);
             sld_buf_printf(b, "}");
         }
         sld_buf_printf(b, "}}");
     }
     sld_buf_printf(b, "], \"store\": ");
     store_json(b, d, sl_clock_realtime(NULL));
+    sld_buf_printf(b, ", \"routes\": ");
+    routes_json(b);
     sld_buf_printf(b, "}\n");
     sld_counts_free(&counts);
 }

@@ -46,6 +46,11 @@ typedef struct ring {
 typedef struct worker {
     _Alignas(64) atomic_flag lock;
     ring_t **rings;               /* [slots], NULL until used */
+    /* the owner's alone, outside the lock: the sampling's state */
+    int64_t second;               /* now_us / 1 s of the last note */
+    uint32_t in_second;           /* notes in that second */
+    uint32_t skip;                /* sampled-out notes before the next one counted */
+    uint64_t rng;                 /* xorshift64 state, never 0 */
 } worker_t;
 
 static void lock(worker_t *w) {
@@ -56,7 +61,7 @@ static void lock(worker_t *w) {
 static void unlock(worker_t *w) { atomic_flag_clear_explicit(&w->lock, memory_order_release); }
 
 struct sld_hh {
-    uint32_t workers, slots, k, mask;
+    uint32_t workers, slots, k, mask, sample_above;
     sld_hh_keys_t keys;
     worker_t *w;
     _Atomic uint64_t dropped;
@@ -83,7 +88,7 @@ int sld_hh_new(uint32_t workers, uint32_t slots, const sld_hh_options_t *o, sld_
     while (size < 2 * k)
         size *= 2;
     *hh = (sld_hh_t){.workers = workers, .slots = slots, .k = k, .mask = size - 1,
-                     .keys = o ? o->keys : SLD_HH_SHOW};
+                     .keys = o ? o->keys : SLD_HH_SHOW, .sample_above = o ? o->sample_above : 0};
     /* sizeof *hh->w is a multiple of its 64-byte alignment */
     hh->w = aligned_alloc(_Alignof(worker_t), workers * sizeof *hh->w);
     if (hh->w == NULL) {
@@ -92,6 +97,10 @@ int sld_hh_new(uint32_t workers, uint32_t slots, const sld_hh_options_t *o, sld_
     }
     for (uint32_t i = 0; i < workers; i++) {
         atomic_flag_clear(&hh->w[i].lock);
+        hh->w[i].second = -1;
+        hh->w[i].in_second = 0;
+        hh->w[i].skip = 0;
+        hh->w[i].rng = UINT64_C(0x9E3779B97F4A7C15) * (i + 1); /* odd multiples: never 0 */
         hh->w[i].rings = calloc(slots, sizeof *hh->w[i].rings);
         if (hh->w[i].rings == NULL) {
             hh->workers = i + 1;
@@ -187,19 +196,19 @@ static uint32_t least_counter(sketch_t *s, uint32_t k) {
     return at;
 }
 
-/* Space-Saving's update: bump the key's counter, or give it the least one's
- * place with that count plus one. */
+/* Space-Saving's update, weighted: bump the key's counter by `weight`, or
+ * give it the least one's place with that count plus the weight. */
 static void sketch_add(sketch_t *s, uint32_t k, uint32_t mask, uint64_t hash, const void *key,
-                       size_t len, bool by_hash) {
+                       size_t len, bool by_hash, uint32_t weight) {
     size_t kept = len > SLD_HH_KEY_MAX ? SLD_HH_KEY_MAX : len;
-    s->total++;
+    s->total += weight;
     uint32_t slot = (uint32_t)hash & mask;
     for (; s->index[slot] != 0; slot = (slot + 1) & mask) {
         counter_t *c = &s->c[s->index[slot] - 1];
         if (c->hash == hash &&
             (by_hash || (c->len == kept && c->truncated == (len > kept) &&
                          memcmp(c->key, key, kept) == 0))) {
-            c->count++;
+            c->count += weight;
             return;
         }
     }
@@ -219,20 +228,18 @@ static void sketch_add(sketch_t *s, uint32_t k, uint32_t mask, uint64_t hash, co
     c = &s->c[at];
     s->index[slot] = (uint16_t)(at + 1);
     c->hash = hash;
-    c->count = base + 1;
+    c->count = base + weight;
     c->truncated = len > kept;
     c->len = by_hash ? 0 : (uint8_t)kept;
     if (!by_hash)
         memcpy(c->key, key, kept);
 }
 
-void sld_hh_note(sld_hh_t *hh, uint32_t w, uint32_t slot, const void *key, size_t len,
-                 bool denied, int64_t now_us) {
-    if (w >= hh->workers || slot >= hh->slots || now_us < 0) {
-        atomic_fetch_add_explicit(&hh->dropped, 1, memory_order_relaxed);
-        return;
-    }
-    worker_t *wk = &hh->w[w];
+/* The part of a note that counts: hash, lock, the minute's sketches. Kept
+ * apart so that a note sampled out costs only the checks before it (no
+ * saving of registers for all this). */
+__attribute__((noinline)) static void note_counted(sld_hh_t *hh, worker_t *wk, uint32_t slot, const void *key,
+                                                   size_t len, bool denied, int64_t now_us, uint32_t weight) {
     uint64_t hash = fnv1a(key, len);
     bool by_hash = hh->keys != SLD_HH_SHOW;
     int64_t index = now_us / MINUTE_US;
@@ -249,10 +256,42 @@ void sld_hh_note(sld_hh_t *hh, uint32_t w, uint32_t slot, const void *key, size_
         sketch_clear(&m->s[0], hh->mask);
         sketch_clear(&m->s[1], hh->mask);
     }
-    sketch_add(&m->s[SLD_HH_REQUESTS], hh->k, hh->mask, hash, key, len, by_hash);
+    sketch_add(&m->s[SLD_HH_REQUESTS], hh->k, hh->mask, hash, key, len, by_hash, weight);
     if (denied)
-        sketch_add(&m->s[SLD_HH_DENIALS], hh->k, hh->mask, hash, key, len, by_hash);
+        sketch_add(&m->s[SLD_HH_DENIALS], hh->k, hh->mask, hash, key, len, by_hash, weight);
     unlock(wk);
+}
+
+void sld_hh_note(sld_hh_t *hh, uint32_t w, uint32_t slot, const void *key, size_t len,
+                 bool denied, int64_t now_us) {
+    if (w >= hh->workers || slot >= hh->slots || now_us < 0) {
+        atomic_fetch_add_explicit(&hh->dropped, 1, memory_order_relaxed);
+        return;
+    }
+    worker_t *wk = &hh->w[w];
+    uint32_t weight = 1;
+    if (hh->sample_above) {
+        int64_t second = now_us / 1000000;
+        if (second != wk->second) {
+            wk->second = second;
+            wk->in_second = 0;
+        }
+        if (++wk->in_second > hh->sample_above) {
+            /* past the exact part of this second: one note in SLD_HH_SAMPLE,
+             * the gaps between them drawn at random from 1 .. 2 SAMPLE - 1
+             * (mean SAMPLE), so a note sampled out costs a decrement */
+            if (wk->skip > 0) {
+                wk->skip--;
+                return;
+            }
+            wk->rng ^= wk->rng << 13;
+            wk->rng ^= wk->rng >> 7;
+            wk->rng ^= wk->rng << 17;
+            wk->skip = (uint32_t)((wk->rng >> 32) % (2 * SLD_HH_SAMPLE - 1)); /* the high bits: xorshift's best */
+            weight = SLD_HH_SAMPLE;
+        }
+    }
+    note_counted(hh, wk, slot, key, len, denied, now_us, weight);
 }
 
 /* ---- reading ---------------------------------------------------------------------------------- */
@@ -359,5 +398,5 @@ uint64_t sld_hh_dropped(const sld_hh_t *hh) {
 }
 
 sld_hh_options_t sld_hh_options(const sld_hh_t *hh) {
-    return (sld_hh_options_t){.counters = hh->k, .keys = hh->keys};
+    return (sld_hh_options_t){.counters = hh->k, .keys = hh->keys, .sample_above = hh->sample_above};
 }

@@ -15,6 +15,15 @@
  * over a window of N updates every reported count is within N/k of the
  * truth, either way, and every key with more than N/k of them is reported.
  *
+ * Sampling, under load: a worker counts every decision of a second up to
+ * `sample_above` of them (all policies together), and past that one in
+ * SLD_HH_SAMPLE of the rest (random gaps of mean SLD_HH_SAMPLE), each as SLD_HH_SAMPLE
+ * (weighted Space-Saving: the bound above holds for the weights). A quiet
+ * daemon is counted exactly; a busy one pays the sketch on one decision
+ * in 16, and a key's count then also carries the sampling's error, about
+ * 4 sqrt(count) either way (one standard deviation) for the sampled part.
+ * sample_above 0 counts every decision.
+ *
  * Threads: each worker writes only its own sketches, under its own spin lock,
  * which nobody else takes except a reader (sld_hh_top), briefly, per worker:
  * uncontended on the decision path.
@@ -37,6 +46,8 @@
 #define SLD_HH_COUNTERS_DEFAULT 64 /* k */
 #define SLD_HH_COUNTERS_MAX 1024
 #define SLD_HH_MINUTES 60          /* the ring: one sketch pair per minute */
+#define SLD_HH_SAMPLE 16           /* past sample_above a second: one in this many */
+#define SLD_HH_SAMPLE_ABOVE_DEFAULT 1000 /* the daemon's: decisions a second per worker */
 
 typedef enum sld_hh_keys {
     SLD_HH_SHOW, /* the policy's key as it came (IPv6 by prefix) */
@@ -47,6 +58,7 @@ typedef enum sld_hh_keys {
 typedef struct sld_hh_options {
     uint32_t counters;   /* k per sketch, 0: SLD_HH_COUNTERS_DEFAULT */
     sld_hh_keys_t keys;
+    uint32_t sample_above; /* decisions a second per worker counted one by one; 0: all */
 } sld_hh_options_t;
 
 typedef enum sld_hh_window { SLD_HH_MINUTE, SLD_HH_HOUR } sld_hh_window_t;

@@ -8,7 +8,7 @@
 
 typedef struct second {
     _Atomic int64_t at;                 /* the second it counts (now_us / 1e6); -1: none */
-    _Atomic uint32_t n[SLD_RESULTS];
+    _Atomic uint32_t n[SLD_RATE_COLUMNS];
 } second_t;
 
 typedef struct ring {
@@ -46,34 +46,46 @@ void sld_rates_free(sld_rates_t *r) {
     free(r);
 }
 
-void sld_rates_note(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t result, int64_t now_us) {
+/* A worker's first decision under a slot: its ring, all seconds unused.
+ * Out of line, so the note itself saves no registers for it. */
+__attribute__((noinline)) static ring_t *ring_new(_Atomic(ring_t *) *at) {
+    ring_t *ring = malloc(sizeof *ring);
+    if (ring == NULL)
+        return NULL;
+    for (size_t i = 0; i < SLD_RATES_SECONDS; i++) {
+        atomic_init(&ring->s[i].at, -1);
+        for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
+            atomic_init(&ring->s[i].n[k], 0);
+    }
+    atomic_store_explicit(at, ring, memory_order_release); /* only its worker writes it */
+    return ring;
+}
+
+void sld_rates_note(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t result, bool delayed,
+                    int64_t now_us) {
     if (w >= r->workers || slot >= r->slots || now_us < 0 || result >= SLD_RESULTS)
         return;
     _Atomic(ring_t *) *at = &r->rings[(size_t)w * r->slots + slot];
     ring_t *ring = atomic_load_explicit(at, memory_order_acquire);
-    if (ring == NULL) {
-        if ((ring = malloc(sizeof *ring)) == NULL)
-            return;
-        for (size_t i = 0; i < SLD_RATES_SECONDS; i++) {
-            atomic_init(&ring->s[i].at, -1);
-            for (size_t k = 0; k < SLD_RESULTS; k++)
-                atomic_init(&ring->s[i].n[k], 0);
-        }
-        atomic_store_explicit(at, ring, memory_order_release); /* only w writes it */
-    }
+    if (ring == NULL && (ring = ring_new(at)) == NULL)
+        return;
     int64_t sec = now_us / 1000000;
     second_t *s = &ring->s[sec % SLD_RATES_SECONDS];
     if (atomic_load_explicit(&s->at, memory_order_relaxed) != sec) {
-        for (size_t k = 0; k < SLD_RESULTS; k++)
+        for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
             atomic_store_explicit(&s->n[k], 0, memory_order_relaxed);
         atomic_store_explicit(&s->at, sec, memory_order_release);
     }
     uint32_t v = atomic_load_explicit(&s->n[result], memory_order_relaxed);
     atomic_store_explicit(&s->n[result], v + 1, memory_order_relaxed);
+    if (delayed) {
+        v = atomic_load_explicit(&s->n[SLD_RATE_DELAYED], memory_order_relaxed);
+        atomic_store_explicit(&s->n[SLD_RATE_DELAYED], v + 1, memory_order_relaxed);
+    }
 }
 
 int sld_rates_read(sld_rates_t *r, uint32_t slot, int64_t now_us, uint32_t seconds,
-                   uint64_t (*out)[SLD_RESULTS]) {
+                   uint64_t (*out)[SLD_RATE_COLUMNS]) {
     if (seconds > SLD_RATES_SECONDS)
         seconds = SLD_RATES_SECONDS;
     memset(out, 0, sizeof *out * seconds);
@@ -93,7 +105,7 @@ int sld_rates_read(sld_rates_t *r, uint32_t slot, int64_t now_us, uint32_t secon
             second_t *s = &ring->s[sec % SLD_RATES_SECONDS];
             if (atomic_load_explicit(&s->at, memory_order_acquire) != sec)
                 continue;
-            for (size_t k = 0; k < SLD_RESULTS; k++)
+            for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
                 out[i][k] += atomic_load_explicit(&s->n[k], memory_order_relaxed);
         }
     }

@@ -1,5 +1,9 @@
 /* rates.h -- decisions per second, per policy and result, over the last 15
- * minutes at one-second resolution: what /v1/stats charts.
+ * minutes at one-second resolution: what /v1/stats and /status chart.
+ * Besides the three results (metrics.h), which add up to every decision,
+ * a fourth column counts the admitted decisions that came with a delay
+ * (a reservation's wait, a shaper's queue): "delayed" is a part of
+ * allowed + limited, not a result of its own.
  *
  * Per (worker, policy slot) a ring of 900 one-second buckets, allocated on
  * the slot's first decision, written by that worker only with relaxed
@@ -13,11 +17,14 @@
 #ifndef SL_SERVER_RATES_H
 #define SL_SERVER_RATES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "server/observe/metrics.h"
 
 #define SLD_RATES_SECONDS 900
+#define SLD_RATE_DELAYED SLD_RESULTS     /* the column of admitted-with-a-delay */
+#define SLD_RATE_COLUMNS (SLD_RESULTS + 1)
 
 typedef struct sld_rates sld_rates_t;
 
@@ -25,14 +32,17 @@ typedef struct sld_rates sld_rates_t;
 int sld_rates_new(uint32_t workers, uint32_t slots, sld_rates_t **out);
 void sld_rates_free(sld_rates_t *r);
 
-/* Worker w decided under `slot` at now_us: one more of `result`. Slots out
+/* Worker w decided under `slot` at now_us: one more of `result`, and one
+ * more delayed when `delayed` (an admitted decision with a delay). Slots out
  * of range, negative times and a failed allocation are ignored. */
-void sld_rates_note(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t result, int64_t now_us);
+void sld_rates_note(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t result, bool delayed,
+                    int64_t now_us);
 
 /* The last `seconds` (<= SLD_RATES_SECONDS) whole seconds before the one
- * holding now_us, oldest first: out[i][result], summed over the workers.
+ * holding now_us, oldest first: out[i][result] and out[i][SLD_RATE_DELAYED],
+ * summed over the workers.
  * Returns whether the slot ever counted anything. */
 int sld_rates_read(sld_rates_t *r, uint32_t slot, int64_t now_us, uint32_t seconds,
-                   uint64_t (*out)[SLD_RESULTS]);
+                   uint64_t (*out)[SLD_RATE_COLUMNS]);
 
 #endif
