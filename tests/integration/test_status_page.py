@@ -35,7 +35,7 @@ try:
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
-except ImportError:  # pragma: no cover - reported by the skip below
+except ImportError:  # reported by require_browser as a failure
     webdriver = None
 
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -149,10 +149,15 @@ def first_key(drv, policy, table):
         "return td ? td.textContent : null;", policy, table)
 
 
-@unittest.skipIf(webdriver is None, "python3-selenium is not installed (scripts/deps.sh test installs it)")
-@unittest.skipIf(not os.access(CHROMEDRIVER, os.X_OK), "chromedriver is not installed (Debian: chromium-driver)")
+def require_browser(test):
+    """A failure, not a skip: `make test` passing must mean the browser ran."""
+    test.assertIsNotNone(webdriver, "python3-selenium is not installed (scripts/deps.sh test installs it)")
+    test.assertTrue(os.access(CHROMEDRIVER, os.X_OK), "chromedriver is not installed (Debian: chromium-driver)")
+
+
 class StatusPage(unittest.TestCase):
     def setUp(self):
+        require_browser(self)
         self.d = harness.Daemon(http_config(CONFIG), args=["--http", "127.0.0.1:0"], test_clock=None)
         import re
         self.http_port = int(re.search(r" ready: .*\bhttp_port=(\d+)", self.d.output()).group(1))
@@ -242,10 +247,9 @@ class StatusPage(unittest.TestCase):
         drv.save_screenshot(os.path.join(OUTPUT, "status-phone.png"))
 
 
-@unittest.skipIf(webdriver is None, "python3-selenium is not installed (scripts/deps.sh test installs it)")
-@unittest.skipIf(not os.access(CHROMEDRIVER, os.X_OK), "chromedriver is not installed (Debian: chromium-driver)")
 class StatusPageToken(unittest.TestCase):
     def test_token_is_asked_for_and_kept_out_of_urls(self):
+        require_browser(self)
         d = harness.Daemon(http_config(CONFIG, head="admin_token: %s\n" % ADMIN_TOKEN),
                            args=["--http", "127.0.0.1:0"], test_clock=None)
         drv = None

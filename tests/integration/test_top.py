@@ -52,9 +52,10 @@ def wait_for(fn, timeout, what):
         time.sleep(0.1)
 
 
-@unittest.skipIf(TMUX is None, "tmux is not installed")
 class Top(unittest.TestCase):
     def setUp(self):
+        # a failure, not a skip: `make test` passing must mean this ran
+        self.assertIsNotNone(TMUX, "tmux is not installed (scripts/deps.sh test installs it)")
         self.socket = "sluice-top-test-%d" % os.getpid()
         self.d = None
 
