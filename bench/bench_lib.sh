@@ -46,3 +46,14 @@ h2load_run() {
 
 # med: numbers on stdin -> median (NA if none)
 med() { grep -v NA | stats | awk '{print $1}'; }
+
+# cpu_ticks PID: CPU time (clock ticks, HZ a second) of a process, its
+# threads and its children (nginx's workers), so that a run can give a
+# server's requests per CPU second: on a shared machine a figure that moves
+# far less than requests per second.
+cpu_ticks() {
+  local p=$1 c
+  { cat "/proc/$p/stat"; for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do cat "/proc/$c/stat"; done; } 2>/dev/null \
+    | sed 's/^.*) //' | awk '{ s += $12 + $13 } END { print s + 0 }'
+}
+HZ=$(getconf CLK_TCK)

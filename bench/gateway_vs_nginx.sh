@@ -15,9 +15,11 @@
 #             X-Forwarded-For instead, keyed by the client address behind a
 #             trusted proxy): a per-key limit no request reaches (gcra
 #             1000000/s burst 1000; nginx rate=1000000r/s burst=1000 nodelay).
-#   reject    the same load on a limit that turns a share away: gcra 1 per
-#             60 s, burst 0 (nginx rate=1r/m, no burst; its slowest rate), 429.
-#             The share grows during the run as keys come back.
+#   reject    the same client, but half the requests on 100 hot keys (the
+#             other half on the KEYSPACE keys), on a limit of gcra 1/s burst 5
+#             (nginx rate=1r/s burst=5 nodelay): the hot keys' excess is
+#             refused with 429, a steady share (about 45 %) whatever the
+#             throughput, while the spread keys pass.
 #   h2-mM     h2load (HTTP/2 cleartext, prior knowledge) -mM on CONNS/M
 #             connections (so CONNS streams in flight in every h2 case), over
 #             KEYSPACE paths /h2/<k> (keyed by the path: sluiced [endpoint],
@@ -138,7 +140,7 @@ EOF
   cat <<EOF
   $NGX_REALIP
   limit_req_zone $NGX_KEY zone=pass:64m rate=1000000r/s;
-  limit_req_zone $NGX_KEY zone=rej:64m rate=1r/m;
+  limit_req_zone $NGX_KEY zone=rej:64m rate=1r/s;
   limit_req_zone \$uri zone=h2pass:64m rate=1000000r/s;
   limit_req_zone \$http_x_key zone=dly:1m rate=${DELAY_RATE}r/s;
   limit_req_status 429;
@@ -151,7 +153,7 @@ EOF
   server {
     listen 127.0.0.1:$NGX_PORT backlog=4096;
     location /pass { limit_req zone=pass burst=1000 nodelay; proxy_pass http://up; }
-    location /rej  { limit_req zone=rej; proxy_pass http://up; }
+    location /rej  { limit_req zone=rej burst=5 nodelay; proxy_pass http://up; }
     location /delay { limit_req zone=dly burst=$((DELAY_RATE * 10)); proxy_pass http://arr; }
   }
   server {
@@ -197,7 +199,7 @@ policies:
     limits: [{algorithm: gcra, limit: 1000000, period: 1s, burst: 1000}]
   - name: rej
     key: $SL_KEY
-    limits: [{algorithm: gcra, limit: 1, period: 60s, burst: 0}]
+    limits: [{algorithm: gcra, limit: 1, period: 1s, burst: 5}]
   - name: h2pass
     key: [endpoint]
     limits: [{algorithm: gcra, limit: 1000000, period: 1s, burst: 1000}]
@@ -231,15 +233,17 @@ done
   echo "# $("$NGINX" -v 2>&1); $("$SLUICED" --version); $(h2load --version | head -1); wrk -t2 -c$CONNS; runs=$RUNS dur=${DUR}s keyspace=$KEYSPACE keyby=$KEYBY threads=$THREADS upstream_workers=$UPSTREAM_WORKERS"
 } | tee "$OUT/header"
 
+front_pid() { cat "$OUT/$1.pid"; }
+
 # one_run CASE FRONT I -> "rps p50 p99 total non2xx err"
 one_run() {
   local case=$1 front=$2 i=$3 port log="$OUT/$1-$2-$3.log"
   if [ "$front" = nginx ]; then port=$NGX_PORT; else port=$GW_PORT; fi
   case $case in
     pass|reject)
-      local path=/pass; [ "$case" = reject ] && path=/rej
+      local path=/pass hot=0; [ "$case" = reject ] && { path=/rej; hot=0.5; }
       wrk_run "$log" -t2 -c"$CONNS" -d"${DUR}s" --latency -s "$ROOT/bench/keyheader.lua" \
-        "http://127.0.0.1:$port$path" -- "$KEYSPACE" "$KEYBY" ;;
+        "http://127.0.0.1:$port$path" -- "$KEYSPACE" "$KEYBY" "$hot" 100 ;;
     h2-m*)
       local m=${case#h2-m} uris="$OUT/uris-$front" c
       c=$(( CONNS / m )); [ "$c" -lt 2 ] && c=2
@@ -257,19 +261,25 @@ for c in "${case_list[@]}"; do
   declare -A R=()
   for i in $(seq "$RUNS"); do
     for f in nginx sluiced; do
+      t0=$(cpu_ticks "$(front_pid "$f")"); u0=$(cpu_ticks "$(front_pid upstream)")
       read -r r q50 q99 tot n2 er <<<"$(one_run "$c" "$f" "$i")"
-      R[$f.rps]+="$r "; R[$f.p50]+="$q50 "; R[$f.p99]+="$q99 "
+      t1=$(cpu_ticks "$(front_pid "$f")"); u1=$(cpu_ticks "$(front_pid upstream)")
+      ucpu=$(awk -v d=$((u1 - u0)) -v hz="$HZ" -v s="$DUR" 'BEGIN{ printf "%d", 100 * d / hz / s }')
+      eff=$(awk -v n="$tot" -v d=$((t1 - t0)) -v hz="$HZ" 'BEGIN{ if (d > 0) printf "%d", n * hz / d; else print "NA" }')
+      cpu=$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v s="$DUR" 'BEGIN{ printf "%d", 100 * d / hz / s }')
+      R[$f.rps]+="$r "; R[$f.p50]+="$q50 "; R[$f.p99]+="$q99 "; R[$f.eff]+="$eff "; R[$f.cpu]+="$cpu "; R[$f.ucpu]+="$ucpu "
       R[$f.tot]=$(( ${R[$f.tot]:-0} + ${tot:-0} )); R[$f.n2]=$(( ${R[$f.n2]:-0} + ${n2:-0} ))
       [ "$er" != none ] && [ "$er" != 0 ] && echo "warning: $c $f run $i: errors $er" >&2
-      echo "  $c $f run $i: $r req/s p50 $q50 ms p99 $q99 ms non-2xx $n2/$tot" >&2
+      echo "  $c $f run $i: $r req/s p50 $q50 ms p99 $q99 ms non-2xx $n2/$tot; front cpu $cpu %, $eff req per cpu-s; upstream cpu $ucpu %" >&2
     done
   done
   for f in nginx sluiced; do
     read -r m lo hi <<<"$(printf '%s\n' ${R[$f.rps]} | grep -v NA | stats)"
     m50=$(printf '%s\n' ${R[$f.p50]} | med); m99=$(printf '%s\n' ${R[$f.p99]} | med)
+    meff=$(printf '%s\n' ${R[$f.eff]} | med); mcpu=$(printf '%s\n' ${R[$f.cpu]} | med); mucpu=$(printf '%s\n' ${R[$f.ucpu]} | med)
     share=$(awk -v a="${R[$f.n2]}" -v b="${R[$f.tot]}" 'BEGIN{ printf "%.1f", (b > 0) ? 100 * a / b : 0 }')
-    printf '{"bench":"gateway","case":"%s","front":"%s","threads":%s,"conns":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"non2xx_pct":%s,"runs":%s,"dur_s":%s,"keyspace":%s,"keyby":"%s","pin":%s}\n' \
-      "$c" "$f" "$THREADS" "$CONNS" "$m" "$lo" "$hi" "$m50" "$m99" "$share" "$RUNS" "$DUR" "$KEYSPACE" "$KEYBY" "$PIN" | tee -a "$OUT/lines"
+    printf '{"bench":"gateway","case":"%s","front":"%s","threads":%s,"conns":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"non2xx_pct":%s,"front_cpu_pct":%s,"req_per_cpu_s":%s,"upstream_cpu_pct":%s,"runs":%s,"dur_s":%s,"keyspace":%s,"keyby":"%s","pin":%s}\n' \
+      "$c" "$f" "$THREADS" "$CONNS" "$m" "$lo" "$hi" "$m50" "$m99" "$share" "$mcpu" "$meff" "$mucpu" "$RUNS" "$DUR" "$KEYSPACE" "$KEYBY" "$PIN" | tee -a "$OUT/lines"
   done
   unset R
 done
@@ -304,13 +314,15 @@ awk -F'[:,{}"]+' '
   { for (i = 2; i < NF; i += 2) v[$i] = $(i + 1)
     key = v["case"] "|" v["front"]
     rps[key] = v["rps"]; lo[key] = v["rps_min"]; hi[key] = v["rps_max"]
-    p50[key] = v["p50_ms"]; p99[key] = v["p99_ms"]; rej[key] = v["non2xx_pct"]; order[++n] = key }
+    p50[key] = v["p50_ms"]; p99[key] = v["p99_ms"]; rej[key] = v["non2xx_pct"]
+    cpu[key] = v["front_cpu_pct"]; eff[key] = v["req_per_cpu_s"]; order[++n] = key }
   END {
-    printf "%-8s %-8s %10s %22s %8s %8s %7s %14s %12s\n", "case", "front", "req/s", "[min..max]", "p50 ms", "p99 ms", "non2xx%", "sluiced/nginx", "p99 s/n"
+    printf "%-8s %-8s %10s %22s %8s %8s %7s %5s %9s %14s %8s %9s\n", "case", "front", "req/s", "[min..max]", "p50 ms", "p99 ms", "non2xx%", "cpu%", "req/cpu-s", "sluiced/nginx", "p99 s/n", "cpu-s s/n"
     for (k = 1; k <= n; k++) {
-      split(order[k], f, "|"); ng = f[1] "|nginx"; ratio = ""; pr = ""
-      if (f[2] == "sluiced" && rps[ng] > 0) { ratio = sprintf("%.2fx", rps[order[k]] / rps[ng]); if (p99[ng] > 0) pr = sprintf("%.2fx", p99[order[k]] / p99[ng]) }
-      printf "%-8s %-8s %10d %22s %8s %8s %7s %14s %12s\n", f[1], f[2], rps[order[k]],
-        "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]], rej[order[k]], ratio, pr }
+      split(order[k], f, "|"); ng = f[1] "|nginx"; ratio = ""; pr = ""; er = ""
+      if (f[2] == "sluiced" && rps[ng] > 0) { ratio = sprintf("%.2fx", rps[order[k]] / rps[ng]); if (p99[ng] > 0) pr = sprintf("%.2fx", p99[order[k]] / p99[ng]); if (eff[ng] > 0) er = sprintf("%.2fx", eff[order[k]] / eff[ng]) }
+      printf "%-8s %-8s %10d %22s %8s %8s %7s %5s %9s %14s %8s %9s\n", f[1], f[2], rps[order[k]],
+        "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]], rej[order[k]], cpu[order[k]], eff[order[k]], ratio, pr, er }
   }' "$OUT/lines"
-echo "# medians of $RUNS alternating runs; non2xx% is the share turned away (429); raw: $OUT"
+echo "# medians of $RUNS alternating runs; non2xx% is the share turned away (429); cpu%: the front's CPU time"
+echo "# over the run (100 = one core); req/cpu-s: requests answered per CPU second of the front; raw: $OUT"
