@@ -20,6 +20,25 @@ Printed as one JSON line per kind: bytes per idle connection
   gateway  GET /delay/ with X-Key: <key> on a gateway route with
            excess: delay, max_delay 1h (HTTP/1.1); the upstream is never
            reached during the measurement (a closed port)
+  http2    the http kind's request over HTTP/2, STREAMS (100, libh2o's
+           most per connection) on each of N / STREAMS connections, sent
+           by h2load
+  gateway2 the gateway kind's over HTTP/2 the same way (keyed by the path,
+           /delay/<key>, since h2load sends the same headers on every
+           request)
+
+The HTTP/2 kinds are how 100,000 waiters fit under an open-file limit of
+20,000 (a sandbox whose root cannot raise it): with one waiter per
+connection (resp, http, gateway), N is cut to what the limit allows. For
+them rss1 is taken with no connection yet (h2load opens them as it sends),
+so only "all-in" is given, the connection's share included (1/STREAMS of
+one); the script waits until /metrics shows every waiter (the route's
+queue depth, or allowed decisions: a reservation is one) before reading
+rss2, and "early" is the number of h2load processes that had ended (got
+all their answers) by then: 0 when every waiter was still held. h2load
+starts each connection at the top of its URI list, so the waiters come
+from N / (STREAMS x 50) h2load processes of 50 connections, each with
+STREAMS keys of its own: 50 waiters per key.
 
 The waiters spread over KEYS keys of a gcra limit of 1 per 60 s, burst 0;
 each key's one immediate place is taken first (SL.CHECK / a plain check),
@@ -53,6 +72,7 @@ import tempfile
 import time
 
 PER_SOURCE = 20000
+W = 50  # HTTP/2 kinds: connections per h2load process, so waiters per key
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -87,15 +107,17 @@ def wait_port(port, timeout=10.0):
 def config(kind, port, n):
     listen = {"resp": "{resp: 127.0.0.1:%d}" % port,
               "http": "{resp: 127.0.0.1:0, http: 127.0.0.1:%d}" % port,
-              "gateway": "{resp: 127.0.0.1:0}"}[kind]
+              "http2": "{resp: 127.0.0.1:0, http: 127.0.0.1:%d}" % port,
+              "gateway": "{resp: 127.0.0.1:0}",
+              "gateway2": "{resp: 127.0.0.1:0, http: 127.0.0.1:%d}" % (port + 2)}[kind]
     text = ("listen: %s\nlimits: {max_connections: %d, idle_timeout: 0}\n" % (listen, n + 1000))
-    if kind == "gateway":
+    if kind.startswith("gateway"):
         # the upstream port is the gateway's own port + 1, where nothing listens
         text += ("gateway:\n  listen: 127.0.0.1:%d\n  routes:\n    - name: delay\n"
                  "      match: {path_prefix: /delay/}\n      upstream: http://127.0.0.1:%d\n"
                  "      policies: [wait]\n      excess: delay\n      max_delay: 1h\n"
                  "      queue: %d\n" % (port, port + 1, n + 1000))
-        key = '["header:X-Key"]'
+        key = '["header:X-Key"]' if kind == "gateway" else "[endpoint]"
     else:
         key = "[key]"
     text += ("policies:\n  - name: wait\n    key: %s\n"
@@ -139,15 +161,36 @@ def read_answer(sock, want):
                 return
 
 
+def metric(port, name, label=""):
+    """The sum of a /metrics series' samples (with `label` in their labels)."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n")
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    total = 0.0
+    for line in data.decode(errors="replace").split("\n"):
+        if line.startswith(name) and (line[len(name)] in "{ ") and label in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 def take_keys(kind, port, keys):
     """Each key's one immediate place, so the waiters after it wait."""
     s = socket.create_connection(("127.0.0.1", port))
     for k in range(keys):
         key = "k%d" % k
-        if kind == "resp":
+        if kind == "gateway2":
+            s.sendall(("GET /delay/%s HTTP/1.1\r\nHost: b\r\n\r\n" % key).encode())
+            read_answer(s, None)
+        elif kind == "resp":
             s.sendall(b"*3\r\n$8\r\nSL.CHECK\r\n$4\r\nwait\r\n$%d\r\n%s\r\n" % (len(key), key.encode()))
             read_answer(s, b"*")
-        elif kind == "http":
+        elif kind in ("http", "http2"):
             s.sendall(("GET /v1/check?policy=wait&key=%s HTTP/1.1\r\nHost: b\r\n\r\n" % key).encode())
             read_answer(s, None)
         else:
@@ -225,9 +268,94 @@ def measure(kind, args):
         log.close()
 
 
+def measure_h2(kind, args, n):
+    work = tempfile.mkdtemp(prefix="waiters-")
+    cfg = os.path.join(work, "sluice.yaml")
+    with open(cfg, "w") as f:
+        f.write(config(kind, args.port, n))
+    cmd = [args.sluiced, "--snapshot", "off", "--config", cfg, "--threads", "1"]
+    if args.pin:
+        cmd = ["taskset", "-c", "0"] + cmd
+    log = open(os.path.join(work, "sluiced.log"), "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    clients = []
+    try:
+        wait_port(args.port)
+        mport = args.port + 2 if kind == "gateway2" else args.port
+        wait_port(mport)
+        time.sleep(0.5)
+        rss0 = rss_kib(proc.pid)
+        keys = (n + W * args.streams - 1) // (W * args.streams) * args.streams
+        take_keys(kind, args.port, keys)
+        time.sleep(0.5)
+        rss1 = rss_kib(proc.pid)
+        base = metric(mport, "sluice_decisions_total", 'result="allowed"')
+        # h2load starts every connection at the top of its URI list, so one
+        # h2load process with STREAMS keys and W connections puts W waiters
+        # on each of its keys; PROCS processes cover N with their own keys
+        per_proc = args.streams * W
+        procs = (n + per_proc - 1) // per_proc
+        clients = []
+        for p in range(procs):
+            uris = os.path.join(work, "uris%d" % p)
+            with open(uris, "w") as f:
+                for j in range(args.streams):
+                    k = p * args.streams + j
+                    if kind == "gateway2":
+                        f.write("http://127.0.0.1:%d/delay/k%d\n" % (args.port, k))
+                    else:
+                        f.write("http://127.0.0.1:%d/v1/check?policy=wait&key=k%d&wait=1h\n" % (args.port, k))
+            m = min(per_proc, n - p * per_proc)
+            ccmd = ["h2load", "-t", "1", "-c", str(W), "-m", str(args.streams), "-n", str(m), "-i", uris]
+            if args.pin:
+                ccmd = ["taskset", "-c", "1"] + ccmd
+            clients.append(subprocess.Popen(ccmd, stdout=open(os.path.join(work, "h2load%d.log" % p), "w"),
+                                            stderr=subprocess.STDOUT))
+        conns = procs * W
+        t = time.monotonic()
+        if kind == "gateway2":
+            seen = lambda: metric(mport, "sluice_gateway_queue_depth", 'route="delay"')
+            goal = n
+        else:
+            # each waiter is one allowed decision (its reservation) when queued
+            seen = lambda: metric(mport, "sluice_decisions_total", 'result="allowed"') - base
+            goal = n
+        got = 0
+        while time.monotonic() - t < 100:
+            got = seen()
+            if got >= goal:
+                break
+            time.sleep(1.0)
+        queue_s = time.monotonic() - t
+        time.sleep(1.0)
+        rss2 = rss_kib(proc.pid)
+        denied = metric(mport, "sluice_decisions_total", 'result="denied"')
+        line = {"bench": "waiters", "kind": kind, "waiters": n, "seen": int(got), "denied": int(denied),
+                "keys": keys,
+                "connections": conns, "streams": args.streams,
+                "rss0_kib": rss0, "rss1_kib": rss1, "rss2_kib": rss2,
+                "bytes_all_in": round((rss2 - rss1) * 1024.0 / n, 1),
+                "h2load_exited": sum(c.poll() is not None for c in clients),
+                "queue_s": round(queue_s, 1)}
+        print(json.dumps(line), flush=True)
+        return line
+    finally:
+        for c in clients:
+            c.terminate()
+            c.wait()
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--kinds", default="resp,http,gateway")
+    ap.add_argument("--kinds", default="resp,http,gateway,http2,gateway2")
+    ap.add_argument("--streams", type=int, default=100)
     ap.add_argument("--n", type=int, default=100000)
     ap.add_argument("--keys", type=int, default=2000)
     ap.add_argument("--sluiced", default=os.path.join(ROOT, "build", "sluiced"))
@@ -237,20 +365,27 @@ def main():
     if args.n // args.keys * 60 > 3600:
         sys.exit("n / keys x 60 s must stay within the 1 h a waiter may wait")
     want = args.n + 2000
+    h2n = args.n
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < want:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, max(hard, want)))
         except (ValueError, OSError):
-            sys.exit("cannot raise the open-file limit to %d (hard limit %d): run as root, or "
-                     "lower --n" % (want, hard))
-    lines = [measure(k, args) for k in args.kinds.split(",")]
+            # not root: as many as the hard limit allows, and say so
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            args.n = max(100, (hard - 2000) // 1000 * 1000)
+            print("the open-file limit cannot be raised to %d (hard limit %d; raising it needs CAP_SYS_RESOURCE): "
+                  "measuring %d waiters on the kinds with one connection each" % (want, hard, args.n), file=sys.stderr)
+    lines = [measure_h2(k, args, h2n) if k.endswith("2") else measure(k, args)
+             for k in args.kinds.split(",")]
     print()
-    print("%-8s %8s %12s %12s %12s %8s" % ("kind", "waiters", "B/conn", "B/waiter", "B all-in", "early"))
+    print("%-8s %8s %7s %12s %12s %12s %8s" % ("kind", "waiters", "conns", "B/conn", "B/waiter",
+                                              "B all-in", "early"))
     for l in lines:
-        print("%-8s %8d %12.1f %12.1f %12.1f %8d" % (l["kind"], l["waiters"], l["bytes_per_connection"],
-                                                   l["bytes_per_waiter"], l["bytes_all_in"],
-                                                   l["answered_early"]))
+        print("%-8s %8d %7d %12s %12s %12.1f %8d" % (
+            l["kind"], l["waiters"], l.get("connections", l["waiters"]),
+            l.get("bytes_per_connection", "-"), l.get("bytes_per_waiter", "-"), l["bytes_all_in"],
+            l.get("answered_early", l.get("h2load_exited"))))
     print("# RSS of sluiced (one worker thread); B/conn: an idle connection after one answer; "
           "B/waiter: what holding one waiter adds; kernel socket buffers not included")
 
