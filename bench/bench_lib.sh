@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench_lib.sh -- helpers shared by bench/gateway_vs_nginx.sh and
 # bench/grpc_vs_http.sh: run wrk / h2load once and print one line of figures.
 # Source it after the peer kit's common.sh and wrk_common.sh (stats, to_ms).
@@ -56,4 +57,5 @@ cpu_ticks() {
   { cat "/proc/$p/stat"; for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do cat "/proc/$c/stat"; done; } 2>/dev/null \
     | sed 's/^.*) //' | awk '{ s += $12 + $13 } END { print s + 0 }'
 }
+# shellcheck disable=SC2034  # HZ is for the scripts that source this
 HZ=$(getconf CLK_TCK)
