@@ -60,6 +60,9 @@ bench:
 	bench/resp_vs_redis.sh
 	bench/http_vs_nginx.sh
 	bench/redis_store_vs_lua.sh
+	bench/gateway_vs_nginx.sh
+	bench/grpc_vs_http.sh
+	bench/waiters.py
 
 # Installing to a system prefix as root also runs ldconfig (CMakeLists.txt),
 # so the programs find libsluice.so.0 straight away.

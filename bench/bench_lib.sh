@@ -1,0 +1,61 @@
+# shellcheck shell=bash
+# bench_lib.sh -- helpers shared by bench/gateway_vs_nginx.sh and
+# bench/grpc_vs_http.sh: run wrk / h2load once and print one line of figures.
+# Source it after the peer kit's common.sh and wrk_common.sh (stats, to_ms).
+# Not a benchmark itself.
+
+# pct FILE COLUMN P -> the P-th percentile (nearest rank) of a column of numbers
+pct() {
+  sort -g -k"$2,$2" "$1" | awk -v c="$2" -v p="$3" '{a[NR]=$c} END{
+    if (NR == 0) { print "NA"; exit }
+    i = int(NR * p / 100 + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print a[i] }'
+}
+
+# wrk_run LOG ARGS... -> "rps p50_ms p99_ms total non2xx sockerr"
+wrk_run() {
+  local log=$1; shift
+  "${CLI_PIN[@]}" wrk "$@" >"$log" 2>&1
+  local rps p50 p99 total non2xx errs
+  rps=$(awk '/^Requests\/sec:/{print $2}' "$log")
+  p50=$(to_ms "$(awk '$1=="50%"{print $2}' "$log")")
+  p99=$(to_ms "$(awk '$1=="99%"{print $2}' "$log")")
+  total=$(awk '/requests in/{print $1}' "$log")
+  non2xx=$(awk '/Non-2xx or 3xx responses:/{print $NF}' "$log")
+  errs=$(awk '/Socket errors:/{sub(/.*Socket errors: /,""); gsub(/ /,""); print}' "$log")
+  echo "${rps:-NA} ${p50:-NA} ${p99:-NA} ${total:-0} ${non2xx:-0} ${errs:-none}"
+}
+
+# h2load_run LOG ARGS... -> "rps p50_ms p99_ms total 4xx+5xx failed"
+# Latencies come from h2load's --log-file (one line per request: start µs,
+# status, µs to the end of the response), since h2load prints no percentiles.
+h2load_run() {
+  local log=$1; shift
+  rm -f "$log.req"
+  "${CLI_PIN[@]}" h2load --log-file="$log.req" "$@" >"$log" 2>&1
+  local rps total bad failed p50 p99
+  rps=$(awk '/^finished in/{print $4}' "$log")
+  total=$(awk '/^requests:/{print $2}' "$log")
+  failed=$(awk '/^requests:/{for (i=1;i<NF;i++) if ($(i+1) ~ /^(failed|errored|timeout),?$/) s += $i; print s+0}' "$log")
+  bad=$(awk '/^status codes:/{print $7 + $9}' "$log")
+  if [ -s "$log.req" ]; then
+    p50=$(pct "$log.req" 3 50 | awk '{printf "%.4g", $1 / 1000}')
+    p99=$(pct "$log.req" 3 99 | awk '{printf "%.4g", $1 / 1000}')
+  fi
+  rm -f "$log.req"
+  echo "${rps:-NA} ${p50:-NA} ${p99:-NA} ${total:-0} ${bad:-0} ${failed:-0}"
+}
+
+# med: numbers on stdin -> median (NA if none)
+med() { grep -v NA | stats | awk '{print $1}'; }
+
+# cpu_ticks PID: CPU time (clock ticks, HZ a second) of a process, its
+# threads and its children (nginx's workers), so that a run can give a
+# server's requests per CPU second: on a shared machine a figure that moves
+# far less than requests per second.
+cpu_ticks() {
+  local p=$1 c
+  { cat "/proc/$p/stat"; for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do cat "/proc/$c/stat"; done; } 2>/dev/null \
+    | sed 's/^.*) //' | awk '{ s += $12 + $13 } END { print s + 0 }'
+}
+# shellcheck disable=SC2034  # HZ is for the scripts that source this
+HZ=$(getconf CLK_TCK)
