@@ -34,6 +34,7 @@
 #include "server/config/section.h"
 #include "server/engine/engine.h"
 #include "server/gateway/gateway.h"
+#include "server/gateway/gateway_access_log.h"
 #include "server/gateway/gateway_concurrency.h"
 #include "server/gateway/gateway_forward.h"
 #include "server/gateway/gateway_route.h"
@@ -221,6 +222,7 @@ static bool take_slot(gw_call_t *call) {
 static void proxy(gw_call_t *call) {
     const sld_gw_route_t *route = route_of(call);
     sld_gw_count(call->w->gw->conc, call->route, SLD_GW_FORWARDED);
+    sld_gw_access_forwarded(call->req);
     sld_gw_forward(call->req, call->w->proxies[call->route], &call->fields, route->npolicies, &route->headers,
                    call->w->gw->conc, call->route);
 }
@@ -228,6 +230,7 @@ static void proxy(gw_call_t *call) {
 static void refuse_busy(gw_call_t *call) {
     const sld_gw_route_t *route = route_of(call);
     sld_gw_count(call->w->gw->conc, call->route, SLD_GW_BUSY);
+    sld_gw_access_decision(call->req, SLD_GW_LOG_BUSY);
     send_text(call->w, call->req, (int)route->concurrency.status,
               "route %s: %u requests in flight %s (its concurrency limit), no slot freed %s\n", route->name,
               route->concurrency.limit, route->concurrency.per_key ? "for this key" : "on the route",
@@ -248,6 +251,7 @@ static void forward(gw_call_t *call) {
     }
     if (!sld_gw_conc_enter(w->gw->conc, call->route)) {
         sld_gw_count(w->gw->conc, call->route, SLD_GW_BUSY);
+        sld_gw_access_decision(call->req, SLD_GW_LOG_BUSY);
         send_text(w, call->req, (int)route->concurrency.status,
                   "route %s: %u requests wait for a slot already (its queue), no place left\n", route->name,
                   route->queue);
@@ -322,6 +326,7 @@ static void on_wait_timer(uv_timer_t *timer) {
 static void hold(gw_call_t *call, sl_usec_t delay) {
     gw_worker_t *w = call->w;
     sld_gw_count(w->gw->conc, call->route, SLD_GW_DELAYED);
+    sld_gw_access_decision(call->req, SLD_GW_LOG_DELAYED);
     sld_gw_count_delay(w->gw->conc, call->route, delay);
     wait_in_line(call, true, uv_now(w->wait_timer.loop) + (uint64_t)((delay + 999) / 1000));
 }
@@ -331,6 +336,7 @@ static void refuse(gw_call_t *call, const sld_runtime_t *rt, size_t index, const
     const sld_gw_route_t *route = route_of(call);
     drop_place(call);
     sld_gw_count(call->w->gw->conc, call->route, SLD_GW_REJECTED);
+    sld_gw_access_decision(call->req, SLD_GW_LOG_REJECTED);
     sld_http_reply_t *r = &call->w->reply;
     sld_http_reply_reset(r);
     const sld_policy_t *pc = sld_policies_config(rt->policies, index);
@@ -379,6 +385,7 @@ static bool decided(gw_call_t *call, int rc, const sld_runtime_t *rt, size_t ind
     if (route->excess == SLD_GW_SHADOW) {
         sld_debug("gateway: route %s: over policy %s, forwarded (shadow)", route->name,
                   route->policies[call->step % n]);
+        sld_gw_access_decision(call->req, SLD_GW_LOG_SHADOW);
         forward(call);
         return false;
     }
@@ -516,6 +523,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     sld_span_t authority = {req->authority.base, req->authority.len};
     sld_span_t path = {req->path_normalized.base, req->path_normalized.len};
     const sld_gw_route_t *route = sld_gw_route_find(g, method, authority, path);
+    sld_gw_access_begin(req, g, route);
     if (route == NULL) {
         send_text(w, req, 404, "no route of the gateway matches %.*s %.*s\n", (int)(method.len > 16 ? 16 : method.len),
                   method.ptr, (int)(path.len > 200 ? 200 : path.len), path.ptr);
@@ -544,6 +552,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
         }
         if (!sld_gw_conc_enter(w->gw->conc, call->route)) { /* refused as reject would, uncharged */
             sld_gw_count(w->gw->conc, call->route, SLD_GW_REJECTED);
+            sld_gw_access_decision(req, SLD_GW_LOG_REJECTED);
             send_text(w, req, (int)route->status, "%s", route->body);
             return 0;
         }
@@ -677,7 +686,7 @@ static int configure(gw_worker_t *w, char *err, size_t err_len) {
     gw_filter_t *filter = (gw_filter_t *)h2o_create_filter(path, sizeof *filter);
     filter->super.on_setup_ostream = on_setup_ostream;
     filter->w = w;
-    return SL_OK;
+    return sld_gw_access_log_register(path, g, &w->gw->d->stats, err, err_len);
 }
 
 #if H2O_VERSION_MAJOR == 2 && H2O_VERSION_MINOR == 2

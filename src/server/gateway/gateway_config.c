@@ -45,13 +45,13 @@ typedef struct raw_route {
     char *upstream;
     char **policies;
     unsigned policies_count;
-    char *excess, *status, *body, *timeout, *max_delay, *queue;
+    char *excess, *status, *body, *timeout, *max_delay, *queue, *access_log;
     raw_concurrency_t *concurrency;
     raw_headers_t *headers;
 } raw_route_t;
 
 typedef struct raw_gateway {
-    char *listen, *timeout;
+    char *listen, *timeout, *access_log;
     raw_headers_t *headers;
     raw_route_t *routes;
     unsigned routes_count;
@@ -94,6 +94,7 @@ static const cyaml_schema_field_t route_fields[] = {
     CYAML_FIELD_MAPPING_PTR("concurrency", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, concurrency,
                             concurrency_fields),
     CYAML_FIELD_MAPPING_PTR("headers", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, headers, headers_fields),
+    SLD_CFG_STR("access_log", SLD_CFG_OPT, raw_route_t, access_log),
     CYAML_FIELD_END,
 };
 
@@ -104,6 +105,7 @@ static const cyaml_schema_value_t route_entry = {
 static const cyaml_schema_field_t gateway_fields[] = {
     SLD_CFG_STR("listen", SLD_CFG_OPT, raw_gateway_t, listen),
     SLD_CFG_STR("timeout", SLD_CFG_OPT, raw_gateway_t, timeout),
+    SLD_CFG_STR("access_log", SLD_CFG_OPT, raw_gateway_t, access_log),
     CYAML_FIELD_MAPPING_PTR("headers", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_gateway_t, headers, headers_fields),
     CYAML_FIELD_SEQUENCE("routes", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_gateway_t, routes, &route_entry, 0,
                          SLD_GW_MAX_ROUTES),
@@ -213,6 +215,17 @@ static int get_upstream(sld_config_ctx_t *c, const char *path, const char *text,
     return (*out = sld_config_dup(c, text)) ? SL_OK : SL_ENOMEM;
 }
 
+/* A file's path (created if missing, appended to), stderr, or off. */
+static int get_access_log(sld_config_ctx_t *c, const char *path, const char *text, char **out) {
+    char b[64];
+    if (strcasecmp(text, "off") == 0 || strcasecmp(text, "false") == 0 || strcasecmp(text, "no") == 0)
+        return SL_OK;
+    if (strcmp(text, "stderr") != 0 && (text[0] == '\0' || strlen(text) > 4096 || strchr(text, '\n')))
+        return sld_config_bad(c, path, "expected a file's path, stderr or off, got \"%s\"",
+                              sld_config_show(text, b));
+    return (*out = sld_config_dup(c, text)) ? SL_OK : SL_ENOMEM;
+}
+
 static int get_concurrency(sld_config_ctx_t *c, const char *at, const raw_concurrency_t *r,
                            sld_gw_route_t *rt) {
     char p[PATH], b[64];
@@ -243,6 +256,7 @@ static int get_concurrency(sld_config_ctx_t *c, const char *at, const raw_concur
 /* The section's defaults a route starts from. */
 typedef struct route_defaults {
     sl_usec_t timeout;
+    bool access_log;                 /* the section has a log */
     sld_gw_headers_t headers;
     bool client_set;                 /* headers.client was written, not the default */
 } route_defaults_t;
@@ -321,6 +335,15 @@ static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, 
     if (r->timeout && (rc = sld_config_get_duration_ms(c, sld_config_join(p, sizeof p, at, "timeout"),
                                                        r->timeout, MAX_TIMEOUT, &rt->timeout)))
         return rc;
+    rt->access_log = def->access_log;
+    if (r->access_log) {
+        bool on = true;
+        if ((rc = get_switch(c, sld_config_join(p, sizeof p, at, "access_log"), r->access_log, &on)))
+            return rc;
+        if (on && !def->access_log)
+            return sld_config_bad(c, p, "access_log: on needs gateway.access_log (a file, or stderr)");
+        rt->access_log = on;
+    }
     if (r->policies_count) {
         if ((rt->policies = calloc(r->policies_count, sizeof *rt->policies)) == NULL)
             return sld_config_oom(c);
@@ -360,6 +383,7 @@ static void gateway_free(void *value) {
     for (size_t i = 0; i < g->nroutes; i++)
         route_free(&g->routes[i]);
     free(g->routes);
+    free(g->access_log);
     free(g);
 }
 
@@ -380,7 +404,10 @@ static int gateway_parse(sld_config_ctx_t *c, const void *raw, void **out) {
     if (r->timeout &&
         (rc = sld_config_get_duration_ms(c, "gateway.timeout", r->timeout, MAX_TIMEOUT, &g->timeout)))
         return rc;
-    route_defaults_t def = {.timeout = g->timeout, .headers = {.client = true, .upstream = false}};
+    if (r->access_log && (rc = get_access_log(c, "gateway.access_log", r->access_log, &g->access_log)))
+        return rc;
+    route_defaults_t def = {.timeout = g->timeout, .headers = {.client = true, .upstream = false},
+                            .access_log = g->access_log != NULL};
     if (r->headers && (rc = get_headers(c, "gateway.headers", r->headers, &def.headers, &def.client_set)))
         return rc;
     if (r->routes_count == 0)

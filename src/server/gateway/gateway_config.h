@@ -6,6 +6,7 @@
  *     listen: 127.0.0.1:8080
  *     timeout: 30s                 # upstream I/O timeout: 504 past it (per route too)
  *     headers: {client: on, upstream: off}   # who sees the decision's fields (per route too)
+ *     access_log: /var/log/sluice/gateway.log  # or stderr, or off (default); per route: off
  *     routes:                      # first match wins; no match: 404
  *       - name: api
  *         match: {path_prefix: /api/, methods: [GET, POST], host: api.example.com}
@@ -77,11 +78,13 @@ typedef struct sld_gw_route {
     uint32_t queue;                  /* most requests waiting on the route; default 1000 */
     sl_usec_t max_delay;             /* delay: the longest hold; default 1 s */
     sld_gw_headers_t headers;        /* default: the section's */
+    bool access_log;                 /* its requests are logged: the section logs, the route not off */
 } sld_gw_route_t;
 
 typedef struct sld_gw_config {
     char listen[SLD_MAX_ADDR];       /* required */
     sl_usec_t timeout;               /* default 30 s */
+    char *access_log;                /* a file's path, or "stderr"; NULL: off (default) */
     sld_gw_route_t *routes;
     size_t nroutes;                  /* >= 1 */
 } sld_gw_config_t;
