@@ -654,6 +654,13 @@ void sld_gateway_free(sld_gateway_t *gw) {
 
 const char *sld_gateway_listen(const sld_gateway_t *gw) { return gw->g->listen; }
 
+void sld_gateway_reloaded(const sld_gateway_t *gw) {
+    const sld_gw_config_t *now = sld_config_section(sld_runtime(gw->d)->cfg, sld_gateway_section.name);
+    if (now == NULL || !sld_gw_config_equal(gw->g, now))
+        sld_warn("gateway: the file's gateway: section changed: it applies at the next restart; the "
+                 "gateway keeps its routes (the new policies apply)");
+}
+
 static int configure(gw_worker_t *w, char *err, size_t err_len) {
     const sld_gw_config_t *g = w->gw->g;
     const sld_config_t *cfg = sld_runtime(w->gw->d)->cfg;
