@@ -38,6 +38,7 @@
 #include "server/gateway/gateway_concurrency.h"
 #include "server/gateway/gateway_forward.h"
 #include "server/gateway/gateway_route.h"
+#include "server/gateway/gateway_spool.h"
 #include "server/http/http_ratelimit.h"
 #include "server/http/http_request.h"
 #include "server/http/http_server.h"
@@ -632,6 +633,7 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
     gw->d = d;
     gw->part = part;
     gw->g = sld_config_part_value(part);
+    sld_gw_spool_setup(); /* before any worker's listener: its buffers are the process's */
     if (sld_gw_conc_new(gw->g, &gw->conc) != SL_OK) {
         sld_gateway_free(gw);
         return SL_ENOMEM;

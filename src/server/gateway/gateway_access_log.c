@@ -178,11 +178,17 @@ static int64_t usec_between(const struct timespec *a, const struct timespec *b) 
     return us > 0 ? us : 0;
 }
 
+/* Three decimal digits of v < 1000, after a dot when `dot`. Without
+ * printf, which costs as much as the rest of a line (callgrind). */
+static void append_frac(sld_buf_t *b, unsigned v, bool dot) {
+    char text[4] = {'.', (char)('0' + v / 100), (char)('0' + v / 10 % 10), (char)('0' + v % 10)};
+    sld_buf_append(b, dot ? text : text + 1, dot ? 4 : 3);
+}
+
 /* Milliseconds with their microseconds: "12.345". */
 static void append_ms(sld_buf_t *b, int64_t us) {
-    char text[32];
-    int n = snprintf(text, sizeof text, "%lld.%03lld", (long long)(us / 1000), (long long)(us % 1000));
-    sld_buf_append(b, text, (size_t)n);
+    sld_buf_append_u64(b, (uint64_t)(us / 1000));
+    append_frac(b, (unsigned)(us % 1000), true);
 }
 
 static void append_string(sld_buf_t *b, const char *s, size_t len, size_t max) {
@@ -197,9 +203,10 @@ static void append_time(alog_worker_t *aw, const struct timeval *tv) {
         strftime(aw->stamp, sizeof aw->stamp, "%Y-%m-%dT%H:%M:%S", &tm);
         aw->sec = tv->tv_sec;
     }
-    char text[48];
-    int n = snprintf(text, sizeof text, "{\"time\":\"%s.%03dZ\"", aw->stamp, (int)(tv->tv_usec / 1000));
-    sld_buf_append(&aw->buf, text, (size_t)n);
+    sld_buf_append_lit(&aw->buf, "{\"time\":\"");
+    sld_buf_append_str(&aw->buf, aw->stamp);
+    append_frac(&aw->buf, (unsigned)(tv->tv_usec / 1000) % 1000, true);
+    sld_buf_append_lit(&aw->buf, "Z\"");
 }
 
 static void append_client(sld_buf_t *b, h2o_req_t *req) {
@@ -207,9 +214,18 @@ static void append_client(sld_buf_t *b, h2o_req_t *req) {
     char text[INET6_ADDRSTRLEN] = "";
     memset(&peer, 0, sizeof peer);
     if (req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&peer) > 0) {
-        if (peer.ss_family == AF_INET)
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&peer)->sin_addr, text, sizeof text);
-        else if (peer.ss_family == AF_INET6)
+        if (peer.ss_family == AF_INET) { /* by hand: inet_ntop costs 3,500 instructions */
+            const unsigned char *a = (const unsigned char *)&((struct sockaddr_in *)&peer)->sin_addr;
+            sld_buf_append_lit(b, "\"");
+            for (int i = 0; i < 4; i++) {
+                if (i)
+                    sld_buf_append_lit(b, ".");
+                sld_buf_append_u64(b, a[i]);
+            }
+            sld_buf_append_lit(b, "\"");
+            return;
+        }
+        if (peer.ss_family == AF_INET6)
             inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&peer)->sin6_addr, text, sizeof text);
     }
     sld_json_string(b, text, strlen(text));
