@@ -5,6 +5,7 @@
  *
  * Not here: serving, matching.
  */
+#define _GNU_SOURCE /* memmem */
 #include <ctype.h>
 #include <strings.h>
 #include <stdlib.h>
@@ -140,7 +141,9 @@ static int get_match(sld_config_ctx_t *c, const char *at, const raw_match_t *m, 
     }
     if (m->host) {
         size_t n = strlen(m->host);
-        bool ok = n > 0 && n <= MAX_HOST;
+        if (n > 1 && m->host[n - 1] == '.')
+            n--; /* "example.com." names example.com, as a request's host is compared */
+        bool ok = n > 0 && n <= MAX_HOST && m->host[0] != '.' && memmem(m->host, n, "..", 2) == NULL;
         for (size_t i = 0; ok && i < n; i++)
             ok = isalnum((unsigned char)m->host[i]) || m->host[i] == '-' || m->host[i] == '.';
         if (!ok)
@@ -149,6 +152,7 @@ static int get_match(sld_config_ctx_t *c, const char *at, const raw_match_t *m, 
                                   sld_config_show(m->host, b));
         if ((rt->host = sld_config_dup(c, m->host)) == NULL)
             return SL_ENOMEM;
+        rt->host[n] = '\0';
         for (size_t i = 0; i < n; i++)
             rt->host[i] = (char)tolower((unsigned char)rt->host[i]);
     }
