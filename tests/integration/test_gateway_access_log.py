@@ -2,7 +2,8 @@
 "Access log"): a real sluiced with gateway.access_log set, in front of a
 Python upstream:
 
-  - every line parses as JSON, one per request, with the fields documented;
+  - every line parses as JSON, one per request, with the fields documented,
+    over HTTP/1.1 and HTTP/2;
   - every decision kind is written: forwarded, delayed, rejected, shadow,
     busy, upstream_error, and none (no route);
   - a route with access_log: off writes nothing;
@@ -196,6 +197,15 @@ class AccessLog(unittest.TestCase):
         self.assertGreater(by_path["/delay/b"][0]["delay_ms"], 80)
         self.assertLess(by_path["/delay/a"][0]["delay_ms"], 80)
         self.assertGreater(by_path["/rej/b"][0]["bytes"], 0)
+
+    def test_http2(self):
+        out = subprocess.run(["curl", "-s", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}",
+                              "-H", "X-Request-Id: h2", "http://127.0.0.1:%d/fwd/h2?q=1" % self.port],
+                             stdout=subprocess.PIPE, check=True).stdout
+        self.assertEqual(out, b"200")
+        line = read_lines(self.log, 1)[0]
+        self.assertEqual((line["path"], line["host"], line["decision"], line["request_id"], line["status"]),
+                         ("/fwd/h2?q=1", "127.0.0.1:%d" % self.port, "forwarded", "h2", 200))
 
     def test_hostile_request_escaped_and_bounded(self):
         path = b'/fwd/"q\\\xff\xc3\xa9' + b"a" * 2048
