@@ -13,6 +13,8 @@ every 10 ms:
     left in the directory, none mapped once the transfer is over.
 
 What the numbers are is printed (VmHWM, the RssAnon and RssFile peaks).
+Under ASan (the sanitizer tree) the memory bound is not asserted: its
+quarantine holds freed memory by design.
 """
 import http.server
 import os
@@ -126,6 +128,8 @@ class Bodies(unittest.TestCase):
         cls.d = Daemon(config(cls.server.server_address[1]), env={"TMPDIR": cls.tmp})
         cls.port = int(re.search(r" gateway_port=(\d+)", cls.d.output()).group(1))
         cls.url = "http://127.0.0.1:%d/big" % cls.port
+        with open("/proc/%d/maps" % cls.d.proc.pid) as f:
+            cls.sanitized = "libasan" in f.read()
         # warm: the first request's buffers and connections are not what is measured
         subprocess.run(["curl", "-s", "-o", "/dev/null", cls.url + "/warm", "-r", "0-0"], check=True)
 
@@ -143,7 +147,8 @@ class Bodies(unittest.TestCase):
         sampler.finish()
         print("%s: before %s, peak %s, %d spool files" % (" ".join(args[:3]), before, sampler.peak,
                                                            len(sampler.spools)))
-        self.assertLess(sampler.peak["RssAnon"] - before["RssAnon"], MAX_ANON_GROWTH_KB, sampler.peak)
+        if not self.sanitized:  # ASan's quarantine keeps freed memory: no bound to see there
+            self.assertLess(sampler.peak["RssAnon"] - before["RssAnon"], MAX_ANON_GROWTH_KB, sampler.peak)
         for path in sampler.spools:
             self.assertTrue(path.startswith(self.tmp + "/sluiced.body."), path)
         self.assertEqual(os.listdir(self.tmp), [f for f in os.listdir(self.tmp) if f == "up.bin"])
