@@ -176,7 +176,8 @@ class ReloadUnderLoad(unittest.TestCase):
                 for _ in range(10):  # back to back, while requests are held
                     d.signal(signal.SIGHUP)
                     time.sleep(0.02)
-                d.wait_log(r"reloaded .*generation 15")
+                # signals sent while one is handled may merge into one: at least one more reload
+                d.wait_log(r"reloaded .*generation 6")
                 time.sleep(0.3)
                 for c in clients:
                     c.stop.set()
