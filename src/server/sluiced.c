@@ -162,7 +162,8 @@ static void on_signal(uv_signal_t *h, int signum) {
     (void)h;
     if (signum == SIGHUP) {
         char err[SLD_MAX_ERROR];
-        sld_runtime_reload(&D, err, sizeof err, NULL);
+        if (sld_runtime_reload(&D, err, sizeof err, NULL) == SL_OK && gateway)
+            sld_gateway_reloaded(gateway);
         return;
     }
     if (atomic_exchange(&D.stopping, true))

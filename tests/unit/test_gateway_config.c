@@ -11,6 +11,7 @@
 #include "server/config/section.h"
 #include "server/daemon/front_config.h"
 #include "server/gateway/gateway_config.h"
+#include "server/gateway/gateway_route.h"
 #include "server/http/http_config.h"
 #include "server/resp/resp_config.h"
 
@@ -156,6 +157,49 @@ static void test_errors_name_the_line(void **state) {
             6, "route name \"a\" is already used");
     refused("gateway:\n  listen: 127.0.0.1:1\n  timeout: soon\n  routes:\n    - name: a\n      upstream: http://x:1\n"
             POLICIES, 3, "gateway.timeout");
+}
+
+/* A route's host written with the root's trailing dot names the same host
+ * (a request's host is compared without it): it matches "example.com";
+ * empty labels are refused. */
+static void test_host_trailing_dot(void **state) {
+    (void)state;
+    sld_config_t *cfg = parse_ok("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n"
+                                 "      match: {host: Example.COM.}\n      upstream: http://x:1\n" POLICIES);
+    const sld_gw_config_t *g = sld_config_section(cfg, "gateway");
+    assert_string_equal(g->routes[0].host, "example.com");
+    sld_span_t get = {"GET", 3}, path = {"/", 1};
+    assert_true(sld_gw_route_matches(&g->routes[0], get, (sld_span_t){"example.com", 11}, path));
+    assert_true(sld_gw_route_matches(&g->routes[0], get, (sld_span_t){"EXAMPLE.com.:8080", 17}, path));
+    sld_config_free(cfg);
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      match: {host: a..b}\n"
+            "      upstream: http://x:1\n" POLICIES,
+            5, "gateway.routes[0].match.host: expected a host name");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      match: {host: .}\n"
+            "      upstream: http://x:1\n" POLICIES,
+            5, "gateway.routes[0].match.host: expected a host name");
+}
+
+/* access_log: off by default; a route logs when the section does, unless
+ * it says off; a route cannot log without the section's log. */
+static void test_access_log(void **state) {
+    (void)state;
+    sld_config_t *cfg = parse_ok(full);
+    const sld_gw_config_t *g = sld_config_section(cfg, "gateway");
+    assert_null(g->access_log);
+    assert_false(g->routes[0].access_log);
+    sld_config_free(cfg);
+    cfg = parse_ok("gateway:\n  listen: 127.0.0.1:1\n  access_log: /var/log/gw.log\n  routes:\n"
+                   "    - name: a\n      upstream: http://x:1\n    - name: b\n      upstream: http://x:1\n"
+                   "      access_log: off\n" POLICIES);
+    g = sld_config_section(cfg, "gateway");
+    assert_string_equal(g->access_log, "/var/log/gw.log");
+    assert_true(g->routes[0].access_log);
+    assert_false(g->routes[1].access_log);
+    sld_config_free(cfg);
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      access_log: on\n" POLICIES,
+            6, "access_log: on needs gateway.access_log");
 }
 
 /* listen: one address or a list, an entry {address, tls: {cert, key}};
@@ -401,6 +445,8 @@ int main(void) {
         cmocka_unit_test(test_full_section),
         cmocka_unit_test(test_listen_kept_when_given),
         cmocka_unit_test(test_errors_name_the_line),
+        cmocka_unit_test(test_host_trailing_dot),
+        cmocka_unit_test(test_access_log),
         cmocka_unit_test(test_lists_and_tls),
         cmocka_unit_test(test_delay),
         cmocka_unit_test(test_headers),

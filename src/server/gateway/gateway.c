@@ -27,6 +27,7 @@
 #include "server/base/log.h"
 #include "server/engine/engine.h"
 #include "server/gateway/gateway.h"
+#include "server/gateway/gateway_access_log.h"
 #include "server/gateway/gateway_private.h"
 #include "server/gateway/gateway_route.h"
 #include "server/http/http_ratelimit.h"
@@ -59,6 +60,7 @@ static void refuse(gw_call_t *call, const sld_runtime_t *rt, size_t index, const
     const sld_gw_route_t *route = route_of(call);
     sld__gw_drop_place(call);
     sld_gw_count(call->w->gw->conc, call->route, SLD_GW_REJECTED);
+    sld_gw_access_decision(call->req, SLD_GW_LOG_REJECTED);
     sld_http_reply_t *r = &call->w->reply;
     sld_http_reply_reset(r);
     const sld_policy_t *pc = sld_policies_config(rt->policies, index);
@@ -107,6 +109,7 @@ static bool decided(gw_call_t *call, int rc, const sld_runtime_t *rt, size_t ind
     if (route->excess == SLD_GW_SHADOW) {
         sld_debug("gateway: route %s: over policy %s, forwarded (shadow)", route->name,
                   route->policies[call->step % n]);
+        sld_gw_access_decision(call->req, SLD_GW_LOG_SHADOW);
         sld__gw_forward(call);
         return false;
     }
@@ -244,6 +247,7 @@ int sld__gw_on_req(h2o_handler_t *self, h2o_req_t *req) {
     sld_span_t authority = {req->authority.base, req->authority.len};
     sld_span_t path = {req->path_normalized.base, req->path_normalized.len};
     const sld_gw_route_t *route = sld_gw_route_find(g, method, authority, path);
+    sld_gw_access_begin(req, g, route);
     if (route == NULL) {
         sld__gw_send_text(w, req, 404, "no route of the gateway matches %.*s %.*s\n", (int)(method.len > 16 ? 16 : method.len),
                   method.ptr, (int)(path.len > 200 ? 200 : path.len), path.ptr);
@@ -272,6 +276,7 @@ int sld__gw_on_req(h2o_handler_t *self, h2o_req_t *req) {
         }
         if (!sld_gw_conc_enter(w->gw->conc, call->route)) { /* refused as reject would, uncharged */
             sld_gw_count(w->gw->conc, call->route, SLD_GW_REJECTED);
+            sld_gw_access_decision(req, SLD_GW_LOG_REJECTED);
             sld__gw_send_text(w, req, (int)route->status, "%s", route->body);
             return 0;
         }

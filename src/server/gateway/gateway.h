@@ -71,6 +71,10 @@ const char *sld_gateway_listen(const sld_gateway_t *gw);
 size_t sld_gateway_nlistens(const sld_gateway_t *gw);
 sld_front_t sld_gateway_front(sld_gateway_t *gw, size_t i, int *port);
 
+/* After a reload: warns when the file's gateway: section differs from the
+ * one the gateway runs (routes are read at start). */
+void sld_gateway_reloaded(const sld_gateway_t *gw);
+
 /* The hooks the server calls (net/front.h); their ctx is a sld_gateway_t. */
 extern const sld_front_ops_t sld_gateway_front_ops;
 

@@ -5,6 +5,7 @@
  *
  * Not here: serving, matching.
  */
+#define _GNU_SOURCE /* memmem */
 #include <ctype.h>
 #include <strings.h>
 #include <stdlib.h>
@@ -46,13 +47,13 @@ typedef struct raw_route {
     raw_match_t *match;
     char **policies;
     unsigned policies_count;
-    char *excess, *status, *body, *timeout, *max_delay, *queue, *tls_ca, *tls_verify;
+    char *excess, *status, *body, *timeout, *max_delay, *queue, *tls_ca, *tls_verify, *access_log;
     raw_concurrency_t *concurrency;
     raw_headers_t *headers;
 } raw_route_t;
 
 typedef struct raw_gateway {
-    char *timeout;
+    char *timeout, *access_log;
     raw_headers_t *headers;
     raw_route_t *routes;
     unsigned routes_count;
@@ -97,6 +98,7 @@ static const cyaml_schema_field_t route_fields[] = {
     CYAML_FIELD_MAPPING_PTR("concurrency", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, concurrency,
                             concurrency_fields),
     CYAML_FIELD_MAPPING_PTR("headers", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, headers, headers_fields),
+    SLD_CFG_STR("access_log", SLD_CFG_OPT, raw_route_t, access_log),
     CYAML_FIELD_END,
 };
 
@@ -107,6 +109,7 @@ static const cyaml_schema_value_t route_entry = {
 static const cyaml_schema_field_t gateway_fields[] = {
     CYAML_FIELD_IGNORE("listen", SLD_CFG_OPT), /* an address or a list: read by get_listens() */
     SLD_CFG_STR("timeout", SLD_CFG_OPT, raw_gateway_t, timeout),
+    SLD_CFG_STR("access_log", SLD_CFG_OPT, raw_gateway_t, access_log),
     CYAML_FIELD_MAPPING_PTR("headers", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_gateway_t, headers, headers_fields),
     CYAML_FIELD_SEQUENCE("routes", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_gateway_t, routes, &route_entry, 0,
                          SLD_GW_MAX_ROUTES),
@@ -141,7 +144,9 @@ static int get_match(sld_config_ctx_t *c, const char *at, const raw_match_t *m, 
     }
     if (m->host) {
         size_t n = strlen(m->host);
-        bool ok = n > 0 && n <= MAX_HOST;
+        if (n > 1 && m->host[n - 1] == '.')
+            n--; /* "example.com." names example.com, as a request's host is compared */
+        bool ok = n > 0 && n <= MAX_HOST && m->host[0] != '.' && memmem(m->host, n, "..", 2) == NULL;
         for (size_t i = 0; ok && i < n; i++)
             ok = isalnum((unsigned char)m->host[i]) || m->host[i] == '-' || m->host[i] == '.';
         if (!ok)
@@ -150,6 +155,7 @@ static int get_match(sld_config_ctx_t *c, const char *at, const raw_match_t *m, 
                                   sld_config_show(m->host, b));
         if ((rt->host = sld_config_dup(c, m->host)) == NULL)
             return SL_ENOMEM;
+        rt->host[n] = '\0';
         for (size_t i = 0; i < n; i++)
             rt->host[i] = (char)tolower((unsigned char)rt->host[i]);
     }
@@ -215,6 +221,17 @@ static int get_upstream(sld_config_ctx_t *c, const char *path, const sld_yaml_no
         h2o_url_parse(text, strlen(text), &url) != 0 || url.host.len == 0)
         return sld_config_bad(c, path,
                               "expected http://host:port or https://host:port, like http://127.0.0.1:9000, got \"%s\"",
+                              sld_config_show(text, b));
+    return (*out = sld_config_dup(c, text)) ? SL_OK : SL_ENOMEM;
+}
+
+/* A file's path (created if missing, appended to), stderr, or off. */
+static int get_access_log(sld_config_ctx_t *c, const char *path, const char *text, char **out) {
+    char b[64];
+    if (strcasecmp(text, "off") == 0 || strcasecmp(text, "false") == 0 || strcasecmp(text, "no") == 0)
+        return SL_OK;
+    if (strcmp(text, "stderr") != 0 && (text[0] == '\0' || strlen(text) > 4096 || strchr(text, '\n')))
+        return sld_config_bad(c, path, "expected a file's path, stderr or off, got \"%s\"",
                               sld_config_show(text, b));
     return (*out = sld_config_dup(c, text)) ? SL_OK : SL_ENOMEM;
 }
@@ -301,6 +318,7 @@ static int get_concurrency(sld_config_ctx_t *c, const char *at, const raw_concur
 /* The section's defaults a route starts from. */
 typedef struct route_defaults {
     sl_usec_t timeout;
+    bool access_log;                 /* the section has a log */
     sld_gw_headers_t headers;
     bool client_set;                 /* headers.client was written, not the default */
 } route_defaults_t;
@@ -379,6 +397,15 @@ static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, 
     if (r->timeout && (rc = sld_config_get_duration_ms(c, sld_config_join(p, sizeof p, at, "timeout"),
                                                        r->timeout, MAX_TIMEOUT, &rt->timeout)))
         return rc;
+    rt->access_log = def->access_log;
+    if (r->access_log) {
+        bool on = true;
+        if ((rc = get_switch(c, sld_config_join(p, sizeof p, at, "access_log"), r->access_log, &on)))
+            return rc;
+        if (on && !def->access_log)
+            return sld_config_bad(c, p, "access_log: on needs gateway.access_log (a file, or stderr)");
+        rt->access_log = on;
+    }
     if (r->policies_count) {
         if ((rt->policies = calloc(r->policies_count, sizeof *rt->policies)) == NULL)
             return sld_config_oom(c);
@@ -501,6 +528,7 @@ static void gateway_free(void *value) {
     for (size_t i = 0; i < g->nroutes; i++)
         route_free(&g->routes[i]);
     free(g->routes);
+    free(g->access_log);
     for (size_t i = 0; i < g->nlistens; i++) {
         free(g->listens[i].cert);
         free(g->listens[i].key);
@@ -541,7 +569,10 @@ static int gateway_read(sld_config_ctx_t *c, const raw_gateway_t *r, const sld_y
     if (r->timeout &&
         (rc = sld_config_get_duration_ms(c, "gateway.timeout", r->timeout, MAX_TIMEOUT, &g->timeout)))
         return rc;
-    route_defaults_t def = {.timeout = g->timeout, .headers = {.client = true, .upstream = false}};
+    if (r->access_log && (rc = get_access_log(c, "gateway.access_log", r->access_log, &g->access_log)))
+        return rc;
+    route_defaults_t def = {.timeout = g->timeout, .headers = {.client = true, .upstream = false},
+                            .access_log = g->access_log != NULL};
     if (r->headers && (rc = get_headers(c, "gateway.headers", r->headers, &def.headers, &def.client_set)))
         return rc;
     if (r->routes_count == 0)
@@ -585,6 +616,44 @@ static int gateway_check(sld_config_ctx_t *c, const void *value, const sld_confi
         }
     }
     return SL_OK;
+}
+
+static bool same_str(const char *a, const char *b) {
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool same_list(char *const *a, size_t na, char *const *b, size_t nb) {
+    if (na != nb)
+        return false;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return false;
+    return true;
+}
+
+static bool same_route(const sld_gw_route_t *a, const sld_gw_route_t *b) {
+    return same_str(a->name, b->name) && same_str(a->path_prefix, b->path_prefix) &&
+           same_list(a->methods, a->nmethods, b->methods, b->nmethods) && same_str(a->host, b->host) &&
+           same_list(a->upstreams, a->nupstreams, b->upstreams, b->nupstreams) && a->tls_verify == b->tls_verify &&
+           same_str(a->tls_ca, b->tls_ca) && same_list(a->policies, a->npolicies, b->policies, b->npolicies) &&
+           a->excess == b->excess && a->status == b->status && same_str(a->body, b->body) &&
+           a->timeout == b->timeout && memcmp(&a->concurrency, &b->concurrency, sizeof a->concurrency) == 0 &&
+           a->queue == b->queue && a->max_delay == b->max_delay && a->headers.client == b->headers.client &&
+           a->headers.upstream == b->headers.upstream && a->access_log == b->access_log;
+}
+
+bool sld_gw_config_equal(const sld_gw_config_t *a, const sld_gw_config_t *b) {
+    if (a->nlistens != b->nlistens || a->timeout != b->timeout || !same_str(a->access_log, b->access_log) ||
+        a->nroutes != b->nroutes)
+        return false;
+    for (size_t i = 0; i < a->nlistens; i++)
+        if (strcmp(a->listens[i].addr, b->listens[i].addr) != 0 || !same_str(a->listens[i].cert, b->listens[i].cert) ||
+            !same_str(a->listens[i].key, b->listens[i].key))
+            return false;
+    for (size_t i = 0; i < a->nroutes; i++)
+        if (!same_route(&a->routes[i], &b->routes[i]))
+            return false;
+    return true;
 }
 
 const sld_config_section_t sld_gateway_section = {

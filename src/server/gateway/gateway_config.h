@@ -7,6 +7,7 @@
  *                                  # {address: 127.0.0.1:8443, tls: {cert: FILE, key: FILE}}
  *     timeout: 30s                 # upstream I/O timeout: 504 past it (per route too)
  *     headers: {client: on, upstream: off}   # who sees the decision's fields (per route too)
+ *     access_log: /var/log/sluice/gateway.log  # or stderr, or off (default); per route: off
  *     routes:                      # first match wins; no match: 404
  *       - name: api
  *         match: {path_prefix: /api/, methods: [GET, POST], host: api.example.com}
@@ -93,6 +94,7 @@ typedef struct sld_gw_route {
     uint32_t queue;                  /* most requests waiting on the route; default 1000 */
     sl_usec_t max_delay;             /* delay: the longest hold; default 1 s */
     sld_gw_headers_t headers;        /* default: the section's */
+    bool access_log;                 /* its requests are logged: the section logs, the route not off */
 } sld_gw_route_t;
 
 /* One of the gateway's listeners (gateway.listen). */
@@ -107,9 +109,14 @@ typedef struct sld_gw_config {
     sld_gw_listen_t *listens;        /* required, in the order written */
     size_t nlistens;                 /* 1..SLD_GW_MAX_LISTENS */
     sl_usec_t timeout;               /* default 30 s */
+    char *access_log;                /* a file's path, or "stderr"; NULL: off (default) */
     sld_gw_route_t *routes;
     size_t nroutes;                  /* >= 1 */
 } sld_gw_config_t;
+
+/* Whether a and b are the same section, value for value (a reload that
+ * changes it cannot apply it: the gateway says so). */
+bool sld_gw_config_equal(const sld_gw_config_t *a, const sld_gw_config_t *b);
 
 /* The section "gateway" (register it with sld_config_sections_set()). */
 extern const sld_config_section_t sld_gateway_section;

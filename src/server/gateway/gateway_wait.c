@@ -16,6 +16,7 @@
 
 #include <h2o.h>
 
+#include "server/gateway/gateway_access_log.h"
 #include "server/gateway/gateway_private.h"
 
 #define RETRY_MS 10       /* waiters look for a slot freed on another worker this often */
@@ -109,6 +110,7 @@ static bool take_slot(gw_call_t *call) {
 static void proxy(gw_call_t *call) {
     const sld_gw_route_t *route = route_of(call);
     sld_gw_count(call->w->gw->conc, call->route, SLD_GW_FORWARDED);
+    sld_gw_access_forwarded(call->req);
     gw_upstreams_t *u = &call->w->upstreams[call->route];
     h2o_handler_t *upstream = u->proxies[u->next];
     u->next = u->next + 1 < u->n ? u->next + 1 : 0; /* round robin, on this worker */
@@ -119,6 +121,7 @@ static void proxy(gw_call_t *call) {
 static void refuse_busy(gw_call_t *call) {
     const sld_gw_route_t *route = route_of(call);
     sld_gw_count(call->w->gw->conc, call->route, SLD_GW_BUSY);
+    sld_gw_access_decision(call->req, SLD_GW_LOG_BUSY);
     sld__gw_send_text(call->w, call->req, (int)route->concurrency.status,
               "route %s: %u requests in flight %s (its concurrency limit), no slot freed %s\n", route->name,
               route->concurrency.limit, route->concurrency.per_key ? "for this key" : "on the route",
@@ -139,6 +142,7 @@ void sld__gw_forward(gw_call_t *call) {
     }
     if (!sld_gw_conc_enter(w->gw->conc, call->route)) {
         sld_gw_count(w->gw->conc, call->route, SLD_GW_BUSY);
+        sld_gw_access_decision(call->req, SLD_GW_LOG_BUSY);
         sld__gw_send_text(w, call->req, (int)route->concurrency.status,
                   "route %s: %u requests wait for a slot already (its queue), no place left\n", route->name,
                   route->queue);
@@ -212,6 +216,7 @@ static void on_wait_timer(uv_timer_t *timer) {
 void sld__gw_hold(gw_call_t *call, sl_usec_t delay) {
     gw_worker_t *w = call->w;
     sld_gw_count(w->gw->conc, call->route, SLD_GW_DELAYED);
+    sld_gw_access_decision(call->req, SLD_GW_LOG_DELAYED);
     sld_gw_count_delay(w->gw->conc, call->route, delay);
     wait_in_line(call, true, uv_now(w->wait_timer.loop) + (uint64_t)((delay + 999) / 1000));
 }

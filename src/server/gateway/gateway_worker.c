@@ -20,10 +20,13 @@
 
 #include <h2o.h>
 
+#include "server/base/log.h"
 #include "server/config/section.h"
 #include "server/gateway/gateway.h"
+#include "server/gateway/gateway_access_log.h"
 #include "server/gateway/gateway_private.h"
 #include "server/gateway/gateway_route.h"
+#include "server/gateway/gateway_spool.h"
 
 #define KEEPALIVE_MS 2000 /* an idle upstream connection stays in the pool this long */
 
@@ -100,6 +103,7 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
     gw->d = d;
     gw->part = part;
     gw->g = sld_config_part_value(part);
+    sld_gw_spool_setup(); /* before any worker's listener: its buffers are the process's */
     if (sld_gw_conc_new(gw->g, &gw->conc) != SL_OK) {
         sld_gateway_free(gw);
         return SL_ENOMEM;
@@ -128,6 +132,13 @@ void sld_gateway_free(sld_gateway_t *gw) {
 }
 
 const char *sld_gateway_listen(const sld_gateway_t *gw) { return gw->g->listen; }
+
+void sld_gateway_reloaded(const sld_gateway_t *gw) {
+    const sld_gw_config_t *now = sld_config_section(sld_runtime(gw->d)->cfg, sld_gateway_section.name);
+    if (now == NULL || !sld_gw_config_equal(gw->g, now))
+        sld_warn("gateway: the file's gateway: section changed: it applies at the next restart; the "
+                 "gateway keeps its routes (the new policies apply)");
+}
 
 size_t sld_gateway_nlistens(const sld_gateway_t *gw) { return gw->g->nlistens; }
 
@@ -178,7 +189,7 @@ static int configure(gw_worker_t *w, char *err, size_t err_len) {
     gw_filter_t *filter = (gw_filter_t *)h2o_create_filter(path, sizeof *filter);
     filter->super.on_setup_ostream = on_setup_ostream;
     filter->w = w;
-    return SL_OK;
+    return sld_gw_access_log_register(path, g, &w->gw->d->stats, err, err_len);
 }
 
 #if H2O_VERSION_MAJOR == 2 && H2O_VERSION_MINOR == 2
