@@ -168,17 +168,22 @@ typedef struct options {
     size_t memory_sizes;
     uint64_t accuracy_requests;
     uint32_t accuracy_keys;
+    int algorithm;   /* decide: only this algorithm (-1: all) */
+    unsigned keysel; /* decide: 1 the hot key, 2 the many keys, 3 both */
 } options_t;
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: sluice-bench [--quick] [--only decide|memory|accuracy] [--duration SEC]\n"
-            "                    [--reps N] [--seed N] [--help]\n"
+            "                    [--reps N] [--seed N] [--algorithm ALG] [--keys hot|many]\n"
+            "                    [--help]\n"
             "  --quick          tiny sizes, a smoke test of a few seconds\n"
             "  --only WHAT      run one of the three benchmarks\n"
             "  --duration SEC   length of one decide measurement (default 1.0)\n"
             "  --reps N         decide measurements per case, the median is kept (default 3)\n"
             "  --seed N         seed of key choice and of the accuracy trace (default %u)\n"
+            "  --algorithm ALG  decide: only this algorithm\n"
+            "  --keys hot|many  decide: only the one hot key, or only the many keys\n"
             "Prints one JSON object per line, then a table, on stdout.\n",
             DEFAULT_SEED);
 }
@@ -218,6 +223,8 @@ static options_t parse_options(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     o.only = ONLY_ALL;
     o.seed = DEFAULT_SEED;
+    o.algorithm = -1;
+    o.keysel = 3;
     double duration = 0;
     int reps = 0;
     for (int i = 1; i < argc; i++) {
@@ -240,6 +247,20 @@ static options_t parse_options(int argc, char **argv) {
             reps = (int)parse_u64(option_value(argc, argv, &i), a, 1, MAX_REPS);
         } else if (strcmp(a, "--seed") == 0) {
             o.seed = parse_u64(option_value(argc, argv, &i), a, 0, UINT64_MAX);
+        } else if (strcmp(a, "--algorithm") == 0) {
+            const char *v = option_value(argc, argv, &i);
+            sl_algorithm_t alg;
+            if (sl_algorithm_parse(v, &alg) != SL_OK)
+                bad_usage("unknown algorithm", v);
+            o.algorithm = (int)alg;
+        } else if (strcmp(a, "--keys") == 0) {
+            const char *v = option_value(argc, argv, &i);
+            if (strcmp(v, "hot") == 0)
+                o.keysel = 1;
+            else if (strcmp(v, "many") == 0)
+                o.keysel = 2;
+            else
+                bad_usage("--keys takes hot or many, not", v);
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             exit(0);
@@ -505,6 +526,9 @@ static void run_decide(const options_t *o, results_t *res) {
         for (size_t ki = 0; ki < 2; ki++)
             for (int batch = 0; batch <= (ki == 1); batch++)
                 for (size_t ti = 0; ti < nthread_counts; ti++) {
+                    if ((o->algorithm >= 0 && (int)decide_variants[vi].algorithm != o->algorithm) ||
+                        !(o->keysel & (1u << ki)))
+                        continue;
                     decide_result_t r = run_decide_case(o, &decide_variants[vi], keys,
                                                         key_counts[ki], thread_counts[ti], batch);
                     print_decide_json(&r);
