@@ -70,6 +70,14 @@ static void *xcalloc(size_t n, size_t size) {
 
 /* ---- time and randomness ----------------------------------------------------- */
 
+/* CPU time of the calling thread: what a decision costs its thread, apart
+ * from the time it spends off the CPU on a busy machine. */
+static double thread_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static double monotonic_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -296,6 +304,7 @@ typedef struct decide_result {
     unsigned threads;
     unsigned batch;      /* 0: one sl_check() per decision; else sl_check_batch() size */
     double ops_per_sec;
+    double cpu_ns_per_op;  /* the workers' CPU time per decision */
 } decide_result_t;
 
 typedef struct memory_result {
@@ -370,6 +379,7 @@ typedef struct worker {
     uint64_t rng;
     uint64_t ops;
     uint64_t allowed;
+    double cpu;  /* this thread's CPU seconds while measuring */
 } worker_t;
 
 static char *make_decide_keys(uint32_t n) {
@@ -397,6 +407,7 @@ static void *decide_worker(void *arg) {
     }
     sl_request_t reqs[CHECKS_PER_STOP_TEST];
     sl_decision_t out[CHECKS_PER_STOP_TEST];
+    double cpu0 = thread_cpu_seconds();
     while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
         for (int i = 0; i < CHECKS_PER_STOP_TEST; i++) {
             uint32_t k = c->nkeys == 1 ? 0 : below(splitmix64(&w->rng), c->nkeys);
@@ -412,14 +423,17 @@ static void *decide_worker(void *arg) {
             allowed += out[i].allowed;
         ops += CHECKS_PER_STOP_TEST;
     }
+    w->cpu = thread_cpu_seconds() - cpu0;
     w->ops = ops;
     w->allowed = allowed;
     return NULL;
 }
 
 /* One measurement: all threads start at the barrier, the main thread times
- * the run and raises the stop flag. Returns decisions per second. */
-static double measure_decide(decide_case_t *c, unsigned threads, double duration, uint64_t seed) {
+ * the run and raises the stop flag. Returns decisions per second, and in
+ * *cpu_ns the workers' CPU nanoseconds per decision. */
+static double measure_decide(decide_case_t *c, unsigned threads, double duration, uint64_t seed,
+                             double *cpu_ns) {
     worker_t *w = xcalloc(threads, sizeof *w);
     atomic_store(&c->stop, false);
     errno = pthread_barrier_init(&c->start, NULL, threads + 1);
@@ -442,13 +456,16 @@ static double measure_decide(decide_case_t *c, unsigned threads, double duration
     atomic_store(&c->stop, true);
     double elapsed = monotonic_seconds() - t0;
     uint64_t ops = 0;
+    double cpu = 0;
     for (unsigned t = 0; t < threads; t++) {
         errno = pthread_join(w[t].thread, NULL);
         if (errno)
             die("pthread_join");
         ops += w[t].ops;
+        cpu += w[t].cpu;
         sink += w[t].allowed;
     }
+    *cpu_ns = ops ? cpu * 1e9 / (double)ops : 0;
     pthread_barrier_destroy(&c->start);
     free(w);
     return (double)ops / elapsed;
@@ -473,8 +490,8 @@ static void print_decide_json(const decide_result_t *r) {
     printf(",\"keys\":%" PRIu32 ",\"threads\":%u", r->keys, r->threads);
     if (r->batch)
         printf(",\"batch\":%u", r->batch);
-    printf(",\"ops_per_sec\":%.0f,\"ns_per_op\":%.1f}\n", r->ops_per_sec,
-           1e9 * r->threads / r->ops_per_sec);
+    printf(",\"ops_per_sec\":%.0f,\"ns_per_op\":%.1f,\"cpu_ns_per_op\":%.1f}\n", r->ops_per_sec,
+           1e9 * r->threads / r->ops_per_sec, r->cpu_ns_per_op);
     fflush(stdout);
 }
 
@@ -502,12 +519,13 @@ static decide_result_t run_decide_case(const options_t *o, const variant_t *v, c
     c.keys = keys;
     c.nkeys = nkeys;
     c.batch = batch;
-    double rates[MAX_REPS];
+    double rates[MAX_REPS], cpus[MAX_REPS];
     for (int r = 0; r < o->reps; r++)
-        rates[r] = measure_decide(&c, threads, o->duration, o->seed + (uint64_t)r * 7919);
+        rates[r] = measure_decide(&c, threads, o->duration, o->seed + (uint64_t)r * 7919, &cpus[r]);
 
     decide_result_t res = {name,    v->precision, v->limit, v->period, nkeys, threads,
-                           batch ? CHECKS_PER_STOP_TEST : 0, median(rates, o->reps)};
+                           batch ? CHECKS_PER_STOP_TEST : 0, median(rates, o->reps),
+                           median(cpus, o->reps)};
     sl_policy_free(p);
     sl_limiter_free(lim);
     sl_store_free(store);
