@@ -27,7 +27,8 @@
  *
  * Its insides (slots, shards, the store) are in store_memory_private.h;
  * the operations over the whole store (statistics, sweep, snapshots) in
- * store_memory_bulk.c.
+ * store_memory_bulk.c; decisions that find their shard's lock taken are
+ * run by its holder (store_memory_combine.c).
  *
  * Not here: what a state means (core), the file format (snapshot.c).
  */
@@ -517,7 +518,7 @@ static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, 
     if (p->write_back) {
         pthread_mutex_lock(&sh->lock);
         int rc = decide_locked(&d);
-        pthread_mutex_unlock(&sh->lock);
+        sl__mem_release(sh); /* others' decisions published meanwhile */
         return rc;
     }
     if (pthread_mutex_trylock(&sh->lock) == 0) {
