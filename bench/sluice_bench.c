@@ -70,6 +70,14 @@ static void *xcalloc(size_t n, size_t size) {
 
 /* ---- time and randomness ----------------------------------------------------- */
 
+/* CPU time of the calling thread: what a decision costs its thread, apart
+ * from the time it spends off the CPU on a busy machine. */
+static double thread_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static double monotonic_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -168,17 +176,22 @@ typedef struct options {
     size_t memory_sizes;
     uint64_t accuracy_requests;
     uint32_t accuracy_keys;
+    int algorithm;   /* decide: only this algorithm (-1: all) */
+    unsigned keysel; /* decide: 1 the hot key, 2 the many keys, 3 both */
 } options_t;
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: sluice-bench [--quick] [--only decide|memory|accuracy] [--duration SEC]\n"
-            "                    [--reps N] [--seed N] [--help]\n"
+            "                    [--reps N] [--seed N] [--algorithm ALG] [--keys hot|many]\n"
+            "                    [--help]\n"
             "  --quick          tiny sizes, a smoke test of a few seconds\n"
             "  --only WHAT      run one of the three benchmarks\n"
             "  --duration SEC   length of one decide measurement (default 1.0)\n"
             "  --reps N         decide measurements per case, the median is kept (default 3)\n"
             "  --seed N         seed of key choice and of the accuracy trace (default %u)\n"
+            "  --algorithm ALG  decide: only this algorithm\n"
+            "  --keys hot|many  decide: only the one hot key, or only the many keys\n"
             "Prints one JSON object per line, then a table, on stdout.\n",
             DEFAULT_SEED);
 }
@@ -218,6 +231,8 @@ static options_t parse_options(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     o.only = ONLY_ALL;
     o.seed = DEFAULT_SEED;
+    o.algorithm = -1;
+    o.keysel = 3;
     double duration = 0;
     int reps = 0;
     for (int i = 1; i < argc; i++) {
@@ -240,6 +255,20 @@ static options_t parse_options(int argc, char **argv) {
             reps = (int)parse_u64(option_value(argc, argv, &i), a, 1, MAX_REPS);
         } else if (strcmp(a, "--seed") == 0) {
             o.seed = parse_u64(option_value(argc, argv, &i), a, 0, UINT64_MAX);
+        } else if (strcmp(a, "--algorithm") == 0) {
+            const char *v = option_value(argc, argv, &i);
+            sl_algorithm_t alg;
+            if (sl_algorithm_parse(v, &alg) != SL_OK)
+                bad_usage("unknown algorithm", v);
+            o.algorithm = (int)alg;
+        } else if (strcmp(a, "--keys") == 0) {
+            const char *v = option_value(argc, argv, &i);
+            if (strcmp(v, "hot") == 0)
+                o.keysel = 1;
+            else if (strcmp(v, "many") == 0)
+                o.keysel = 2;
+            else
+                bad_usage("--keys takes hot or many, not", v);
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             exit(0);
@@ -275,6 +304,7 @@ typedef struct decide_result {
     unsigned threads;
     unsigned batch;      /* 0: one sl_check() per decision; else sl_check_batch() size */
     double ops_per_sec;
+    double cpu_ns_per_op;  /* the workers' CPU time per decision */
 } decide_result_t;
 
 typedef struct memory_result {
@@ -349,6 +379,7 @@ typedef struct worker {
     uint64_t rng;
     uint64_t ops;
     uint64_t allowed;
+    double cpu;  /* this thread's CPU seconds while measuring */
 } worker_t;
 
 static char *make_decide_keys(uint32_t n) {
@@ -376,6 +407,7 @@ static void *decide_worker(void *arg) {
     }
     sl_request_t reqs[CHECKS_PER_STOP_TEST];
     sl_decision_t out[CHECKS_PER_STOP_TEST];
+    double cpu0 = thread_cpu_seconds();
     while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
         for (int i = 0; i < CHECKS_PER_STOP_TEST; i++) {
             uint32_t k = c->nkeys == 1 ? 0 : below(splitmix64(&w->rng), c->nkeys);
@@ -391,14 +423,17 @@ static void *decide_worker(void *arg) {
             allowed += out[i].allowed;
         ops += CHECKS_PER_STOP_TEST;
     }
+    w->cpu = thread_cpu_seconds() - cpu0;
     w->ops = ops;
     w->allowed = allowed;
     return NULL;
 }
 
 /* One measurement: all threads start at the barrier, the main thread times
- * the run and raises the stop flag. Returns decisions per second. */
-static double measure_decide(decide_case_t *c, unsigned threads, double duration, uint64_t seed) {
+ * the run and raises the stop flag. Returns decisions per second, and in
+ * *cpu_ns the workers' CPU nanoseconds per decision. */
+static double measure_decide(decide_case_t *c, unsigned threads, double duration, uint64_t seed,
+                             double *cpu_ns) {
     worker_t *w = xcalloc(threads, sizeof *w);
     atomic_store(&c->stop, false);
     errno = pthread_barrier_init(&c->start, NULL, threads + 1);
@@ -421,13 +456,16 @@ static double measure_decide(decide_case_t *c, unsigned threads, double duration
     atomic_store(&c->stop, true);
     double elapsed = monotonic_seconds() - t0;
     uint64_t ops = 0;
+    double cpu = 0;
     for (unsigned t = 0; t < threads; t++) {
         errno = pthread_join(w[t].thread, NULL);
         if (errno)
             die("pthread_join");
         ops += w[t].ops;
+        cpu += w[t].cpu;
         sink += w[t].allowed;
     }
+    *cpu_ns = ops ? cpu * 1e9 / (double)ops : 0;
     pthread_barrier_destroy(&c->start);
     free(w);
     return (double)ops / elapsed;
@@ -452,8 +490,8 @@ static void print_decide_json(const decide_result_t *r) {
     printf(",\"keys\":%" PRIu32 ",\"threads\":%u", r->keys, r->threads);
     if (r->batch)
         printf(",\"batch\":%u", r->batch);
-    printf(",\"ops_per_sec\":%.0f,\"ns_per_op\":%.1f}\n", r->ops_per_sec,
-           1e9 * r->threads / r->ops_per_sec);
+    printf(",\"ops_per_sec\":%.0f,\"ns_per_op\":%.1f,\"cpu_ns_per_op\":%.1f}\n", r->ops_per_sec,
+           1e9 * r->threads / r->ops_per_sec, r->cpu_ns_per_op);
     fflush(stdout);
 }
 
@@ -481,12 +519,13 @@ static decide_result_t run_decide_case(const options_t *o, const variant_t *v, c
     c.keys = keys;
     c.nkeys = nkeys;
     c.batch = batch;
-    double rates[MAX_REPS];
+    double rates[MAX_REPS], cpus[MAX_REPS];
     for (int r = 0; r < o->reps; r++)
-        rates[r] = measure_decide(&c, threads, o->duration, o->seed + (uint64_t)r * 7919);
+        rates[r] = measure_decide(&c, threads, o->duration, o->seed + (uint64_t)r * 7919, &cpus[r]);
 
     decide_result_t res = {name,    v->precision, v->limit, v->period, nkeys, threads,
-                           batch ? CHECKS_PER_STOP_TEST : 0, median(rates, o->reps)};
+                           batch ? CHECKS_PER_STOP_TEST : 0, median(rates, o->reps),
+                           median(cpus, o->reps)};
     sl_policy_free(p);
     sl_limiter_free(lim);
     sl_store_free(store);
@@ -505,6 +544,9 @@ static void run_decide(const options_t *o, results_t *res) {
         for (size_t ki = 0; ki < 2; ki++)
             for (int batch = 0; batch <= (ki == 1); batch++)
                 for (size_t ti = 0; ti < nthread_counts; ti++) {
+                    if ((o->algorithm >= 0 && (int)decide_variants[vi].algorithm != o->algorithm) ||
+                        !(o->keysel & (1u << ki)))
+                        continue;
                     decide_result_t r = run_decide_case(o, &decide_variants[vi], keys,
                                                         key_counts[ki], thread_counts[ti], batch);
                     print_decide_json(&r);

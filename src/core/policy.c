@@ -189,9 +189,42 @@ static void report_limits(const sl_policy_t *p, const sl__verdict_t *v, bool aft
     }
 }
 
+/* sl__policy_evaluate for a policy of one limit, which is most of them:
+ * the same steps in the same order, without the four loops and masks over
+ * limits (about a fifth of a cached decision's instructions). */
+static int evaluate_one(const sl_policy_t *p, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
+                        bool peek, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
+                        uint32_t *costed, sl_decision_t *out, sl_limit_report_t *limits) {
+    const sl__limit_t *l = &p->limits[0];
+    sl__verdict_t v;
+    *charged = 0;
+    if (costed)
+        *costed = 0;
+    sl__limit_decide(l, cell, now, cost, &v);
+    bool all = v.allowed;
+    uint32_t mask = !peek && cost > 0 && (all || l->count_denied) ? 1u : 0u;
+    if (mask) {
+        int rc = prepare(ctx, 0, cell, sl__limit_block_need(l, cell, cost));
+        if (rc != SL_OK)
+            return rc;
+        sl__limit_commit(l, cell, now, cost);
+        if (!all) /* a counted deny moved the state: report it as it now is */
+            sl__limit_decide(l, cell, now, cost, &v);
+    }
+    if (costed)
+        *costed = mask;
+    *charged = mask | (cell->dirty ? 1u : 0u);
+    report(p, &v, all, peek, out);
+    if (limits)
+        report_limits(p, &v, all && !peek, limits);
+    return SL_OK;
+}
+
 int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
                         bool peek, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
                         uint32_t *costed, sl_decision_t *out, sl_limit_report_t *limits) {
+    if (p->nlimits == 1)
+        return evaluate_one(p, cells, now, cost, peek, prepare, ctx, charged, costed, out, limits);
     sl__verdict_t v[SL_MAX_LIMITS];
     bool all = true;
     *charged = 0;

@@ -27,7 +27,8 @@
  *
  * Its insides (slots, shards, the store) are in store_memory_private.h;
  * the operations over the whole store (statistics, sweep, snapshots) in
- * store_memory_bulk.c.
+ * store_memory_bulk.c; decisions that find their shard's lock taken are
+ * run by its holder (store_memory_combine.c).
  *
  * Not here: what a state means (core), the file format (snapshot.c).
  */
@@ -447,40 +448,89 @@ static void store_charged(shard_t *sh, const eval_t *e, const sl__cell_t *cells,
     }
 }
 
-/* One decision under its shard's lock: an evaluation (max_wait < 0) or a
+/* One decision's arguments, for whichever thread runs it (combining). */
+typedef struct decision {
+    memory_store_t *m;
+    eval_t e;
+    const void *key;
+    size_t key_len;
+    uint64_t cost;
+    bool peek;
+    sl_usec_t max_wait;
+    sl_decision_t *out;
+    sl_limit_report_t *limits;
+} decision_t;
+
+/* One decision, the shard's lock held: an evaluation (max_wait < 0) or a
  * reservation within max_wait, whose places held for later the write-back
  * journal and shares know nothing of (mem_reserve refuses write-back). */
+static int decide_locked(void *ctx) {
+    decision_t *d = ctx;
+    memory_store_t *m = d->m;
+    eval_t *e = &d->e;
+    const sl_policy_t *p = e->p;
+    sl_usec_t now = e->now;
+    sl__cell_t cells[SL_MAX_LIMITS];
+    locate_all(e);
+    for (size_t i = 0; i < p->nlimits; i++)
+        cells[i] = load_cell(e, i);
+    uint32_t charged = 0, costed = 0, over_share = 0;
+    int rc;
+    if (d->max_wait >= 0) {
+        rc = sl__policy_reserve(p, cells, now, d->cost, d->max_wait, prepare, e, &charged, d->out,
+                                d->limits);
+    } else {
+        sl_usec_t share_retry = 0;
+        if (p->write_back && !d->peek && d->cost > 0 && p->mode != SL_MODE_SHADOW && m->unsynced)
+            over_share = share_check(m, p, d->key, d->key_len, d->cost, &share_retry);
+        rc = sl__policy_evaluate(p, cells, now, d->cost, d->peek || over_share, prepare, e,
+                                 &charged, &costed, d->out, d->limits);
+        if (rc == SL_OK && over_share && d->out->allowed)
+            deny_for_share(p, over_share, share_retry, d->out, d->limits);
+    }
+    if (rc == SL_OK)
+        store_charged(e->sh, e, cells, p->nlimits, charged);
+    if (rc == SL_OK && costed && p->write_back && m->journal)
+        m->journal(m->journal_ctx, p, d->key, d->key_len, costed, d->cost, now);
+    return rc;
+}
+
+/* A decision under its shard's lock. Threads deciding in the same shard at
+ * once have theirs run by the lock's holder (store_memory_combine.c),
+ * except write-back ones (the journal is the deciding thread's business)
+ * and a thread that holds the shard in a group already. */
 static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, size_t key_len,
                       uint64_t cost, sl_usec_t now, bool peek, sl_usec_t max_wait,
                       sl_decision_t *out, sl_limit_report_t *limits) {
-    eval_t e;
-    begin(m, p, key, key_len, now, &e);
-    shard_t *sh = e.sh;
-
-    shard_lock(m, sh);
-    sl__cell_t cells[SL_MAX_LIMITS];
-    locate_all(&e);
-    for (size_t i = 0; i < p->nlimits; i++)
-        cells[i] = load_cell(&e, i);
-    uint32_t charged = 0, costed = 0, over_share = 0;
-    int rc;
-    if (max_wait >= 0) {
-        rc = sl__policy_reserve(p, cells, now, cost, max_wait, prepare, &e, &charged, out, limits);
-    } else {
-        sl_usec_t share_retry = 0;
-        if (p->write_back && !peek && cost > 0 && p->mode != SL_MODE_SHADOW && m->unsynced)
-            over_share = share_check(m, p, key, key_len, cost, &share_retry);
-        rc = sl__policy_evaluate(p, cells, now, cost, peek || over_share, prepare, &e, &charged,
-                                 &costed, out, limits);
-        if (rc == SL_OK && over_share && out->allowed)
-            deny_for_share(p, over_share, share_retry, out, limits);
+    decision_t d; /* not zeroed: begin() and locate_all() fill what is read */
+    d.m = m;
+    d.key = key;
+    d.key_len = key_len;
+    d.cost = cost;
+    d.peek = peek;
+    d.max_wait = max_wait;
+    d.out = out;
+    d.limits = limits;
+    begin(m, p, key, key_len, now, &d.e);
+    shard_t *sh = d.e.sh;
+    if (shard_held(m, sh))
+        return decide_locked(&d);
+    if (p->write_back) {
+        pthread_mutex_lock(&sh->lock);
+        int rc = decide_locked(&d);
+        sl__mem_release(sh); /* others' decisions published meanwhile */
+        return rc;
     }
-    if (rc == SL_OK)
-        store_charged(sh, &e, cells, p->nlimits, charged);
-    if (rc == SL_OK && costed && p->write_back && m->journal)
-        m->journal(m->journal_ctx, p, key, key_len, costed, cost, now);
-    shard_unlock(m, sh);
-    return rc;
+    if (pthread_mutex_trylock(&sh->lock) == 0) {
+        int rc = decide_locked(&d);
+        if (atomic_load_explicit(&sh->pending, memory_order_relaxed) != NULL)
+            sl__mem_release(sh); /* serves who published meanwhile */
+        else
+            pthread_mutex_unlock(&sh->lock);
+        return rc;
+    }
+    sl__mem_req_t r = {.run = decide_locked, .ctx = &d};
+    return sl__mem_combine(sh, &r);
 }
 
 static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,

@@ -43,8 +43,21 @@ typedef struct slot {
     uint64_t word;        /* inline state, or the sl__block_t pointer */
 } slot_t;
 
+/* A decision published for the shard lock's holder to run
+ * (store_memory_combine.c). */
+typedef struct sl__mem_req {
+    struct sl__mem_req *next;
+    int (*run)(void *ctx);  /* the decision, run under the shard's lock */
+    void *ctx;
+    int rc;
+    _Atomic uint32_t done;
+} sl__mem_req_t;
+
 typedef struct shard {
     _Alignas(64) pthread_mutex_t lock;
+    /* Requests waiting for the lock's holder, newest first: in the lock's
+     * cache line, which the holder has in hand anyway. */
+    _Atomic(sl__mem_req_t *) pending;
     slot_t *slots;
     uint32_t cap, count;
     /* slots and cap as last published, for prefetching without the lock:
@@ -113,6 +126,13 @@ void sl__mem_group_end(sl_store_t *s);
 /* The shard of key under p (store_memory.c). */
 uint32_t sl__mem_shard_of_key(const memory_store_t *m, const sl_policy_t *p, const void *key,
                               size_t key_len);
+
+/* Runs r under sh's lock, found taken: by its holder (flat combining) or,
+ * failing that, by this thread; r->rc. Not for a thread holding sh in a
+ * group. */
+int sl__mem_combine(shard_t *sh, sl__mem_req_t *r);
+/* Unlocks sh, having served the requests published on it. */
+void sl__mem_release(shard_t *sh);
 
 /* ---- slots ---------------------------------------------------------------------- */
 

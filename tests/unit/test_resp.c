@@ -59,6 +59,8 @@ static const good_t goods[] = {
     {"  cl.throttle  k\t1 2 3 \r\n", 0, 25, 5, {"cl.throttle", "k", "1", "2"}},
     {"\r\n", 0, 2, 0, {NULL}},
     {"*2\r\n$3\r\na\0b\r\n$1\r\n\0\r\n", 20, 20, 2, {NULL}},
+    /* two-digit and zero-padded lengths (the short headers' fast path) */
+    {"*02\r\n$12\r\nabcdefghijkl\r\n$03\r\nxyz\r\n", 0, 34, 2, {"abcdefghijkl", "xyz"}},
 };
 
 static void valid_inputs_and_every_prefix(void **state) {
@@ -164,8 +166,11 @@ static void replies(void **state) {
     sld_reply_bulk_str(&b, "");
     sld_reply_null(&b);
     sld_reply_array(&b, 5);
+    const int64_t ints[6] = {0, 9, 10, -1, INT64_MIN, 99};
+    sld_reply_ints(&b, ints, 6);
     const char want[] = "+OK\r\n+PONG\r\n-ERR bad  thing\r\n-ERR 42\r\n:-7\r\n:9223372036854775807\r\n"
-                        "$3\r\na\0b\r\n$0\r\n\r\n$-1\r\n*5\r\n";
+                        "$3\r\na\0b\r\n$0\r\n\r\n$-1\r\n*5\r\n"
+                        "*6\r\n:0\r\n:9\r\n:10\r\n:-1\r\n:-9223372036854775808\r\n:99\r\n";
     assert_int_equal(b.len, sizeof want - 1);
     assert_memory_equal(b.data, want, b.len);
     assert_false(b.failed);

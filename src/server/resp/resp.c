@@ -43,6 +43,19 @@ static ssize_t fail(const char **why, const char *msg) {
  * most 19 digits) then CRLF, read in one pass. Returns the bytes it takes
  * (> 0), 0 when it may still be coming, -1 when it is not a header. */
 static ssize_t read_header(const char *p, size_t n, int64_t *out) {
+    /* Nearly every header is one or two digits ("*5", "$3"): those without
+     * the general loop, which costs about 50 instructions a header and is
+     * run 6 to 7 times per CL.THROTTLE. */
+    if (n >= 4 && (unsigned)(p[0] - '0') < 10) {
+        if (p[1] == '\r' && p[2] == '\n') {
+            *out = p[0] - '0';
+            return 3;
+        }
+        if ((unsigned)(p[1] - '0') < 10 && p[2] == '\r' && p[3] == '\n') {
+            *out = (p[0] - '0') * 10 + (p[1] - '0');
+            return 4;
+        }
+    }
     size_t i = 0, first;
     bool neg = false;
     uint64_t v = 0; /* 19 digits always fit; INT64_MAX is checked once */
@@ -183,7 +196,10 @@ void sld_reply_errorf(sld_buf_t *out, const char *fmt, ...) {
 static size_t format_number(char *p, char prefix, int64_t n) {
     char *o = p;
     *o++ = prefix;
-    o = sld_dec_i64(o, n);
+    if ((uint64_t)n < 10) /* flags, counts, seconds: mostly one digit */
+        *o++ = (char)('0' + n);
+    else
+        o = sld_dec_i64(o, n);
     *o++ = '\r';
     *o++ = '\n';
     return (size_t)(o - p);
