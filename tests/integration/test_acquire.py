@@ -329,29 +329,5 @@ class HttpWait(unittest.TestCase):
         self.d = test_http.HttpDaemon(test_http.http_config(HTTP_CONFIG), test_clock=T0)
 
 
-class RedisStore(unittest.TestCase):
-    """The Redis store cannot hold places yet: a clear error, nothing charged,
-    and the daemon goes on deciding."""
-
-    def test_refused_with_a_clear_error(self):
-        import redis
-        from test_distributed import RedisServer
-        server = RedisServer()
-        try:
-            d = Daemon(CONFIG, args=["--store", server.url], test_clock=T0)
-            try:
-                r = d.client()
-                for args in [("SL.ACQUIRE", "paced", "k", "TIMEOUT", 100),
-                             ("CL.ACQUIRE", "k", 0, 10, 1, "TIMEOUT", 100)]:
-                    with self.assertRaises(redis.ResponseError) as e:
-                        r.execute_command(*args)
-                    self.assertIn("waiting needs the memory store", str(e.exception))
-                self.assertEqual(r.execute_command("SL.CHECK", "paced", "k")[:3], [1, 1, 0])
-            finally:
-                d.stop()
-        finally:
-            server.stop()
-
-
 if __name__ == "__main__":
     unittest.main()

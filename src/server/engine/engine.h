@@ -74,7 +74,9 @@ typedef struct sld_request {
 
 /* sld_request_t.flags: a reservation (sl_reserve) within max_wait; an
  * admitted decision's delay is how long the front holds the reply. The
- * memory store only: Redis strict and write-back answer SL_ENOTSUP. */
+ * memory store and Redis strict (the script holds the place; a dead Redis:
+ * on_store_failure, local reserving here); write-back policies answer
+ * SL_ENOTSUP. */
 #define SLD_DECIDE_WAIT 0x100u
 
 /* A decision on its way: the engine's. A store kind that answers later

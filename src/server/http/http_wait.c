@@ -1,7 +1,8 @@
 /* http_wait.c -- decisions that wait over HTTP (see http_wait.h): a
- * reservation, then the answer held on a uv timer of the worker's loop in
- * a pending answer (http_reply.h), which the wire layer sends when it is
- * delivered. */
+ * reservation (in Redis: a pending answer until it comes back), then the
+ * answer held on a uv timer of the worker's loop in a pending answer
+ * (http_reply.h), which the wire layer sends when it is delivered. */
+#include <stdlib.h>
 #include <string.h>
 
 #include <uv.h>
@@ -16,6 +17,8 @@ typedef struct held {
     bool closing;           /* the timer's handle is being closed */
     uint32_t worker;
     struct held *prev, *next; /* the worker's held answers */
+    uv_loop_t *loop;          /* where the timer runs (NULL: nowhere to wait) */
+    sld_http_decision_t f;    /* a reservation in Redis: the route's, for its answer */
 } held_t;
 
 /* The answers each worker holds (threads are at most 256), so that a
@@ -50,6 +53,41 @@ static void on_fire(uv_timer_t *t) { close_timer(t->data); }
 /* The client went away: the answer is delivered to nobody, now. */
 static void on_cancel(void *arg) { close_timer(arg); }
 
+/* Holds the pending answer (its reply written) on a timer of `delay`. */
+static void hold(held_t *held, sl_usec_t delay) {
+    if (held->worker < MAX_WORKERS) {
+        held->next = held_by_worker[held->worker];
+        if (held->next)
+            held->next->prev = held;
+        held_by_worker[held->worker] = held;
+    }
+    uv_timer_init(held->loop, &held->timer);
+    held->timer.data = held;
+    uv_timer_start(&held->timer, on_fire, (uint64_t)sld_ms_up(delay), 0);
+    sld_http_pending_on_cancel(held->pd, on_cancel, held);
+}
+
+static void wait_error(sld_http_reply_t *reply, int rc) {
+    sld_http_error(reply, 400, "bad_request", "wait", "wait: %s",
+                   rc == SL_ENOWAIT ? sl_strerror(rc)
+                                    : "waiting needs the memory store or Redis strict (write-back "
+                                      "policies cannot hold places)");
+}
+
+/* The reservation came back from Redis: answered now, or held. */
+static void on_reserved(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *lr) {
+    held_t *held = arg;
+    sld_http_reply_t *reply = sld_http_pending_reply(held->pd);
+    if (rc == SL_ENOWAIT || rc == SL_ENOTSUP)
+        wait_error(reply, rc);
+    else
+        sld_http_finish(reply, &held->f, rc, dec, lr);
+    if (rc == SL_OK && dec->allowed && dec->delay > 0 && held->loop)
+        hold(held, dec->delay);
+    else
+        sld_http_pending_deliver(held->pd);
+}
+
 
 void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f, sld_span_t key,
                           uint64_t cost, int64_t wait) {
@@ -63,17 +101,28 @@ void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f
                                     .slot = sld_policies_slot(f->rt->policies, f->index)},
                          .p = f->p, .key = key.ptr, .key_len = key.len, .cost = cost,
                          .flags = SLD_DECIDE_WAIT, .max_wait = wait};
-    /* no callback: every store that can reserve answers now */
-    int rc = sld_engine_decide(c->d->engine, c->worker, &req, &dec, lr, NULL, NULL);
-    if (rc == SL_ENOWAIT || rc == SL_ENOTSUP) {
-        sld_http_error(c->reply, 400, "bad_request", "wait", "wait: %s",
-                       rc == SL_ENOWAIT ? sl_strerror(rc)
-                                        : "waiting needs the memory store (Redis strict and "
-                                          "write-back cannot hold places yet)");
-        return;
-    }
     uv_loop_t *loop = sld_engine_loop(c->d->engine, c->worker);
     sld_http_pending_t *pd = NULL;
+    if (c->later && sld_engine_defers(c->d->engine, f->p)) { /* Redis answers later */
+        if ((pd = sld_http_pending_new(sizeof(held_t))) == NULL) {
+            sld_http_error(c->reply, 503, "out_of_memory", NULL, "out of memory");
+            return;
+        }
+        held_t *held = sld_http_pending_extra(pd);
+        *held = (held_t){.pd = pd, .worker = c->worker, .loop = loop, .f = *f};
+    }
+    int rc = sld_engine_decide(c->d->engine, c->worker, &req, &dec, lr, pd ? on_reserved : NULL,
+                               pd ? sld_http_pending_extra(pd) : NULL);
+    if (rc == SLD_PENDING) {
+        *c->later = pd;
+        return;
+    }
+    free(pd); /* answered now after all (the breaker is open: the fallback's) */
+    pd = NULL;
+    if (rc == SL_ENOWAIT || rc == SL_ENOTSUP) {
+        wait_error(c->reply, rc);
+        return;
+    }
     if (rc == SL_OK && dec.allowed && dec.delay > 0 && c->later && loop)
         pd = sld_http_pending_new(sizeof(held_t));
     if (pd == NULL) { /* now: denied, admitted at once, or nowhere to wait (its delay says how long) */
@@ -82,17 +131,8 @@ void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f
     }
     sld_http_finish(sld_http_pending_reply(pd), f, rc, &dec, lr);
     held_t *held = sld_http_pending_extra(pd);
-    *held = (held_t){.pd = pd, .worker = c->worker};
-    if (c->worker < MAX_WORKERS) {
-        held->next = held_by_worker[c->worker];
-        if (held->next)
-            held->next->prev = held;
-        held_by_worker[c->worker] = held;
-    }
-    uv_timer_init(loop, &held->timer);
-    held->timer.data = held;
-    uv_timer_start(&held->timer, on_fire, (uint64_t)sld_ms_up(dec.delay), 0);
-    sld_http_pending_on_cancel(pd, on_cancel, held);
+    *held = (held_t){.pd = pd, .worker = c->worker, .loop = loop};
+    hold(held, dec.delay);
     *c->later = pd;
 }
 
