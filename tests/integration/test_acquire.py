@@ -236,6 +236,11 @@ policies:
   - name: slow
     limits:
       - {algorithm: gcra, limit: 1, period: 60s}
+  - name: shaped_ip
+    key: [ip]
+    max_wait: 1s
+    limits:
+      - {algorithm: gcra, limit: 10, period: 1s}
 """
 
 
@@ -303,6 +308,41 @@ class HttpWait(unittest.TestCase):
         self.assertEqual(self.d.request("GET", "/v1/auth/paced_ip?wait=1s", None, h).status, 200)
         self.assertGreaterEqual(time.monotonic() - start, 0.07)
         self.assertEqual(self.d.request("GET", "/v1/auth/paced_ip?wait=50ms", None, h).status, 429)
+
+    def test_forward_auth_waits_the_policys_max_wait(self):
+        # max_wait: 1s and no wait=: the policy's wait. Four requests at one
+        # instant get the slots 0, 100, 200, 300 ms; wait=0s asks not to wait.
+        got = self.requests_in_order(["/v1/auth/shaped_ip"] * 4,
+                                     lambda i: self.charged("shaped_ip", "ip=127.0.0.1", 100 * (i + 1)))
+        for i, (status, at, _) in enumerate(got):
+            self.assertEqual(status, 200, i)
+            self.assertGreaterEqual(at, 0.1 * i - 0.03, (i, at))
+            self.assertLess(at, 0.1 * i + 0.5, (i, at))
+        start = time.monotonic()
+        self.assertEqual(self.d.get("/v1/auth/shaped_ip?wait=0s").status, 429)
+        self.assertLess(time.monotonic() - start, 0.35)
+        # past the policy's max_wait: 429 at once, nothing charged
+        s = self.d.raw()
+        s.sendall(b"".join(command("SL.ACQUIRE", "shaped_ip", "ip=127.0.0.1", "TIMEOUT", 1000) for _ in range(7)))
+        self.charged("shaped_ip", "ip=127.0.0.1", 1100)  # every slot up to 1 s taken
+        start = time.monotonic()
+        self.assertEqual(self.d.get("/v1/auth/shaped_ip").status, 429)
+        self.assertLess(time.monotonic() - start, 0.35)
+        s.close()
+
+    def test_max_wait_config(self):
+        import test_http
+        for limits, err in [("{algorithm: sliding_window, limit: 5, period: 1s}",
+                             "max_wait needs limits that can hold a place: sliding_window cannot wait"),
+                            ("{algorithm: gcra, limit: 5, period: 1s}", "max_wait")]:
+            wait = "1s" if "sliding" in limits else "2h"
+            cfg = ("policies:\n  - name: p\n    key: [ip]\n    max_wait: %s\n    limits:\n      - %s\n"
+                   % (wait, limits))
+            d = Daemon(config=test_http.http_config(cfg), expect_start=False)
+            self.assertNotEqual(d.proc.wait(timeout=20), 0)
+            d.log.close()
+            self.assertIn("policies[0].max_wait", d.output())
+            self.assertIn(err, d.output())
 
     def test_bad_wait(self):
         for path in ["/v1/check?policy=paced&key=b&wait=soon", "/v1/check?policy=paced&key=b&wait=2h",
