@@ -452,7 +452,7 @@ static void store_charged(shard_t *sh, const eval_t *e, const sl__cell_t *cells,
  * journal and shares know nothing of (mem_reserve refuses write-back). */
 static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, size_t key_len,
                       uint64_t cost, sl_usec_t now, bool peek, sl_usec_t max_wait,
-                      sl_decision_t *out, sl_limit_report_t *limits) {
+                      sl_usec_t not_before, sl_decision_t *out, sl_limit_report_t *limits) {
     eval_t e;
     begin(m, p, key, key_len, now, &e);
     shard_t *sh = e.sh;
@@ -465,7 +465,8 @@ static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, 
     uint32_t charged = 0, costed = 0, over_share = 0;
     int rc;
     if (max_wait >= 0) {
-        rc = sl__policy_reserve(p, cells, now, cost, max_wait, prepare, &e, &charged, out, limits);
+        rc = sl__policy_reserve(p, cells, now, cost, max_wait, not_before, peek, prepare, &e, &charged,
+                                out, limits);
     } else {
         sl_usec_t share_retry = 0;
         if (p->write_back && !peek && cost > 0 && p->mode != SL_MODE_SHADOW && m->unsynced)
@@ -486,18 +487,18 @@ static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, 
 static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
                         uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out,
                         sl_limit_report_t *limits) {
-    return mem_decide((memory_store_t *)s, p, key, key_len, cost, now, peek, -1, out, limits);
+    return mem_decide((memory_store_t *)s, p, key, key_len, cost, now, peek, -1, 0, out, limits);
 }
 
 /* A reservation. Not for write-back policies: the journal and the shares
  * count what was charged, not places held for later. */
 static int mem_reserve(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
-                       uint64_t cost, sl_usec_t now, sl_usec_t max_wait, sl_decision_t *out,
-                       sl_limit_report_t *limits) {
+                       uint64_t cost, sl_usec_t now, sl_usec_t max_wait, sl_usec_t not_before,
+                       bool peek, sl_decision_t *out, sl_limit_report_t *limits) {
     if (p->write_back)
         return SL_ENOTSUP;
-    return mem_decide((memory_store_t *)s, p, key, key_len, cost, now, false, max_wait, out,
-                      limits);
+    return mem_decide((memory_store_t *)s, p, key, key_len, cost, now, peek, max_wait, not_before,
+                      out, limits);
 }
 
 /* ---- write-back ------------------------------------------------------------------ */

@@ -14,6 +14,7 @@
 
 #include "core/policy.h"
 #include "store/redis/script.h"
+#include "store/reserve.h"
 
 /* Far in the future (2096), below the script's 2^52 us. */
 #define T0 INT64_C(4000000000000000)
@@ -64,10 +65,12 @@ static redisReply *send_frozen(sl__redis_call_t *call, int nkeys) {
     return r;
 }
 
-static void redis_one(const sl_policy_t *p, const char *key, uint64_t cost, sl_usec_t now,
-                      sl_usec_t wait, sl_decision_t *out, sl_limit_report_t *limits) {
+static void redis_ex(const sl_policy_t *p, const char *key, uint64_t cost, sl_usec_t now,
+                     sl_usec_t wait, sl_usec_t not_before, bool peek, sl_decision_t *out,
+                     sl_limit_report_t *limits) {
     sl__redis_call_t call;
-    assert_int_equal(sl__redis_build_reserve(p, key, strlen(key), cost, now, wait, &call), SL_OK);
+    assert_int_equal(sl__redis_build_reserve(p, key, strlen(key), cost, now, wait, not_before, peek, &call),
+                     SL_OK);
     redisReply *r = send_frozen(&call, call.argv[2][0] - '0');
     const char *why = NULL;
     if (sl__redis_parse_evaluate(p, r->element[0], out, limits, &why) != SL_OK)
@@ -75,6 +78,11 @@ static void redis_one(const sl_policy_t *p, const char *key, uint64_t cost, sl_u
                  r->element[0]->type == REDIS_REPLY_ERROR ? r->element[0]->str : "");
     freeReplyObject(r);
     sl__redis_call_free(&call);
+}
+
+static void redis_one(const sl_policy_t *p, const char *key, uint64_t cost, sl_usec_t now,
+                      sl_usec_t wait, sl_decision_t *out, sl_limit_report_t *limits) {
+    redis_ex(p, key, cost, now, wait, 0, false, out, limits);
 }
 
 /* ---- the memory store side ---------------------------------------------------------- */
@@ -98,6 +106,14 @@ static void mem_open(mem_t *m) {
 static void mem_close(mem_t *m) {
     sl_limiter_free(m->limiter);
     sl_store_free(m->store);
+}
+
+static void mem_ex(mem_t *m, const sl_policy_t *p, const char *key, uint64_t cost, sl_usec_t now,
+                   sl_usec_t wait, sl_usec_t not_before, bool peek, sl_decision_t *out,
+                   sl_limit_report_t *limits) {
+    m->now = now;
+    assert_int_equal(sl__reserve(m->limiter, p, key, strlen(key), cost, wait, not_before, peek, out, limits),
+                     SL_OK);
 }
 
 static void mem_one(mem_t *m, const sl_policy_t *p, const char *key, uint64_t cost, sl_usec_t now,
@@ -257,14 +273,17 @@ static void run_trace(const config_t *c, uint64_t seed) {
         const char *key = keys[rng_below(&seed, 2)];
         uint64_t cost = rng_below(&seed, 8) == 0 ? rng_below(&seed, 4) : 1;
         sl_usec_t wait = next_wait(&seed, p);
+        /* now and then a floor (another policy's later place) or a peek */
+        sl_usec_t floor = wait > 0 && rng_below(&seed, 4) == 0 ? (sl_usec_t)rng_below(&seed, (uint64_t)wait + 1) : 0;
+        bool peek = rng_below(&seed, 6) == 0;
         sl_decision_t dm, dr;
         sl_limit_report_t rm[4], rr[4];
-        mem_one(&m, p, key, cost, now, wait, &dm, rm);
-        redis_one(p, key, cost, now, wait, &dr, rr);
+        mem_ex(&m, p, key, cost, now, wait, floor, peek, &dm, rm);
+        redis_ex(p, key, cost, now, wait, floor, peek, &dr, rr);
         if (!same(&dm, rm, &dr, rr, c->n)) {
             fprintf(stderr, "%s seed step %d: key %s cost %" PRIu64 " now T0+%" PRId64
-                            " wait %" PRId64 "\n",
-                    c->name, step, key, cost, now - T0, wait);
+                            " wait %" PRId64 " floor %" PRId64 " peek %d\n",
+                    c->name, step, key, cost, now - T0, wait, floor, peek);
             print_decision("memory", &dm, rm, c->n);
             print_decision("redis", &dr, rr, c->n);
             fail_msg("%s: the script's reservation differs from sl_reserve", c->name);

@@ -7,6 +7,7 @@
 #include "core/policy.h"
 #include "server/engine/decide.h"
 #include "store/group.h"
+#include "store/reserve.h"
 #include "store/redis/script.h"
 
 /* ---- counting (the engine's hooks) ------------------------------------------------------------ */
@@ -43,7 +44,8 @@ static int memory_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_
     (void)worker, (void)job;
     sld_decide_ctx_t *d = ctx;
     if (r->flags & SLD_DECIDE_WAIT)
-        return sl_reserve(d->limiter, r->p, r->key, r->key_len, r->cost, r->max_wait, out, limits);
+        return sl__reserve(d->limiter, r->p, r->key, r->key_len, r->cost, r->max_wait, r->not_before,
+                           (r->flags & SL_DECIDE_PEEK) != 0, out, limits);
     return sl_decide(d->limiter, r->p, r->key, r->key_len, r->cost, r->flags, out, limits);
 }
 
@@ -170,7 +172,8 @@ static int fall_back(sld_decide_ctx_t *d, const sld_request_t *r, sl_decision_t 
         local = o->local;
     sld_remote_count_fallback(d->remote, mode);
     if (mode == SLD_FAIL_LOCAL && (r->flags & SLD_DECIDE_WAIT))
-        return sl_reserve(d->limiter, local, r->key, r->key_len, r->cost, r->max_wait, out, limits);
+        return sl__reserve(d->limiter, local, r->key, r->key_len, r->cost, r->max_wait, r->not_before,
+                           (r->flags & SL_DECIDE_PEEK) != 0, out, limits);
     if (mode == SLD_FAIL_LOCAL)
         return sl_decide(d->limiter, local, r->key, r->key_len, r->cost, r->flags, out, limits);
     /* open or closed: no state anywhere says more than the limits themselves */
@@ -216,7 +219,7 @@ static void on_remote(void *arg, int rc, const sl_decision_t *dec, const sl_limi
 /* What sl_reserve refuses before it looks at any state: the script is
  * only sent what it can reserve (the rate family and fixed windows). */
 static int reservable(const sld_request_t *r) {
-    if (r->max_wait < 0 || r->max_wait > SL_MAX_WAIT)
+    if (r->max_wait < 0 || r->max_wait > SL_MAX_WAIT || r->not_before < 0 || r->not_before > r->max_wait)
         return SL_ERANGE;
     size_t n = sl_policy_limit_count(r->p);
     for (size_t i = 0; i < n && r->max_wait > 0; i++)
@@ -241,8 +244,8 @@ static int redis_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_d
     d->rt.pin(r->origin.rt, +1);
     const sld_request_t *kr = sld_job_request(kept);
     if (sld_remote_evaluate(d->remote, worker, kr->p, kr->key, kr->key_len, kr->cost,
-                            (kr->flags & SL_DECIDE_PEEK) != 0, wait ? kr->max_wait : 0, now, on_remote,
-                            kept) == SL_OK)
+                            (kr->flags & SL_DECIDE_PEEK) != 0, wait ? kr->max_wait : 0,
+                            wait ? kr->not_before : 0, now, on_remote, kept) == SL_OK)
         return SLD_PENDING;
     /* not even sent (breaker open, no connection): the fallback answers now */
     d->rt.pin(r->origin.rt, -1);

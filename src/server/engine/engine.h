@@ -70,6 +70,8 @@ typedef struct sld_request {
     uint64_t cost;
     unsigned flags;               /* SL_DECIDE_PEEK, SLD_DECIDE_WAIT */
     sl_usec_t max_wait;           /* SLD_DECIDE_WAIT: reserve within this (sl_reserve) */
+    sl_usec_t not_before;         /* SLD_DECIDE_WAIT: run no earlier (store/reserve.h); with
+                                     SL_DECIDE_PEEK: where the place is, nothing charged */
 } sld_request_t;
 
 /* sld_request_t.flags: a reservation (sl_reserve) within max_wait; an

@@ -20,6 +20,9 @@
 -- ARGV[4]  the limits, 41 bytes each (script.c: put_limit)
 -- ARGV[5]  elastic only: the pool's limit ("" for others when ARGV[6] follows)
 -- ARGV[6]  a reservation only: its max_wait, us (at most SL_MAX_WAIT)
+-- ARGV[7]  a reservation only: the earliest it may run, us (0 .. max_wait);
+--          with flag 1 (peek) a reservation says where its place is and
+--          charges nothing
 --
 -- Reply: allowed, limited, limit, remaining, reset_after, retry_after,
 -- delay, limit_index, then per limit allowed, limit, remaining, reset_after,
@@ -29,9 +32,9 @@
 -- KEYS     each request's key in order, each followed by its pool key
 --          when the request is elastic
 -- ARGV[1]  now, as above, for every request
--- ARGV[3]  the requests, 16 bytes each: I2 the ARGV index of its limits,
+-- ARGV[3]  the requests, 20 bytes each: I2 the ARGV index of its limits,
 --          I2 that of its pool's limit (0: none), I7 cost, B flags,
---          I4 max_wait (us, read with flag 8)
+--          I4 max_wait and I4 not_before (us, read with flag 8)
 -- ARGV[4.. the limits of each distinct policy (and of its pool)
 -- Reply: one string; per request a status byte, then for 1 (decided) the
 -- reply above packed as '<BBI7I7I7i8I7i2' .. per limit 'BI7I7I7i8', for 0
@@ -60,7 +63,7 @@
 local fmod = math.fmod
 local MAX_TIME = 4503599627370496 -- 2^52: script.c clamps to it too
 local NEVER = math.huge
-local BATCH_BYTES = 16
+local BATCH_BYTES = 20
 -- Limit kinds (written as literals below, as are the 41 bytes of a limit:
 -- every upvalue of a closure costs at every call): 0 rate family,
 -- 1 fixed_window, 2 sliding_window, 3 sliding_log, 4 sliding_window of

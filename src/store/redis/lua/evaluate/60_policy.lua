@@ -29,10 +29,11 @@ local cache = nil
 -- policy) and sets the key to expire when every state has recovered.
 -- Returns the decision: allowed, limited, limit, remaining, reset, retry
 -- (NEVER: never), delay, index; with `reply`, puts the per-limit reports
--- in it from reply[9] on. wait > 0 (and cost > 0, not peek): a
--- reservation within wait us (policy.c: sl__policy_reserve), for the rate
--- family and fixed windows only (the caller refuses the others).
-local function evaluate(key, limits, now, cost, peek, shadow, reply, wait)
+-- in it from reply[9] on. wait > 0 (and cost > 0): a reservation within
+-- wait us, running no earlier than floor (policy.c: sl__policy_reserve;
+-- with peek: nothing charged), for the rate family and fixed windows only
+-- (the caller refuses the others).
+local function evaluate(key, limits, now, cost, peek, shadow, reply, wait, floor)
     local raw
     if cache then
         raw = cache[key]
@@ -42,7 +43,7 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply, wait)
     local n = #limits
     local states = {}
     local all = true
-    local reserving = wait and wait > 0 and cost > 0 and not peek
+    local reserving = wait and wait > 0 and cost > 0
     local common = 0 -- a reservation: the largest delay, when every limit runs
     for i = 1, n do
         local l = limits[i]
@@ -92,6 +93,9 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply, wait)
         if st.delay > common then
             common = st.delay
         end
+    end
+    if reserving and all and floor > common then
+        common = floor
     end
     if reserving and all then
         -- every limit must be able to hold the common moment
@@ -254,6 +258,9 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply, wait)
         end
     end
     local by = all and by_rem or by_retry
+    if reserving and all then
+        delay = common -- a floor may put it later than every limit's own place
+    end
     if all then
         return true, tolerated, limits[by + 1].nominal, remaining, reset, 0, delay, by
     end
@@ -267,7 +274,7 @@ end
 -- field is written). flags: 1 peek, 2 shadow, 4 elastic (then pool_key and
 -- pool_limits are the pool's), 8 a reservation within wait us (an elastic
 -- key its own limits deny borrows from the pool at once or not at all).
-local function decide(key, limits, pool_key, pool_limits, now, cost, flags, reply, wait)
+local function decide(key, limits, pool_key, pool_limits, now, cost, flags, reply, wait, floor)
     if not reply then
         if #limits == 1 then
             reply = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
@@ -280,7 +287,7 @@ local function decide(key, limits, pool_key, pool_limits, now, cost, flags, repl
         wait = nil
     end
     local allowed, limited, limit, remaining, reset, retry, delay, index =
-        evaluate(key, limits, now, cost, peek, flags % 4 >= 2, reply, wait)
+        evaluate(key, limits, now, cost, peek, flags % 4 >= 2, reply, wait, floor or 0)
     if flags % 8 >= 4 and not allowed then
         local pool_allowed, _, _, _, _, pool_retry = evaluate(pool_key, pool_limits, now, cost,
                                                               peek, false, nil)
