@@ -86,6 +86,7 @@ typedef struct gw_call {
     size_t step;               /* peeks 0..n-1 (when n > 1), then charges */
     bool confirming;           /* the peek of this step denied: deciding it for real */
     uint32_t charged;          /* bit i: policy i was charged while confirming */
+    sl_usec_t common;          /* excess: delay: the latest place of its policies so far */
     bool pending;              /* a decision is on its way */
     size_t key_len[SLD_GW_MAX_POLICIES];
     char *keys;                /* n keys of up to key_cap bytes, in this block */
@@ -366,10 +367,8 @@ static bool decided(gw_call_t *call, int rc, const sld_runtime_t *rt, size_t ind
             call->charged |= UINT32_C(1) << (call->step % n);
         call->confirming = false;
         call->step++;
-        if (route->excess == SLD_GW_DELAY && dec->delay > 0) {
-            hold(call, dec->delay); /* forwarded at its moment */
-            return false;
-        }
+        if (route->excess == SLD_GW_DELAY && dec->delay > call->common)
+            call->common = dec->delay; /* held once every policy has its place */
         return true;
     }
     if (peeking(call, n)) {
@@ -415,9 +414,16 @@ static void advance(gw_call_t *call) {
         sld_request_t r = {.origin = {.rt = rt, .index = index, .slot = sld_policies_slot(rt->policies, index)},
                            .p = p, .key = key, .key_len = call->key_len[i], .cost = 1,
                            .flags = peeking(call, n) ? SL_DECIDE_PEEK : 0};
-        if (route->excess == SLD_GW_DELAY) { /* one policy: no peek */
-            r.flags = SLD_DECIDE_WAIT;
-            r.max_wait = route->max_delay;
+        if (route->excess == SLD_GW_DELAY) {
+            /* several policies, all or nothing: the peeks find each one's
+             * place within max_delay, then each is charged at the latest of
+             * them, exactly (store/reserve.h); a confirmed denial is a
+             * reservation of its own, no earlier than the places so far */
+            bool charging = n > 1 && call->step >= n;
+            r.flags |= SLD_DECIDE_WAIT;
+            r.max_wait = charging ? (call->common < SL_MAX_WAIT ? call->common : SL_MAX_WAIT) : route->max_delay;
+            /* a shaper's place may lie past the wait (its queue): no floor beyond it */
+            r.not_before = call->common < r.max_wait ? call->common : r.max_wait;
         }
         sl_decision_t dec;
         sl_limit_report_t lr[SL_MAX_LIMITS];
@@ -428,6 +434,10 @@ static void advance(gw_call_t *call) {
         }
         if (!decided(call, rc, rt, index, p, &dec, lr))
             return;
+    }
+    if (route->excess == SLD_GW_DELAY && call->common > 0) {
+        hold(call, call->common); /* forwarded at its moment */
+        return;
     }
     forward(call);
 }
