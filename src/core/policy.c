@@ -15,6 +15,7 @@
 
 #include "arith.h"
 #include "policy.h"
+#include "refund.h"
 
 #define SL__POOL_SEED UINT64_C(0x9e3779b97f4a7c15)
 
@@ -234,7 +235,10 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
 
 int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
                        sl_usec_t max_wait, sl_usec_t not_before, bool peek, sl__prepare_fn prepare,
-                       void *ctx, uint32_t *charged, sl_decision_t *out, sl_limit_report_t *limits) {
+                       void *ctx, uint32_t *charged, sl_decision_t *out, sl_limit_report_t *limits,
+                       struct sl__held *held) {
+    if (held)
+        held->at = 0;
     for (size_t i = 0; i < p->nlimits && max_wait > 0; i++)
         if (p->limits[i].wait_max == 0)
             return SL_ENOWAIT;
@@ -288,6 +292,11 @@ int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, u
     report(p, v, all, peek, out);
     if (all)
         out->delay = common;
+    if (held && all && !peek && common > 0) {
+        held->at = now + common;
+        for (size_t i = 0; i < p->nlimits; i++)
+            held->exp[i] = cells[i].expire_at;
+    }
     if (limits)
         report_limits(p, v, all && !peek, limits);
     return SL_OK;

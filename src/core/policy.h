@@ -68,10 +68,13 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
  * decided then. not_before (0 <= not_before <= max_wait): the request runs
  * no earlier than that (another policy's place, all or nothing across
  * policies), so its delay is at least that and it is charged then. peek:
- * decided, nothing charged. */
+ * decided, nothing charged. held (may be NULL): what a place held for
+ * later left, to give it back by (refund.h); at 0 when none was. */
+struct sl__held;
 int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
                        sl_usec_t max_wait, sl_usec_t not_before, bool peek, sl__prepare_fn prepare,
-                       void *ctx, uint32_t *charged, sl_decision_t *out, sl_limit_report_t *limits);
+                       void *ctx, uint32_t *charged, sl_decision_t *out, sl_limit_report_t *limits,
+                       struct sl__held *held);
 
 /* Charges costs[i] to every limit i whatever it decides (cost 0: none),
  * as count_denied charges a denied request: how charges a daemon already

@@ -12,14 +12,24 @@
 
 #include <stdbool.h>
 
+#include "../core/refund.h"
 #include "sluice.h"
 
-/* sl_reserve() with two more arguments: not_before (0 .. max_wait) is the
+/* sl_reserve() with more arguments: not_before (0 .. max_wait) is the
  * earliest the request may run, so its delay is at least that and every
  * limit is charged as if it arrived then; peek decides without charging
- * anything (the pool of an elastic policy included). */
+ * anything (the pool of an elastic policy included); held (may be NULL)
+ * gets what an admitted request's later place left (held->at 0: none),
+ * for sl__refund. */
 int sl__reserve(sl_limiter_t *limiter, const sl_policy_t *policy, const void *key, size_t key_len,
                 uint64_t cost, sl_usec_t max_wait, sl_usec_t not_before, bool peek, sl_decision_t *out,
-                sl_limit_report_t *limits);
+                sl_limit_report_t *limits, sl__held_t *held);
+
+/* The waiter of a reservation left before its moment: gives back what can
+ * be given back exactly (core/refund.h says what), so the next request
+ * gets that place. The same policy and key as the reservation, and its
+ * held. SL_OK (given back or not), SL_ENOTSUP when the store cannot. */
+int sl__refund(sl_limiter_t *limiter, const sl_policy_t *policy, const void *key, size_t key_len,
+               uint64_t cost, const sl__held_t *held);
 
 #endif

@@ -194,6 +194,30 @@ class Acquire(unittest.TestCase):
         self.assertLess(time.monotonic() - start, 10)
         self.d = Daemon(CONFIG, test_clock=T0)  # for tearDown
 
+    def test_disconnected_waiter_gives_its_place_to_the_next(self):
+        # gcra 1 per minute: the first now, the second held a minute. Its
+        # client leaves: its place goes back, and the next waiter gets it
+        # (60 s, not 120 s).
+        self.assertEqual(self.r.execute_command("SL.ACQUIRE", "slow", "g", "TIMEOUT", 0)[0], 1)
+        s = self.d.raw()
+        s.sendall(command("SL.ACQUIRE", "slow", "g", "TIMEOUT", 600000))
+        deadline = time.time() + 5
+        while self.r.execute_command("SL.PEEK", "slow", "g")[3] < 120000 and time.time() < deadline:
+            time.sleep(0.005)
+        self.assertEqual(self.r.execute_command("SL.PEEK", "slow", "g")[3], 120000)
+        s.close()
+        deadline = time.time() + 5
+        while self.r.execute_command("SL.PEEK", "slow", "g")[3] > 60000 and time.time() < deadline:
+            time.sleep(0.005)
+        self.assertEqual(self.r.execute_command("SL.PEEK", "slow", "g")[3], 60000)
+        s2 = self.d.raw()
+        s2.sendall(command("SL.ACQUIRE", "slow", "g", "TIMEOUT", 600000))
+        deadline = time.time() + 5
+        while self.r.execute_command("SL.PEEK", "slow", "g")[3] < 120000 and time.time() < deadline:
+            time.sleep(0.005)
+        self.assertEqual(self.r.execute_command("SL.PEEK", "slow", "g")[3], 120000)  # the place at 60 s
+        s2.close()
+
     def test_errors(self):
         err = self.d.raw()
         for args, text in [

@@ -10,7 +10,7 @@
 static sl_decision_t ex(rig_t *r, const char *key, sl_usec_t wait, sl_usec_t floor, bool peek) {
     sl_decision_t d;
     memset(&d, 0xA5, sizeof d);
-    assert_int_equal(sl__reserve(r->limiter, r->policy, key, strlen(key), 1, wait, floor, peek, &d, NULL),
+    assert_int_equal(sl__reserve(r->limiter, r->policy, key, strlen(key), 1, wait, floor, peek, &d, NULL, NULL),
                      SL_OK);
     return d;
 }
@@ -96,11 +96,11 @@ static void bad_arguments(void **state) {
     (void)state;
     rig_t *r = rig_one((sl_limit_t){.algorithm = SL_GCRA, .limit = 10, .period = SEC(1)});
     sl_decision_t d;
-    assert_int_equal(sl__reserve(r->limiter, r->policy, "k", 1, 1, MS(10), MS(11), false, &d, NULL), SL_ERANGE);
-    assert_int_equal(sl__reserve(r->limiter, r->policy, "k", 1, 1, MS(10), -1, false, &d, NULL), SL_ERANGE);
-    assert_int_equal(sl__reserve(r->limiter, r->policy, "k", 1, 1, SL_MAX_WAIT + 1, 0, false, &d, NULL),
+    assert_int_equal(sl__reserve(r->limiter, r->policy, "k", 1, 1, MS(10), MS(11), false, &d, NULL, NULL), SL_ERANGE);
+    assert_int_equal(sl__reserve(r->limiter, r->policy, "k", 1, 1, MS(10), -1, false, &d, NULL, NULL), SL_ERANGE);
+    assert_int_equal(sl__reserve(r->limiter, r->policy, "k", 1, 1, SL_MAX_WAIT + 1, 0, false, &d, NULL, NULL),
                      SL_ERANGE);
-    assert_int_equal(sl__reserve(NULL, r->policy, "k", 1, 1, 0, 0, false, &d, NULL), SL_EINVAL);
+    assert_int_equal(sl__reserve(NULL, r->policy, "k", 1, 1, 0, 0, false, &d, NULL, NULL), SL_EINVAL);
     rig_free(r);
 }
 

@@ -112,7 +112,7 @@ static void mem_ex(mem_t *m, const sl_policy_t *p, const char *key, uint64_t cos
                    sl_usec_t wait, sl_usec_t not_before, bool peek, sl_decision_t *out,
                    sl_limit_report_t *limits) {
     m->now = now;
-    assert_int_equal(sl__reserve(m->limiter, p, key, strlen(key), cost, wait, not_before, peek, out, limits),
+    assert_int_equal(sl__reserve(m->limiter, p, key, strlen(key), cost, wait, not_before, peek, out, limits, NULL),
                      SL_OK);
 }
 

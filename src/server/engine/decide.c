@@ -45,7 +45,7 @@ static int memory_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_
     sld_decide_ctx_t *d = ctx;
     if (r->flags & SLD_DECIDE_WAIT)
         return sl__reserve(d->limiter, r->p, r->key, r->key_len, r->cost, r->max_wait, r->not_before,
-                           (r->flags & SL_DECIDE_PEEK) != 0, out, limits);
+                           (r->flags & SL_DECIDE_PEEK) != 0, out, limits, r->held);
     return sl_decide(d->limiter, r->p, r->key, r->key_len, r->cost, r->flags, out, limits);
 }
 
@@ -80,6 +80,12 @@ static void memory_decide_batch(void *ctx, uint32_t worker, const sld_request_t 
             rcs[i + done++] = rc;
         i += done;
     }
+}
+
+static int memory_refund(void *ctx, uint32_t worker, const sld_request_t *r, const sl__held_t *held) {
+    (void)worker;
+    sld_decide_ctx_t *d = ctx;
+    return sl__refund(d->limiter, r->p, r->key, r->key_len, r->cost, held);
 }
 
 static int memory_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job) {
@@ -150,6 +156,7 @@ const sld_store_kind_t sld_kind_memory = {
     .name = "memory",
     .decide = memory_decide,
     .reset = memory_reset,
+    .refund = memory_refund,
     .decide_batch = memory_decide_batch,
     .batch_begin = batch_begin,
     .batch_flush = batch_flush,
@@ -173,7 +180,7 @@ static int fall_back(sld_decide_ctx_t *d, const sld_request_t *r, sl_decision_t 
     sld_remote_count_fallback(d->remote, mode);
     if (mode == SLD_FAIL_LOCAL && (r->flags & SLD_DECIDE_WAIT))
         return sl__reserve(d->limiter, local, r->key, r->key_len, r->cost, r->max_wait, r->not_before,
-                           (r->flags & SL_DECIDE_PEEK) != 0, out, limits);
+                           (r->flags & SL_DECIDE_PEEK) != 0, out, limits, NULL);
     if (mode == SLD_FAIL_LOCAL)
         return sl_decide(d->limiter, local, r->key, r->key_len, r->cost, r->flags, out, limits);
     /* open or closed: no state anywhere says more than the limits themselves */

@@ -10,6 +10,7 @@
 #include "server/http/http_check.h" /* sld_check_parse_wait */
 #include "server/base/decimal.h"
 #include "server/http/http_wait.h"
+#include "server/state/held_place.h"
 
 typedef struct held {
     uv_timer_t timer;
@@ -19,6 +20,8 @@ typedef struct held {
     struct held *prev, *next; /* the worker's held answers */
     uv_loop_t *loop;          /* where the timer runs (NULL: nowhere to wait) */
     sld_http_decision_t f;    /* a reservation in Redis: the route's, for its answer */
+    sld_held_place_t *place;  /* given back if the client goes first (NULL: cannot be) */
+    struct sld_daemon *daemon;
 } held_t;
 
 /* The answers each worker holds (threads are at most 256), so that a
@@ -37,6 +40,7 @@ static void on_closed(uv_handle_t *h) {
         held_by_worker[held->worker] = held->next;
     if (held->next)
         held->next->prev = held->prev;
+    sld_held_place_free(held->place);
     sld_http_pending_deliver(held->pd);
 }
 
@@ -50,8 +54,16 @@ static void close_timer(held_t *held) {
 
 static void on_fire(uv_timer_t *t) { close_timer(t->data); }
 
-/* The client went away: the answer is delivered to nobody, now. */
-static void on_cancel(void *arg) { close_timer(arg); }
+/* The client went away: its place goes to the next request (what can be
+ * given back exactly), the answer is delivered to nobody, now. */
+static void on_cancel(void *arg) {
+    held_t *held = arg;
+    if (!held->closing) { /* before its moment */
+        sld_held_place_give_back(held->daemon, held->worker, held->place);
+        held->place = NULL;
+    }
+    close_timer(held);
+}
 
 /* Holds the pending answer (its reply written) on a timer of `delay`. */
 static void hold(held_t *held, sl_usec_t delay) {
@@ -101,6 +113,8 @@ void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f
                                     .slot = sld_policies_slot(f->rt->policies, f->index)},
                          .p = f->p, .key = key.ptr, .key_len = key.len, .cost = cost,
                          .flags = SLD_DECIDE_WAIT, .max_wait = wait};
+    sl__held_t place = {0};
+    req.held = &place; /* filled by a store that answers now and can give places back */
     uv_loop_t *loop = sld_engine_loop(c->d->engine, c->worker);
     sld_http_pending_t *pd = NULL;
     if (c->later && sld_engine_defers(c->d->engine, f->p)) { /* Redis answers later */
@@ -131,7 +145,8 @@ void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f
     }
     sld_http_finish(sld_http_pending_reply(pd), f, rc, &dec, lr);
     held_t *held = sld_http_pending_extra(pd);
-    *held = (held_t){.pd = pd, .worker = c->worker, .loop = loop};
+    *held = (held_t){.pd = pd, .worker = c->worker, .loop = loop, .place = sld_held_place_new(&req, &place),
+                     .daemon = c->d};
     hold(held, dec.delay);
     *c->later = pd;
 }

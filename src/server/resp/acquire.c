@@ -8,6 +8,7 @@
 
 #include "server/base/decimal.h"
 #include "server/resp/acquire.h"
+#include "server/state/held_place.h"
 
 typedef struct waiter {
     uv_timer_t timer;  /* first: the handle is the waiter */
@@ -16,12 +17,17 @@ typedef struct waiter {
     int kind;
     sl_decision_t d;   /* the decision, replied when the timer fires */
     uv_loop_t *loop;   /* the worker's (NULL: nowhere to wait) */
+    sld_held_place_t *place; /* given back if the client goes first (NULL: cannot be) */
+    sld_daemon_t *daemon;
+    uint32_t worker;
 } waiter_t;
 
 static void on_fired_closed(uv_handle_t *h) { free(h); }
 
 static void on_fire(uv_timer_t *t) {
     waiter_t *w = (waiter_t *)t;
+    sld_held_place_free(w->place); /* its moment came */
+    w->place = NULL;
     sld_reply_on_close(w->slot, NULL, NULL);
     w->write(sld_reply_buf(w->slot), w->kind, SL_OK, &w->d);
     sld_reply_done(w->slot); /* may free the connection: w->slot is gone after */
@@ -38,6 +44,8 @@ static void on_cancel_closed(uv_handle_t *h) {
 
 static void on_cancel(void *arg) {
     waiter_t *w = arg;
+    sld_held_place_give_back(w->daemon, w->worker, w->place); /* the next request gets it */
+    w->place = NULL;
     uv_timer_stop(&w->timer);
     uv_close((uv_handle_t *)&w->timer, on_cancel_closed);
 }
@@ -101,6 +109,8 @@ void sld_acquire(sld_client_t *c, sld_request_t *r, sl_usec_t wait, int kind,
                  sld_acquire_write_fn write) {
     r->flags |= SLD_DECIDE_WAIT;
     r->max_wait = wait;
+    sl__held_t held = {0};
+    r->held = &held; /* filled by a store that answers now and can give places back */
     sl_decision_t d = {0};
     waiter_t *later = NULL;
     if (sld_engine_defers(c->d->engine, r->p)) { /* Redis answers later: its place is kept */
@@ -137,7 +147,8 @@ void sld_acquire(sld_client_t *c, sld_request_t *r, sl_usec_t wait, int kind,
         write(c->out, kind, rc, &d);
         return;
     }
-    *w = (waiter_t){.slot = slot, .write = write, .kind = kind, .d = d, .loop = c->loop};
+    *w = (waiter_t){.slot = slot, .write = write, .kind = kind, .d = d, .loop = c->loop,
+                    .place = sld_held_place_new(r, &held), .daemon = c->d, .worker = c->worker};
     hold(w);
     c->out = sld_reply_queue_tail(c->replies); /* later replies wait behind it */
 }
