@@ -60,7 +60,17 @@ gateway:
       policies: [fast, win]
       excess: delay
       max_delay: 500ms
+    - name: line
+      match: {path_prefix: /line/}
+      upstream: http://127.0.0.1:%(up)d
+      policies: [slow, win]
+      excess: delay
+      max_delay: 60s
 policies:
+  - name: slow
+    key: [ip, route]
+    limits:
+      - {algorithm: gcra, limit: 1, period: 10s}
   - name: fast
     key: [ip, route]
     limits:
@@ -113,12 +123,13 @@ class DelaySeveral(unittest.TestCase):
         self.assertEqual([r[0] for r in results.values()], [200] * 10, results)
         times = self.up.arrivals("/two/")
         self.assertEqual(len(times), 10)
-        # the three at once may reach the upstream late (new connections);
-        # the held ones leave on time: measured from the one at 100 ms
-        origin = times[3] - 0.1
+        # the three at once may reach the upstream late (new connections),
+        # so may a held one: the schedule is measured among the held ones,
+        # from the earliest origin they imply
+        origin = min(t - want for want, t in zip(SCHEDULE[3:], times[3:]))
         for want, t in zip(SCHEDULE[3:], times[3:]):
-            self.assertGreater(t - origin - want, -0.01, times)
             self.assertLess(t - origin - want, 0.3, times)
+        self.assertLess(abs(times[8] - times[4] - 1.0), 0.1, times)  # the window of 2 s opens 1 s later
         # both policies hold exactly these ten places: gcra's next is 2 s
         # away (charged at the moments the requests ran, not at their own
         # earlier places: else it would be 0.8 s), the window now is full
@@ -149,6 +160,31 @@ class DelaySeveral(unittest.TestCase):
             self.assertIn(b"200", s.recv(100))
             s.close()
         self.assertEqual(len(self.up.arrivals("/tight/")), 4)
+
+    def test_client_gone_gives_the_places_back(self):
+        # gcra 1 per 10 s: the first now, the second held 10 s. Its client
+        # leaves: both policies' places go back, and the next request gets
+        # them (10 s, not 20 s).
+        self.assertEqual(self.get("/line/0")[0], 200)
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        s.sendall(b"GET /line/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        deadline = time.time() + 5
+        while self.peek("slow", "line")[3] < 20000 and time.time() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(self.peek("slow", "line")[3], 20000)
+        s.close()
+        deadline = time.time() + 5  # the gateway looks at a held client's socket every 100 ms
+        while self.peek("slow", "line")[3] > 10000 and time.time() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(self.peek("slow", "line")[3], 10000)
+        s2 = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        s2.sendall(b"GET /line/2 HTTP/1.1\r\nHost: x\r\n\r\n")
+        deadline = time.time() + 5
+        while self.peek("slow", "line")[3] < 20000 and time.time() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(self.peek("slow", "line")[3], 20000)  # it has the place at 10 s
+        s2.close()
+        self.assertEqual(len(self.up.arrivals("/line/")), 1)
 
 
 if __name__ == "__main__":

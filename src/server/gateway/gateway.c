@@ -41,6 +41,7 @@
 #include "server/http/http_request.h"
 #include "server/http/http_server.h"
 #include "server/observe/extra_metrics.h"
+#include "server/state/held_place.h"
 
 #define KEEPALIVE_MS 2000 /* an idle upstream connection stays in the pool this long */
 #define RETRY_MS 10       /* waiters look for a slot freed on another worker this often */
@@ -87,6 +88,7 @@ typedef struct gw_call {
     bool confirming;           /* the peek of this step denied: deciding it for real */
     uint32_t charged;          /* bit i: policy i was charged while confirming */
     sl_usec_t common;          /* excess: delay: the latest place of its policies so far */
+    sld_held_place_t *held[SLD_GW_MAX_POLICIES]; /* delay: places to give back if it leaves */
     bool pending;              /* a decision is on its way */
     size_t key_len[SLD_GW_MAX_POLICIES];
     char *keys;                /* n keys of up to key_cap bytes, in this block */
@@ -123,9 +125,22 @@ static void drop_place(gw_call_t *call) {
     call->place = false;
 }
 
+/* The places its policies hold for it: given back (it leaves before its
+ * moment, or is refused after some were charged), or let go (it runs). */
+static void end_places(gw_call_t *call, bool give_back) {
+    for (size_t i = 0; i < SLD_GW_MAX_POLICIES; i++) {
+        if (give_back)
+            sld_held_place_give_back(call->w->gw->d, call->w->index, call->held[i]);
+        else
+            sld_held_place_free(call->held[i]);
+        call->held[i] = NULL;
+    }
+}
+
 static void on_request_gone(void *arg) {
     gw_call_t *call = ((gw_link_t *)arg)->call;
     call->req = NULL;
+    end_places(call, true); /* still held only when it never ran */
     if (call->waiting)
         unwait(call);
     drop_place(call); /* a client gone while waiting gives its place back */
@@ -237,6 +252,7 @@ static void refuse_busy(gw_call_t *call) {
 
 static void forward(gw_call_t *call) {
     const sld_gw_route_t *route = route_of(call);
+    end_places(call, false); /* its moment came */
     drop_place(call);
     if (route->concurrency.limit == 0 || take_slot(call)) {
         proxy(call);
@@ -305,6 +321,7 @@ static void on_wait_timer(uv_timer_t *timer) {
         if (now >= call->probe_at) {
             call->probe_at = now + PROBE_MS;
             if (client_gone(call->req)) {
+                end_places(call, true); /* the next request gets them */
                 unwait(call); /* its place now; the answer, written to nobody, ends the request */
                 drop_place(call);
                 send_text(w, call->req, 503, "the client went away while waiting\n");
@@ -330,6 +347,7 @@ static void hold(gw_call_t *call, sl_usec_t delay) {
 static void refuse(gw_call_t *call, const sld_runtime_t *rt, size_t index, const sl_policy_t *p,
                    const sl_decision_t *dec, const sl_limit_report_t *lr) {
     const sld_gw_route_t *route = route_of(call);
+    end_places(call, true); /* a charge of several policies denied: the others' back */
     drop_place(call);
     sld_gw_count(call->w->gw->conc, call->route, SLD_GW_REJECTED);
     sld_http_reply_t *r = &call->w->reply;
@@ -427,11 +445,15 @@ static void advance(gw_call_t *call) {
         }
         sl_decision_t dec;
         sl_limit_report_t lr[SL_MAX_LIMITS];
+        sl__held_t held = {0};
+        r.held = &held; /* filled by a store that answers now and can give places back */
         int rc = sld_engine_decide(d->engine, call->w->index, &r, &dec, lr, on_decided, call);
         if (rc == SLD_PENDING) {
             call->pending = true;
             return;
         }
+        if (rc == SL_OK && dec.allowed && !(r.flags & SL_DECIDE_PEEK) && call->held[i] == NULL)
+            call->held[i] = sld_held_place_new(&r, &held);
         if (!decided(call, rc, rt, index, p, &dec, lr))
             return;
     }
