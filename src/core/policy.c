@@ -15,7 +15,6 @@
 
 #include "arith.h"
 #include "policy.h"
-#include "refund.h"
 
 #define SL__POOL_SEED UINT64_C(0x9e3779b97f4a7c15)
 
@@ -236,7 +235,7 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
 int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
                        sl_usec_t max_wait, sl_usec_t not_before, bool peek, sl__prepare_fn prepare,
                        void *ctx, uint32_t *charged, sl_decision_t *out, sl_limit_report_t *limits,
-                       struct sl__held *held) {
+                       sl__held_t *held) {
     if (held)
         held->at = 0;
     for (size_t i = 0; i < p->nlimits && max_wait > 0; i++)

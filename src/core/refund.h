@@ -22,14 +22,6 @@
 #include "limit.h"
 #include "policy.h"
 
-/* What a reservation left, to give it back by: when the request runs
- * (at, the store's clock; 0: nothing held) and where each limit's state
- * ended right after the charge. */
-typedef struct sl__held {
-    sl_usec_t at;
-    sl_usec_t exp[SL_MAX_LIMITS];
-} sl__held_t;
-
 /* Gives back `cost` reserved for the moment `at` from limit l's cell, whose
  * state ended at `exp` right after that reservation. Returns whether the
  * cell changed. */
