@@ -218,6 +218,65 @@ class AcquireRedis(unittest.TestCase):
         s.close()
         self.assertEqual(a.proc.poll(), None)
 
+    def test_gateway_delay_on_redis(self):
+        # two gateways on one Redis, one route with two policies: ten
+        # requests split between them are forwarded at one schedule, the
+        # places held in Redis (as test_acquire_gateway.py on one daemon)
+        import upstream
+        import http.client
+
+        class Up(upstream.Upstream):
+            def __init__(self):
+                self.lock = threading.Lock()
+                self.times = []
+                super().__init__()
+
+            def answer(self, request, body):
+                with self.lock:
+                    self.times.append(time.monotonic())
+                return 200, b"ok\n"
+        up = Up()
+        try:
+            gw = ("gateway:\n  listen: 127.0.0.1:0\n  routes:\n    - name: two\n"
+                  "      upstream: http://127.0.0.1:%d\n      policies: [fast, win2]\n"
+                  "      excess: delay\n      max_delay: 10s\n" % up.port)
+            extra = ("  - name: fast\n    key: [route]\n    limits:\n"
+                     "      - {algorithm: gcra, limit: 10, period: 1s, burst: 2}\n"
+                     "  - name: win2\n    key: [route]\n    limits:\n"
+                     "      - {algorithm: fixed_window, limit: 4, period: 1s}\n")
+            ds = []
+            for _ in range(2):
+                cfg = ("listen:\n  resp: 127.0.0.1:0\n  http: 127.0.0.1:0\nthreads: 2\n"
+                       "store:\n  type: redis\n  url: %s\n  clock: local\n" % self.redis.url
+                       + gw + POLICIES + extra)
+                d = Daemon(cfg, test_clock=T0)
+                self.daemons.append(d)
+                ds.append(int(re.search(r" gateway_port=(\d+)", d.output()).group(1)))
+            statuses = []
+
+            def one(port, i):
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+                try:
+                    conn.request("GET", "/r/%d" % i)
+                    statuses.append(conn.getresponse().status)
+                finally:
+                    conn.close()
+            threads = [threading.Thread(target=one, args=(ds[i % 2], i)) for i in range(10)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(30)
+            self.assertEqual(statuses, [200] * 10)
+            times = sorted(up.times)
+            # the places: 0, 0, 0, 0.1, then 1.0 (x3), 1.1, then 2.0 (x2):
+            # four per window of the fixed window, the gcra's burst
+            early = [t for t in times if t - times[0] < 0.5]
+            self.assertEqual(len(early), 4, times)
+            self.assertLess(abs(times[8] - times[4] - 1.0), 0.1, times)
+            self.assertLess(abs(times[7] - times[4] - 0.1), 0.1, times)
+        finally:
+            up.close()
+
 
 if __name__ == "__main__":
     unittest.main()

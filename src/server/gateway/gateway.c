@@ -46,6 +46,7 @@
 #define KEEPALIVE_MS 2000 /* an idle upstream connection stays in the pool this long */
 #define RETRY_MS 10       /* waiters look for a slot freed on another worker this often */
 #define PROBE_MS 100      /* an HTTP/1 waiter's connection is looked at for its end this often */
+#define DELAY_ATTEMPTS 32 /* excess: delay, several policies: peeks asked again at most this often */
 
 struct sld_gateway {
     sld_daemon_t *d;
@@ -89,6 +90,7 @@ typedef struct gw_call {
     uint32_t charged;          /* bit i: policy i was charged while confirming */
     sl_usec_t common;          /* excess: delay: the latest place of its policies so far */
     sld_held_place_t *held[SLD_GW_MAX_POLICIES]; /* delay: places to give back if it leaves */
+    unsigned attempts;         /* delay, several policies: peeks asked again after a lost place */
     bool pending;              /* a decision is on its way */
     size_t key_len[SLD_GW_MAX_POLICIES];
     char *keys;                /* n keys of up to key_cap bytes, in this block */
@@ -125,8 +127,7 @@ static void drop_place(gw_call_t *call) {
     call->place = false;
 }
 
-/* The places its policies hold for it: given back (it leaves before its
- * moment, or is refused after some were charged), or let go (it runs). */
+/* Its policies' places: given back (it leaves or is refused), or let go (it runs). */
 static void end_places(gw_call_t *call, bool give_back) {
     for (size_t i = 0; i < SLD_GW_MAX_POLICIES; i++) {
         if (give_back)
@@ -393,6 +394,17 @@ static bool decided(gw_call_t *call, int rc, const sld_runtime_t *rt, size_t ind
         call->confirming = true;
         return true;
     }
+    if (route->excess == SLD_GW_DELAY && n > 1 && call->step >= n && call->attempts < DELAY_ATTEMPTS) {
+        /* a concurrent request took the place between the peeks and this charge
+         * (with Redis, requests' steps interleave): give back, ask again */
+        end_places(call, true);
+        call->attempts++;
+        call->step = 0;
+        call->common = 0;
+        call->charged = 0;
+        call->confirming = false;
+        return true;
+    }
     if (route->excess == SLD_GW_SHADOW) {
         sld_debug("gateway: route %s: over policy %s, forwarded (shadow)", route->name,
                   route->policies[call->step % n]);
@@ -433,10 +445,8 @@ static void advance(gw_call_t *call) {
                            .p = p, .key = key, .key_len = call->key_len[i], .cost = 1,
                            .flags = peeking(call, n) ? SL_DECIDE_PEEK : 0};
         if (route->excess == SLD_GW_DELAY) {
-            /* several policies, all or nothing: the peeks find each one's
-             * place within max_delay, then each is charged at the latest of
-             * them, exactly (store/reserve.h); a confirmed denial is a
-             * reservation of its own, no earlier than the places so far */
+            /* several policies, all or nothing: the peeks find each one's place within
+             * max_delay, then each is charged at the latest of them (store/reserve.h) */
             bool charging = n > 1 && call->step >= n;
             r.flags |= SLD_DECIDE_WAIT;
             r.max_wait = charging ? (call->common < SL_MAX_WAIT ? call->common : SL_MAX_WAIT) : route->max_delay;
