@@ -33,7 +33,8 @@
  * peeks are reservations (where each place is, nothing charged), and the
  * charges are reservations at the latest of those places exactly
  * (not_before = max_wait = that moment), so each policy counts the request
- * when it runs.
+ * when it runs; a charge that lost its place to a concurrent request gives
+ * back its attempt's charges and asks the peeks again (at most 32 times).
  *
  * Concurrency limits (a route's concurrency:): once the policies passed,
  * the request takes a slot (gateway_concurrency.h), held in the request's
