@@ -4,11 +4,12 @@
  * The input is a configuration file with the gateway: section registered:
  * sld_config_parse() must return SL_OK or an error with a message, never
  * crash, leak or read out of bounds. When it loads, every route must have
- * been checked (a name, an http:// upstream, policies that exist), and a few
+ * been checked (a name, http:// or https:// upstreams, policies that exist), and a few
  * requests (taken from the input's last bytes) are matched against it:
  * the route found, if any, must match and no earlier one may.
  * Build and run: make fuzz (clang, ASan + UBSan, under CTest).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,12 +52,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     const sld_gw_config_t *g = sld_config_section(cfg, "gateway");
     if (g != NULL) {
-        if (g->nroutes == 0 || g->listen[0] == '\0')
+        if (g->nroutes == 0 || g->listen[0] == '\0' || g->nlistens == 0 || g->nlistens > SLD_GW_MAX_LISTENS ||
+            strcmp(g->listen, g->listens[0].addr) != 0)
             abort();
+        for (size_t i = 0; i < g->nlistens; i++) /* tls: both files, and a context made from them */
+            if ((g->listens[i].tls != NULL) != (g->listens[i].cert != NULL && g->listens[i].key != NULL))
+                abort();
         for (size_t i = 0; i < g->nroutes; i++) {
             const sld_gw_route_t *r = &g->routes[i];
-            if (r->name == NULL || strncmp(r->upstream, "http://", 7) != 0 || r->status < 400 || r->status > 599)
+            if (r->name == NULL || r->nupstreams == 0 || r->upstream != r->upstreams[0] || r->status < 400 ||
+                r->status > 599)
                 abort();
+            /* every upstream http:// or https://, and the https ones have a TLS context */
+            for (size_t k = 0; k < r->nupstreams; k++) {
+                bool https = strncmp(r->upstreams[k], "https://", 8) == 0;
+                if ((!https && strncmp(r->upstreams[k], "http://", 7) != 0) || (https && r->tls == NULL))
+                    abort();
+            }
             for (size_t k = 0; k < r->npolicies; k++)
                 if (sld_config_policy(cfg, r->policies[k]) == NULL)
                     abort();

@@ -310,7 +310,7 @@ static int parse_args(int argc, char **argv, bool *check_only, int64_t *test_sta
 /* Serves the fronts that are on (apply_overrides made sure one is) on the
  * workers' loops. */
 static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
-    sld_front_t fronts[4];
+    sld_front_t fronts[3 + SLD_GW_MAX_LISTENS];
     size_t n = 0;
     if (sld_resp_listen(cfg)[0] != '\0') {
         sld_resp_front_init(&resp_front, &D);
@@ -328,13 +328,16 @@ static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
             snprintf(err, err_len, "out of memory");
             return SL_ENOMEM;
         }
-        fronts[n++] = (sld_front_t){&sld_gateway_front_ops, gateway, sld_gateway_listen(gateway), &gateway_port};
+        for (size_t i = 0; i < sld_gateway_nlistens(gateway); i++) /* one front per listener */
+            fronts[n++] = sld_gateway_front(gateway, i, i == 0 ? &gateway_port : NULL);
     }
     if (sld_grpc_listen(cfg)[0] != '\0') {
         int rc = sld_grpc_new(&D, cfg->threads, cfg->max_request_bytes, &grpc_front, err, err_len);
         if (rc != SL_OK)
             return rc;
-        fronts[n++] = (sld_front_t){&sld_grpc_front_ops, grpc_front, sld_grpc_listen(cfg), &grpc_port};
+        /* with TLS the C core listens itself: the workers only decide */
+        const char *accept_on = sld_grpc_accept_address(grpc_front, &grpc_port);
+        fronts[n++] = (sld_front_t){&sld_grpc_front_ops, grpc_front, accept_on, accept_on ? &grpc_port : NULL};
     }
     return sld_server_start(&D, fronts, n, cfg->threads, &server, err, err_len);
 }

@@ -382,6 +382,36 @@ class GrpcEnvoyRules(unittest.TestCase):
                 self.assertEqual(rls(req, timeout=10).statuses[0].current_limit.name, "vip")
 
 
+class GrpcReloadWithoutFile(unittest.TestCase):
+    def test_rls_config_on_the_default_reloads(self):
+        # no --config: the built-in default, and the rules directory reloaded on SIGHUP
+        rules = tempfile.mkdtemp(prefix="sluice-rls-")
+        path = os.path.join(rules, "envoy.yaml")
+        with open(path, "w") as f:
+            f.write(RLS_RULES)
+        with Daemon(None, args=["--http", "off", "--grpc", "127.0.0.1:0", "--snapshot", "off",
+                                "--rls-config", rules]) as d:
+            channel, rls = connect(d)
+            with channel:
+                req = rls_pb2.RateLimitRequest(domain="envoy")
+                descriptor(req, [("remote_address", "10.1.1.1")])
+                st = rls(req, timeout=10).statuses[0]
+                self.assertEqual((st.current_limit.requests_per_unit, st.limit_remaining), (2, 1))
+                with open(path, "w") as f:
+                    f.write(RLS_RULES.replace("requests_per_unit: 2}", "requests_per_unit: 7}"))
+                d.signal(signal.SIGHUP)
+                d.wait_log(r"reloaded %s on the built-in default: .*generation 2" % re.escape(rules))
+                st = rls(req, timeout=10).statuses[0]
+                # a changed rate starts a new counter
+                self.assertEqual((st.current_limit.requests_per_unit, st.limit_remaining), (7, 6))
+                # a broken directory: refused, the running rules stay
+                with open(os.path.join(rules, "bad.yaml"), "w") as f:
+                    f.write("domain: envoy\n")
+                d.signal(signal.SIGHUP)
+                d.wait_log(r"reload failed.*envoy\.yaml:1: duplicate domain 'envoy' .*bad\.yaml")
+                self.assertEqual(rls(req, timeout=10).statuses[0].limit_remaining, 5)
+
+
 STATS_RULES = """\
 domain: stats
 descriptors:
@@ -541,6 +571,44 @@ class GrpcRedis(unittest.TestCase):
                 codes = [(rls_a if i % 2 else rls_b)(request("edge", "shared"), timeout=10).overall_code
                          for i in range(8)]
                 self.assertEqual(codes.count(R.OK), 3)
+
+    def test_three_daemons_hammered_admit_exactly_the_limit(self):
+        # Envoy ratelimit's rule, 50 an hour; the daemons' manual clocks agree
+        # (store.clock: local), so no window turns during the test
+        rules = tempfile.mkdtemp(prefix="sluice-rls-")
+        with open(os.path.join(rules, "hammer.yaml"), "w") as f:
+            f.write("domain: hammer\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 50}\n")
+        config = (CONFIG + "store:\n  type: redis\n  url: %s\n  clock: local\nrls:\n  config_dir: %s\n"
+                  % (self.redis.url, rules))
+        daemons = [Daemon(config, test_clock=1_800_000_000 * 10 ** 6) for _ in range(3)]
+        try:
+            channels = [connect(d) for d in daemons]
+            codes, errors, lock = [], [], threading.Lock()
+
+            def hammer(rls):
+                try:
+                    got = [rls(request("hammer", "shared"), timeout=30).overall_code for _ in range(20)]
+                except grpc.RpcError as e:
+                    got = []
+                    errors.append(e)
+                with lock:
+                    codes.extend(got)
+
+            # 4 threads on each daemon's channel, 240 calls for 50 places
+            threads = [threading.Thread(target=hammer, args=(rls,)) for _, rls in channels for _ in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(120)
+            self.assertEqual(errors, [])
+            self.assertEqual(len(codes), 240)
+            self.assertEqual(codes.count(R.OK), 50)
+            self.assertEqual(codes.count(R.OVER_LIMIT), 190)
+            for channel, _ in channels:
+                channel.close()
+        finally:
+            for d in daemons:
+                d.stop()
 
 
 class GrpcStop(unittest.TestCase):

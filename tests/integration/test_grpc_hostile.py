@@ -7,12 +7,18 @@ misbehave, a raw HTTP/2 client built from frames in this file:
     INFO counts it rejected, and a closed connection's place comes back;
   - 500 concurrent ShouldRateLimit calls multiplexed on one channel (HTTP/2
     streams and flow control): every one answered, exactly the limit OK;
+    1,000 on one channel whose client reads through a 1 KiB window, among
+    them requests of nearly limits.max_request_bytes (padded with an unknown
+    field) and one just over it: each answered correctly;
   - a call whose client sends part of its message and never ends its stream
     is answered DEADLINE_EXCEEDED after limits.idle_timeout, while a normal
-    client on another connection keeps being served; one that sends its
-    whole message without ending its stream is answered;
+    client on another connection keeps being served, and so are other calls
+    on its own connection; one that sends its whole message without ending
+    its stream is answered;
   - a connection with no call open (or that never sends its preface) is let
-    go (GOAWAY, closed, its place released) after limits.idle_timeout.
+    go (GOAWAY, closed, its place released) after limits.idle_timeout; so is
+    one whose client never gives a window to answer its calls in (they end
+    UNAVAILABLE), while other clients are served.
 
 The daemon runs on the manual test clock, so no rate window is waited out;
 the one real wait is limits.idle_timeout (1 s here) in the last two.
@@ -115,6 +121,45 @@ class ManyStreams(unittest.TestCase):
                 self.assertEqual(codes.count(R.OK), 300)
                 self.assertEqual(codes.count(R.OVER_LIMIT), 200)
 
+    def test_1000_calls_small_window_and_large_messages(self):
+        # the default limits.max_request_bytes, 1 MiB: 16 requests 64 bytes
+        # short of it and one a byte over, among 1,000 on one channel
+        def padded(total):
+            base = request("flow").SerializeToString()
+            # field 100, length-delimited (tag 0xa2 0x06), an unknown field
+            pad = total - len(base) - 2 - 3
+            body = base + b"\xa2\x06" + bytes([0x80 | (pad & 0x7F), 0x80 | ((pad >> 7) & 0x7F), pad >> 14]) \
+                + b"\x00" * pad
+            self.assertEqual(len(body), total)
+            return body
+
+        near, over = padded(1048576 - 64), padded(1048577)
+        with Daemon(CONFIG % (100, "300s")) as d:
+            # the client takes the answers through a 1 KiB window (no probing to grow it)
+            ch = grpc.insecure_channel("127.0.0.1:%d" % grpc_port(d),
+                                       options=[("grpc.use_local_subchannel_pool", 1),
+                                                ("grpc.http2.lookahead_bytes", 1024), ("grpc.http2.bdp_probe", 0)])
+            raw = ch.unary_unary(RLS, request_serializer=lambda b: b, response_deserializer=R.FromString)
+            with ch:
+                small = request("flow").SerializeToString()
+                bodies = [near if i % 62 == 7 else small for i in range(999)] + [over]
+                self.assertEqual(bodies.count(near), 16)
+                calls = [raw.future(b, timeout=120) for b in bodies]
+                codes = []
+                for c in calls[:-1]:
+                    resp = c.result()
+                    self.assertEqual(len(resp.statuses), 1)
+                    self.assertEqual(resp.statuses[0].current_limit.requests_per_unit, 300)
+                    codes.append(resp.overall_code)
+                self.assertEqual(codes.count(R.OK), 300)
+                self.assertEqual(codes.count(R.OVER_LIMIT), 699)
+                with self.assertRaises(grpc.RpcError) as e:
+                    calls[-1].result()
+                self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+                # the large ones were decided as any other: over the limit by now
+                self.assertEqual(raw(near, timeout=30).overall_code, R.OVER_LIMIT)
+            self.assertTrue(d.client().ping())
+
 
 # ---- a raw HTTP/2 client (RFC 9113), for what grpcio will not do -------------------------------
 
@@ -171,7 +216,107 @@ def wait_end(sock, stream, buf, timeout):
             return ("goaway", payload)
 
 
+def wait_streams(sock, streams, buf, timeout, goaway=False):
+    """The ends of several streams: {stream: ('trailers', block, data) or
+    ('reset', code, data)}, data being the stream's DATA bytes; in the order
+    they ended (an insertion-ordered dict). A GOAWAY before they all ended
+    fails, unless `goaway`."""
+    sock.settimeout(timeout)
+    data, ends = {s: b"" for s in streams}, {}
+    while len(ends) < len(streams):
+        f = read_frame(sock, buf)
+        if f is None:
+            raise AssertionError("closed with %s still open" % sorted(set(streams) - set(ends)))
+        kind, flags, sid, payload = f
+        if kind == SETTINGS and not flags & ACK:
+            sock.sendall(frame(SETTINGS, ACK, 0))
+        elif kind == PING and not flags & ACK:
+            sock.sendall(frame(PING, ACK, 0, payload))
+        elif kind == GOAWAY and not goaway:
+            raise AssertionError("GOAWAY with %s still open" % sorted(set(streams) - set(ends)))
+        elif sid in data and kind == DATA:
+            data[sid] += payload
+        elif sid in data and sid not in ends and kind == HEADERS and flags & END_STREAM:
+            ends[sid] = ("trailers", payload, data[sid])
+        elif sid in data and sid not in ends and kind == RST_STREAM:
+            ends[sid] = ("reset", int.from_bytes(payload, "big"), data[sid])
+    return ends
+
+
+class NoWindow(unittest.TestCase):
+    def test_client_that_never_opens_its_window_is_let_go(self):
+        # SETTINGS_INITIAL_WINDOW_SIZE 0 and no WINDOW_UPDATE ever: no answer
+        # can be sent on its 100 calls; the C core gives up on them after
+        # limits.idle_timeout, while other clients are served, and closes it
+        with Daemon(CONFIG % (100, "1s")) as d:
+            r = d.client()
+            port = grpc_port(d)
+            sock = socket.create_connection(("127.0.0.1", port))
+            buf = bytearray()
+            try:
+                sock.sendall(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0)))
+                body = request("no-window").SerializeToString()
+                message = b"\x00" + struct.pack(">I", len(body)) + body
+                streams = list(range(1, 201, 2))
+                for stream in streams:
+                    open_call(sock, stream, port)
+                    sock.sendall(frame(DATA, END_STREAM, stream, message))
+                started = time.time()
+                ch, rls = channel(d)
+                with ch:
+                    for _ in range(3):
+                        self.assertEqual(rls(request("served"), timeout=10).overall_code, R.OK)
+                ends = wait_streams(sock, streams, buf, 15, goaway=True)
+                self.assertLess(time.time() - started, 10)
+                # no DATA could go out: each ended by trailers without a message (UNAVAILABLE)
+                self.assertEqual({(kind, data) for kind, _, data in ends.values()}, {("trailers", b"")})
+                self.assertIn(b"grpc-status\x0214", ends[1][1])
+                sock.settimeout(15)
+                while read_frame(sock, buf) is not None:
+                    pass  # until the daemon closes it
+            finally:
+                sock.close()
+            self.assertTrue(until(lambda: r.info()["connected_clients"] == 1), r.info()["connected_clients"])
+
+
 class NeverEnded(unittest.TestCase):
+    def test_others_on_the_same_connection_are_served(self):
+        with Daemon(CONFIG % (100, "1s")) as d:
+            port = grpc_port(d)
+            sock = socket.create_connection(("127.0.0.1", port))
+            buf = bytearray()
+            try:
+                sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
+                body = request("same-conn").SerializeToString()
+                message = b"\x00" + struct.pack(">I", len(body)) + body
+                open_call(sock, 1, port)  # part of its message, never ended
+                sock.sendall(frame(DATA, 0, 1, message[:8]))
+                started = time.time()
+                for stream in (3, 5, 7):  # whole calls on the same connection
+                    open_call(sock, stream, port)
+                    sock.sendall(frame(DATA, END_STREAM, stream, message))
+                ch, rls = channel(d)
+                with ch:  # and on another connection
+                    other = rls(request("same-conn"), timeout=10).statuses[0].limit_remaining
+                ends = wait_streams(sock, [1, 3, 5, 7], buf, 15)
+                self.assertEqual(list(ends)[-1], 1, "the never-ended call ends last")
+                self.assertLess(time.time() - started, 10)
+                for stream in (3, 5, 7):
+                    kind, trailers, data = ends[stream]
+                    self.assertEqual(kind, "trailers")
+                    resp = R.FromString(data[5:])  # after the gRPC message's prefix
+                    self.assertEqual(resp.overall_code, R.OK)
+                    self.assertEqual(resp.statuses[0].current_limit.requests_per_unit, 300)
+                self.assertEqual(sorted([R.FromString(ends[s][2][5:]).statuses[0].limit_remaining
+                                         for s in (3, 5, 7)] + [other]), [296, 297, 298, 299])
+                kind, trailers, data = ends[1]
+                self.assertEqual((kind, data), ("trailers", b""))
+                self.assertIn(b"no complete request within limits.idle_timeout", trailers)
+            finally:
+                sock.close()
+            self.assertTrue(d.client().ping())
+
+
     def test_partial_message_answered_after_idle_timeout(self):
         with Daemon(CONFIG % (100, "1s")) as d:
             port = grpc_port(d)

@@ -280,11 +280,14 @@ class RestartUnderLoad(unittest.TestCase):
         return {"k%d" % i: 1_000_000_000 - reply[2] for i, reply in enumerate(pipe.execute())}
 
     def last_periodic_save(self, d):
-        """Wall-clock time the last periodic snapshot was written (debug log)."""
-        found = re.findall(r"^(\S+)Z debug state: snapshot written to \S+ \(periodic\)$", d.output(), re.M)
+        """Wall-clock time the last periodic snapshot began to be written
+        (the debug line's time less the write's duration it gives)."""
+        found = re.findall(r"^(\S+)Z debug state: snapshot written to \S+ \(periodic\) in ([0-9.]+) ms$",
+                           d.output(), re.M)
         self.assertTrue(found, "no periodic snapshot was written:\n" + d.output()[-2000:])
-        at = datetime.datetime.strptime(found[-1], "%Y-%m-%dT%H:%M:%S.%f")
-        return at.replace(tzinfo=datetime.timezone.utc).timestamp(), len(found)
+        at = datetime.datetime.strptime(found[-1][0], "%Y-%m-%dT%H:%M:%S.%f")
+        began = at.replace(tzinfo=datetime.timezone.utc).timestamp() - float(found[-1][1]) / 1000.0
+        return began, len(found)
 
     def test_sigkill_loses_at_most_one_interval(self):
         d = Daemon(self.config(), test_clock=1000 * S, args=["--log-level", "debug"])
@@ -297,11 +300,12 @@ class RestartUnderLoad(unittest.TestCase):
         kept = sum(min(got[k], per_key.get(k, 0)) for k in got)
         extra = sum(max(0, got[k] - per_key.get(k, 0)) for k in got)  # charged, reply lost in the kill
         lost = admitted - kept
-        # Lost: at most what was admitted since the last snapshot began (its
-        # end, logged, less 50 ms for the write of a few hundred states), and
-        # that snapshot is at most one interval old (plus the timer's and the
-        # kill's own latency on a busy machine).
-        since_save = sum(1 for t in times if t >= saved_at - 0.05)
+        # Lost: at most what was admitted since the last snapshot began (the
+        # daemon logs when and how long, so a slow write on a busy machine is
+        # no false failure; 5 ms for the log clock's granularity and the
+        # reply's way back), and that snapshot is at most one interval old
+        # (plus the timer's and the kill's own latency on a busy machine).
+        since_save = sum(1 for t in times if t >= saved_at - 0.005)
         last_interval = sum(1 for t in times if t >= stopped_at - self.INTERVAL_MS / 1000.0)
         rate = len(times) / max(1e-9, times[-1] - times[0]) if len(times) > 1 else 0
         print("\nSIGKILL under load: %d charges admitted (%.0f/s over %d keys), %d kept by the snapshot, "

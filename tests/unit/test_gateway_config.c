@@ -132,8 +132,9 @@ static void test_errors_name_the_line(void **state) {
             6, "colour");
     refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: ftp://x\n" POLICIES, 5,
             "gateway.routes[0].upstream: expected http://host:port");
-    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: https://x:1\n" POLICIES,
-            5, "https upstreams are not supported yet");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
+            "      tls_ca: /etc/ssl/certs/ca-certificates.crt\n" POLICIES,
+            6, "gateway.routes[0].tls_ca: applies to https:// upstreams only");
     refused("gateway:\n  listen: localhost:1\n  routes:\n    - name: a\n      upstream: http://x:1\n" POLICIES,
             2, "gateway.listen");
     refused("gateway:\n  routes:\n    - name: a\n      upstream: http://x:1\n" POLICIES, 1, "listen: is required");
@@ -155,6 +156,75 @@ static void test_errors_name_the_line(void **state) {
             6, "route name \"a\" is already used");
     refused("gateway:\n  listen: 127.0.0.1:1\n  timeout: soon\n  routes:\n    - name: a\n      upstream: http://x:1\n"
             POLICIES, 3, "gateway.timeout");
+}
+
+/* listen: one address or a list, an entry {address, tls: {cert, key}};
+ * upstream: one URL or a list (round robin), https:// with tls_ca and
+ * tls_verify. Files that cannot be read are errors at their line (the
+ * integration test, test_gateway_tls.py, loads real ones). */
+static void test_lists_and_tls(void **state) {
+    (void)state;
+    sld_config_t *cfg = parse_ok("gateway:\n  listen: [127.0.0.1:8080, \"[::1]:8081\"]\n  routes:\n"
+                                 "    - name: a\n      upstream: [http://127.0.0.1:1, http://127.0.0.1:2/x]\n"
+                                 "    - name: b\n      upstream:\n        - https://localhost:3\n"
+                                 "      tls_verify: off\n" POLICIES);
+    const sld_gw_config_t *g = sld_config_section(cfg, "gateway");
+    assert_int_equal(g->nlistens, 2);
+    assert_string_equal(g->listen, "127.0.0.1:8080");
+    assert_string_equal(g->listens[1].addr, "[::1]:8081");
+    assert_null(g->listens[0].tls);
+    assert_int_equal(g->routes[0].nupstreams, 2);
+    assert_string_equal(g->routes[0].upstream, "http://127.0.0.1:1");
+    assert_string_equal(g->routes[0].upstreams[1], "http://127.0.0.1:2/x");
+    assert_null(g->routes[0].tls);
+    assert_int_equal(g->routes[1].nupstreams, 1);
+    assert_non_null(g->routes[1].tls);
+    assert_false(g->routes[1].tls_verify);
+    sld_config_free(cfg);
+    cfg = parse_ok("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: https://x:1\n" POLICIES);
+    g = sld_config_section(cfg, "gateway");
+    assert_non_null(g->routes[0].tls); /* verified against the system's store */
+    assert_true(g->routes[0].tls_verify);
+    sld_config_free(cfg);
+#define ROUTE "  routes:\n    - name: a\n      upstream: http://x:1\n" POLICIES
+    refused("gateway:\n  listen:\n    - 127.0.0.1:1\n    - {address: 127.0.0.1:2, tls: {cert: /nonexistent.pem, "
+            "key: /nonexistent.key}}\n" ROUTE,
+            4, "gateway.listen[1].tls.cert: cannot open /nonexistent.pem: No such file or directory");
+    refused("gateway:\n  listen:\n    - address: 127.0.0.1:2\n      tls:\n        cert: /dev/null\n"
+            "        key: /nonexistent.key\n" ROUTE,
+            6, "gateway.listen[0].tls.key: cannot open /nonexistent.key");
+    refused("gateway:\n  listen:\n    - address: 127.0.0.1:2\n      tls:\n        cert: /dev/null\n"
+            "        key: /dev/null\n" ROUTE,
+            5, "gateway.listen[0].tls.cert: no certificate (PEM) in /dev/null");
+    refused("gateway:\n  listen:\n    - address: 127.0.0.1:2\n      tls: {cert: /dev/null}\n" ROUTE, 4,
+            "gateway.listen[0].tls: key: is required");
+    refused("gateway:\n  listen:\n    - {address: 127.0.0.1:2, tls: on}\n" ROUTE, 3,
+            "gateway.listen[0].tls: expected {cert: FILE, key: FILE}");
+    refused("gateway:\n  listen:\n    - {adress: 127.0.0.1:2}\n" ROUTE, 3, "gateway.listen[0].adress: unknown key");
+    refused("gateway:\n  listen:\n    - {tls: {cert: a, key: b}}\n" ROUTE, 3, "address: is required");
+    refused("gateway:\n  listen: [127.0.0.1:2, localhost:3]\n" ROUTE, 2, "gateway.listen[1]");
+    refused("gateway:\n  listen: [127.0.0.1:2, 127.0.0.1:2]\n" ROUTE, 2, "127.0.0.1:2 is listed twice");
+    refused("gateway:\n  listen: []\n" ROUTE, 2, "expected 1 to 16 listeners, got 0");
+    refused("gateway:\n  listen: [[127.0.0.1:2]]\n" ROUTE, 2, "gateway.listen[0]: expected an address");
+    cfg = parse_ok("gateway:\n  listen: {address: 127.0.0.1:2}\n" ROUTE); /* one listener, as a mapping */
+    assert_string_equal(((const sld_gw_config_t *)sld_config_section(cfg, "gateway"))->listen, "127.0.0.1:2");
+    sld_config_free(cfg);
+#undef ROUTE
+#define GW "gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n"
+    refused(GW "      upstream: [http://x:1, ftp://y]\n" POLICIES, 5,
+            "gateway.routes[0].upstream[1]: expected http://host:port or https://host:port");
+    refused(GW "      upstream: []\n" POLICIES, 5, "gateway.routes[0].upstream: expected 1 to 64 URLs, got 0");
+    refused(GW "      upstream: {url: http://x:1}\n" POLICIES, 5, "gateway.routes[0].upstream: expected a URL");
+    refused(GW "      policies: [per_ip]\n" POLICIES, 4, "gateway.routes[0]: upstream: is required");
+    refused(GW "      upstream: https://x:1\n      tls_ca: /nonexistent.pem\n" POLICIES, 6,
+            "gateway.routes[0].tls_ca: cannot open /nonexistent.pem");
+    refused(GW "      upstream: https://x:1\n      tls_ca: /dev/null\n" POLICIES, 6,
+            "gateway.routes[0].tls_ca: no CA certificate (PEM) in /dev/null");
+    refused(GW "      upstream: https://x:1\n      tls_verify: maybe\n" POLICIES, 6,
+            "gateway.routes[0].tls_verify: expected on or off");
+    refused(GW "      upstream: https://x:1\n      tls_verify: off\n      tls_ca: /dev/null\n" POLICIES, 7,
+            "a CA is of no use with tls_verify: off");
+#undef GW
 }
 
 static void test_delay(void **state) {
@@ -331,6 +401,7 @@ int main(void) {
         cmocka_unit_test(test_full_section),
         cmocka_unit_test(test_listen_kept_when_given),
         cmocka_unit_test(test_errors_name_the_line),
+        cmocka_unit_test(test_lists_and_tls),
         cmocka_unit_test(test_delay),
         cmocka_unit_test(test_headers),
         cmocka_unit_test(test_concurrency),

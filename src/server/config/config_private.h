@@ -180,9 +180,10 @@ size_t sld__cfg_path_line(const ctx_t *c, const char *path, unsigned nth);
 /* A raw_config_t: the built-in keys, listen: with the registered listen
  * keys (listen.c), no sections. */
 extern const cyaml_schema_value_t sld__cfg_schema;
-/* The index in sld__cfg_schema's fields where registered secrets go: after
- * the built-in scalars, so the keys are listed (and read) in one order. */
-extern const size_t sld__cfg_secrets_at;
+/* The built-in key the registered secrets go before: after the scalars, so
+ * the keys are listed (and read) in the order they always were. Named, not
+ * counted, so adding a built-in key cannot move the secrets silently. */
+#define SLD_CFG_SECRETS_BEFORE "auth_deny_status"
 
 /* ---- section.c: the sections fronts register --------------------------------- */
 

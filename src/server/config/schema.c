@@ -109,7 +109,7 @@ static const cyaml_schema_field_t config_fields[] = {
                          &sld_config_string_entry, 0, MAX_TRUSTED_PROXIES),
     SLD_CFG_STR("ipv6_prefix", SLD_CFG_OPT, raw_config_t, ipv6_prefix),
     SLD_CFG_STR("user_header", SLD_CFG_OPT, raw_config_t, user_header),
-    /* (the registered secrets go here: sld__cfg_secrets_at) */
+    /* (the registered secrets go here: SLD_CFG_SECRETS_BEFORE) */
     SLD_CFG_STR("auth_deny_status", SLD_CFG_OPT, raw_config_t, auth_deny_status),
     CYAML_FIELD_SEQUENCE("policies", SLD_CFG_NULLABLE, raw_config_t, policies, &policy_entry, 0,
                          MAX_POLICIES),
@@ -120,6 +120,3 @@ const cyaml_schema_value_t sld__cfg_schema = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, raw_config_t, config_fields),
 };
 
-/* Before auth_deny_status: the keys of the top level are listed in
- * messages (and read) in the order they always were. */
-const size_t sld__cfg_secrets_at = 7;

@@ -26,7 +26,7 @@ static const sld_config_section_t *registered[SLD_MAX_SECTIONS];
 static size_t nregistered;
 
 /* The top level, built when the sections are set: the built-in keys with
- * the secrets among them (at sld__cfg_secrets_at), then the mappings. */
+ * the secrets among them (before SLD_CFG_SECRETS_BEFORE), then the mappings. */
 #define MAX_TOP_FIELDS 40
 static cyaml_schema_field_t top_fields[MAX_TOP_FIELDS + SLD_MAX_SECTIONS + 1];
 static cyaml_schema_value_t top_schema;
@@ -60,7 +60,7 @@ static void build_top(void) {
     const cyaml_schema_field_t *base = sld__cfg_schema.mapping.fields;
     size_t n = 0;
     for (size_t b = 0; base[b].key; b++) {
-        if (b == sld__cfg_secrets_at)
+        if (strcmp(base[b].key, SLD_CFG_SECRETS_BEFORE) == 0)
             for (size_t i = 0; i < nregistered; i++)
                 if (registered[i]->kind == SLD_SECTION_SECRET)
                     top_fields[n++] = section_field(i);
@@ -276,6 +276,11 @@ int sld_config_get_listen(sld_config_ctx_t *c, const char *path, const char *tex
 }
 
 char *sld_config_dup(sld_config_ctx_t *c, const char *s) { return sld__cfg_dup(c, s); }
+
+const char *sld_config_source(sld_config_ctx_t *c, size_t *len) {
+    *len = c->len;
+    return c->yaml ? c->yaml : "";
+}
 
 const sld_policy_t *sld_config_policy(const sld_config_t *cfg, const char *name) {
     for (size_t i = 0; i < cfg->npolicies; i++)

@@ -169,6 +169,9 @@ int sld_config_get_listen(sld_config_ctx_t *c, const char *path, const char *tex
                           char out[SLD_MAX_ADDR]);
 /* strdup(), reporting out of memory. */
 char *sld_config_dup(sld_config_ctx_t *c, const char *s);
+/* The text being read, for a section with a node libcyaml cannot describe
+ * (a scalar or a list: the section reads that node itself). */
+const char *sld_config_source(sld_config_ctx_t *c, size_t *len);
 /* The policy named `name` in cfg, or NULL. */
 const sld_policy_t *sld_config_policy(const sld_config_t *cfg, const char *name);
 

@@ -25,6 +25,7 @@ static const sld_config_section_t *const sections[] = {
     &sld_resp_requirepass_section,
     &sld_gateway_section,
     &sld_rls_section,
+    &sld_grpc_section,
     &sld_observe_section,
 };
 

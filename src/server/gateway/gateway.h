@@ -1,8 +1,9 @@
 /* gateway.h -- the gateway front: sluiced as the rate-limiting reverse
  * proxy in front of the API servers (docs/gateway.md).
  *
- * Its own listener (gateway.listen) on every worker loop, served by libh2o:
- * HTTP/1.1 with keep-alive and HTTP/2 with prior knowledge. Each request is
+ * Its own listeners (gateway.listen) on every worker loop, served by
+ * libh2o: HTTP/1.1 with keep-alive and HTTP/2 with prior knowledge, or over
+ * TLS (a listener with tls:) either one by ALPN. Each request is
  * matched to a route (gateway_route.h; none: 404), every policy of the
  * route decides it through the engine, all or nothing, and then it is
  * forwarded to the route's upstream by libh2o's reverse proxy, or refused
@@ -41,6 +42,10 @@
  * pool so that any end gives it back, or waits in its worker's FIFO,
  * served by one timer per worker loop, up to max_wait.
  *
+ * A route with several upstreams takes them in turn (round robin), each
+ * worker its own turn; https:// upstreams with the route's TLS context
+ * (gateway_tls.h).
+ *
  * A forwarded request takes the rate limit fields of its decisions with
  * it, to the upstream and/or on its response, and its upstream's latency
  * is counted (gateway_forward.h).
@@ -61,8 +66,15 @@ typedef struct sld_gateway sld_gateway_t;
 int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out);
 /* After the server has stopped. */
 void sld_gateway_free(sld_gateway_t *gw);
-/* gateway.listen */
+/* gateway.listen: the first listener's address */
 const char *sld_gateway_listen(const sld_gateway_t *gw);
+/* How many listeners gateway.listen has (1..SLD_GW_MAX_LISTENS); each is
+ * a front of its own for the server, listener i served as
+ * sld_gateway_front(gw, i, port) gives it (port: where the server writes
+ * the port it listens on, or NULL). A TLS listener's handshake is libh2o's,
+ * on the same connection layer. */
+size_t sld_gateway_nlistens(const sld_gateway_t *gw);
+sld_front_t sld_gateway_front(sld_gateway_t *gw, size_t i, int *port);
 
 /* The hooks the server calls (net/front.h); their ctx is a sld_gateway_t. */
 extern const sld_front_ops_t sld_gateway_front_ops;

@@ -13,6 +13,8 @@
 #include <h2o.h>
 
 #include "server/gateway/gateway_config.h"
+#include "server/gateway/gateway_tls.h"
+#include "server/gateway/gateway_yaml.h"
 
 #define DEFAULT_TIMEOUT (30 * SL_USEC_PER_SEC)
 #define MAX_TIMEOUT (3600 * SL_USEC_PER_SEC)
@@ -42,16 +44,15 @@ typedef struct raw_headers {
 typedef struct raw_route {
     char *name;
     raw_match_t *match;
-    char *upstream;
     char **policies;
     unsigned policies_count;
-    char *excess, *status, *body, *timeout, *max_delay, *queue;
+    char *excess, *status, *body, *timeout, *max_delay, *queue, *tls_ca, *tls_verify;
     raw_concurrency_t *concurrency;
     raw_headers_t *headers;
 } raw_route_t;
 
 typedef struct raw_gateway {
-    char *listen, *timeout;
+    char *timeout;
     raw_headers_t *headers;
     raw_route_t *routes;
     unsigned routes_count;
@@ -82,7 +83,7 @@ static const cyaml_schema_field_t headers_fields[] = {
 static const cyaml_schema_field_t route_fields[] = {
     SLD_CFG_STR("name", 0, raw_route_t, name),
     CYAML_FIELD_MAPPING_PTR("match", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, match, match_fields),
-    SLD_CFG_STR("upstream", 0, raw_route_t, upstream),
+    CYAML_FIELD_IGNORE("upstream", SLD_CFG_OPT), /* a URL or a list: read by get_upstreams() */
     CYAML_FIELD_SEQUENCE("policies", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, policies, &sld_config_string_entry, 0,
                          SLD_GW_MAX_POLICIES),
     SLD_CFG_STR("excess", SLD_CFG_OPT, raw_route_t, excess),
@@ -91,6 +92,8 @@ static const cyaml_schema_field_t route_fields[] = {
     SLD_CFG_STR("timeout", SLD_CFG_OPT, raw_route_t, timeout),
     SLD_CFG_STR("max_delay", SLD_CFG_OPT, raw_route_t, max_delay),
     SLD_CFG_STR("queue", SLD_CFG_OPT, raw_route_t, queue),
+    SLD_CFG_STR("tls_ca", SLD_CFG_OPT, raw_route_t, tls_ca),
+    SLD_CFG_STR("tls_verify", SLD_CFG_OPT, raw_route_t, tls_verify),
     CYAML_FIELD_MAPPING_PTR("concurrency", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, concurrency,
                             concurrency_fields),
     CYAML_FIELD_MAPPING_PTR("headers", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_route_t, headers, headers_fields),
@@ -102,7 +105,7 @@ static const cyaml_schema_value_t route_entry = {
 };
 
 static const cyaml_schema_field_t gateway_fields[] = {
-    SLD_CFG_STR("listen", SLD_CFG_OPT, raw_gateway_t, listen),
+    CYAML_FIELD_IGNORE("listen", SLD_CFG_OPT), /* an address or a list: read by get_listens() */
     SLD_CFG_STR("timeout", SLD_CFG_OPT, raw_gateway_t, timeout),
     CYAML_FIELD_MAPPING_PTR("headers", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_gateway_t, headers, headers_fields),
     CYAML_FIELD_SEQUENCE("routes", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_gateway_t, routes, &route_entry, 0,
@@ -201,16 +204,71 @@ static int get_headers(sld_config_ctx_t *c, const char *at, const raw_headers_t 
     return SL_OK;
 }
 
-static int get_upstream(sld_config_ctx_t *c, const char *path, const char *text, char **out) {
+static int get_upstream(sld_config_ctx_t *c, const char *path, const sld_yaml_node_t *n, char **out) {
     char b[64];
     h2o_url_t url;
-    if (strncmp(text, "https://", 8) == 0)
-        return sld_config_bad(c, path, "https upstreams are not supported yet: use http://");
-    if (strncmp(text, "http://", 7) != 0 || strlen(text) > 2048 ||
+    if (n->kind != SLD_YAML_SCALAR || n->null)
+        return sld_config_bad(c, path, "expected a URL like http://127.0.0.1:9000");
+    const char *text = n->value;
+    bool https = strncmp(text, "https://", 8) == 0;
+    if ((!https && strncmp(text, "http://", 7) != 0) || strlen(text) > 2048 ||
         h2o_url_parse(text, strlen(text), &url) != 0 || url.host.len == 0)
-        return sld_config_bad(c, path, "expected http://host:port, like http://127.0.0.1:9000, got \"%s\"",
+        return sld_config_bad(c, path,
+                              "expected http://host:port or https://host:port, like http://127.0.0.1:9000, got \"%s\"",
                               sld_config_show(text, b));
     return (*out = sld_config_dup(c, text)) ? SL_OK : SL_ENOMEM;
+}
+
+/* upstream: one URL or a list of them (round robin), and the TLS context
+ * for the https ones. */
+static int get_upstreams(sld_config_ctx_t *c, const char *at, const sld_yaml_node_t *n, const raw_route_t *r,
+                         sld_gw_route_t *rt) {
+    char p[PATH], e[PATH];
+    int rc;
+    sld_config_join(p, sizeof p, at, "upstream");
+    if (n == NULL || (n->kind == SLD_YAML_SCALAR && n->null))
+        return sld_config_bad(c, at, "upstream: is required (a URL like http://127.0.0.1:9000, or a list of them)");
+    size_t count = 1;
+    if (n->kind == SLD_YAML_SEQUENCE) {
+        count = 0;
+        for (const sld_yaml_node_t *u = n->first; u; u = u->next)
+            count++;
+        if (count == 0 || count > SLD_GW_MAX_UPSTREAMS)
+            return sld_config_bad(c, p, "expected 1 to %d URLs, got %zu", SLD_GW_MAX_UPSTREAMS, count);
+    }
+    if ((rt->upstreams = calloc(count, sizeof *rt->upstreams)) == NULL)
+        return sld_config_oom(c);
+    bool https = false;
+    for (size_t i = 0; i < count; i++) {
+        const sld_yaml_node_t *u = n->kind == SLD_YAML_SEQUENCE ? sld_yaml_at(n, i) : n;
+        if ((rc = get_upstream(c, n->kind == SLD_YAML_SEQUENCE ? sld_config_entry(e, sizeof e, p, i) : p, u,
+                               &rt->upstreams[i])))
+            return rc;
+        rt->nupstreams = i + 1;
+        https = https || strncmp(rt->upstreams[i], "https://", 8) == 0;
+    }
+    rt->upstream = rt->upstreams[0];
+    rt->tls_verify = true;
+    if (r->tls_verify && (rc = get_switch(c, sld_config_join(e, sizeof e, at, "tls_verify"), r->tls_verify,
+                                          &rt->tls_verify)))
+        return rc;
+    if (r->tls_ca && (rt->tls_ca = sld_config_dup(c, r->tls_ca)) == NULL)
+        return SL_ENOMEM;
+    if (!https) {
+        if (r->tls_ca || r->tls_verify)
+            return sld_config_bad(c, sld_config_join(e, sizeof e, at, r->tls_ca ? "tls_ca" : "tls_verify"),
+                                  "applies to https:// upstreams only");
+        return SL_OK;
+    }
+    if (r->tls_ca && !rt->tls_verify)
+        return sld_config_bad(c, sld_config_join(e, sizeof e, at, "tls_ca"),
+                              "a CA is of no use with tls_verify: off (nothing is verified)");
+    char why[512];
+    if ((rc = sld_gw_tls_client(rt->tls_verify, rt->tls_ca, &rt->tls, why, sizeof why)) == SL_ENOMEM)
+        return sld_config_oom(c);
+    if (rc != SL_OK)
+        return sld_config_bad(c, r->tls_ca ? sld_config_join(e, sizeof e, at, "tls_ca") : p, "%s", why);
+    return SL_OK;
 }
 
 static int get_concurrency(sld_config_ctx_t *c, const char *at, const raw_concurrency_t *r,
@@ -247,8 +305,8 @@ typedef struct route_defaults {
     bool client_set;                 /* headers.client was written, not the default */
 } route_defaults_t;
 
-static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, sld_gw_route_t *rt,
-                     const route_defaults_t *def) {
+static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, const sld_yaml_node_t *node,
+                     sld_gw_route_t *rt, const route_defaults_t *def) {
     char p[PATH], b[64];
     int rc;
     rt->excess = SLD_GW_REJECT;
@@ -258,7 +316,7 @@ static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, 
         return rc;
     if (r->match && (rc = get_match(c, sld_config_join(p, sizeof p, at, "match"), r->match, rt)))
         return rc;
-    if ((rc = get_upstream(c, sld_config_join(p, sizeof p, at, "upstream"), r->upstream, &rt->upstream)))
+    if ((rc = get_upstreams(c, at, sld_yaml_get(node, "upstream"), r, rt)))
         return rc;
     if (r->excess) {
         if (strcmp(r->excess, "reject") == 0)
@@ -339,6 +397,85 @@ static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, 
     return SL_OK;
 }
 
+/* One listener: an address, or {address: ..., tls: {cert: FILE, key: FILE}}. */
+static int get_listen(sld_config_ctx_t *c, const char *at, const sld_yaml_node_t *n, sld_gw_listen_t *l) {
+    char p[PATH], t[PATH];
+    if (n->kind == SLD_YAML_SCALAR && !n->null)
+        return sld_config_get_listen(c, at, n->value, l->addr);
+    if (n->kind != SLD_YAML_MAPPING)
+        return sld_config_bad(c, at, "expected an address like 127.0.0.1:8080, or {address: 127.0.0.1:8443, "
+                                     "tls: {cert: FILE, key: FILE}}");
+    for (const sld_yaml_node_t *k = n->first; k; k = k->next)
+        if (strcmp(k->key, "address") != 0 && strcmp(k->key, "tls") != 0)
+            return sld_config_bad(c, sld_config_join(p, sizeof p, at, k->key),
+                                  "unknown key (a listener has address: and tls:)");
+    const sld_yaml_node_t *addr = sld_yaml_get(n, "address"), *tls = sld_yaml_get(n, "tls");
+    if (addr == NULL || addr->kind != SLD_YAML_SCALAR || addr->null)
+        return sld_config_bad(c, addr ? sld_config_join(p, sizeof p, at, "address") : at,
+                              "address: is required (an address like 127.0.0.1:8443)");
+    int rc = sld_config_get_listen(c, sld_config_join(p, sizeof p, at, "address"), addr->value, l->addr);
+    if (rc != SL_OK || tls == NULL)
+        return rc;
+    sld_config_join(t, sizeof t, at, "tls");
+    if (tls->kind != SLD_YAML_MAPPING)
+        return sld_config_bad(c, t, "expected {cert: FILE, key: FILE}");
+    for (const sld_yaml_node_t *k = tls->first; k; k = k->next)
+        if (strcmp(k->key, "cert") != 0 && strcmp(k->key, "key") != 0)
+            return sld_config_bad(c, sld_config_join(p, sizeof p, t, k->key),
+                                  "unknown key (tls: has cert: and key:, PEM files)");
+    const sld_yaml_node_t *cert = sld_yaml_get(tls, "cert"), *key = sld_yaml_get(tls, "key");
+    const char *missing = cert == NULL ? "cert" : key == NULL ? "key" : NULL;
+    if (missing)
+        return sld_config_bad(c, t, "%s: is required (a PEM file)", missing);
+    if (cert->kind != SLD_YAML_SCALAR || cert->null || cert->value[0] == '\0')
+        return sld_config_bad(c, sld_config_join(p, sizeof p, t, "cert"), "expected a file name");
+    if (key->kind != SLD_YAML_SCALAR || key->null || key->value[0] == '\0')
+        return sld_config_bad(c, sld_config_join(p, sizeof p, t, "key"), "expected a file name");
+    if ((l->cert = sld_config_dup(c, cert->value)) == NULL || (l->key = sld_config_dup(c, key->value)) == NULL)
+        return SL_ENOMEM;
+    char why[1024];
+    sld_gw_tls_file_t which;
+    if ((rc = sld_gw_tls_server(l->cert, l->key, &l->tls, &which, why, sizeof why)) == SL_ENOMEM)
+        return sld_config_oom(c);
+    if (rc != SL_OK)
+        return sld_config_bad(c, sld_config_join(p, sizeof p, t, which == SLD_GW_TLS_CERT ? "cert" : "key"), "%s",
+                              why);
+    return SL_OK;
+}
+
+/* listen: an address, or a list of addresses and listeners with tls:. */
+static int get_listens(sld_config_ctx_t *c, const sld_yaml_node_t *n, sld_gw_config_t *g) {
+    char p[PATH];
+    int rc;
+    if (n == NULL || (n->kind == SLD_YAML_SCALAR && n->null))
+        return sld_config_bad(c, "gateway", "listen: is required (the gateway's own address, like "
+                                            "127.0.0.1:8080)");
+    size_t count = 1;
+    if (n->kind == SLD_YAML_SEQUENCE) {
+        count = 0;
+        for (const sld_yaml_node_t *l = n->first; l; l = l->next)
+            count++;
+        if (count == 0 || count > SLD_GW_MAX_LISTENS)
+            return sld_config_bad(c, "gateway.listen", "expected 1 to %d listeners, got %zu", SLD_GW_MAX_LISTENS,
+                                  count);
+    }
+    if ((g->listens = calloc(count, sizeof *g->listens)) == NULL)
+        return sld_config_oom(c);
+    for (size_t i = 0; i < count; i++) {
+        g->nlistens = i + 1;
+        bool list = n->kind == SLD_YAML_SEQUENCE;
+        const char *at = list ? sld_config_entry(p, sizeof p, "gateway.listen", i) : "gateway.listen";
+        if ((rc = get_listen(c, at, list ? sld_yaml_at(n, i) : n, &g->listens[i])))
+            return rc;
+        const char *port = strrchr(g->listens[i].addr, ':');
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(g->listens[k].addr, g->listens[i].addr) == 0 && !(port && strcmp(port, ":0") == 0))
+                return sld_config_bad(c, at, "%s is listed twice", g->listens[i].addr);
+    }
+    memcpy(g->listen, g->listens[0].addr, sizeof g->listen);
+    return SL_OK;
+}
+
 static void route_free(sld_gw_route_t *rt) {
     free(rt->name);
     free(rt->path_prefix);
@@ -346,7 +483,11 @@ static void route_free(sld_gw_route_t *rt) {
         free(rt->methods[i]);
     free(rt->methods);
     free(rt->host);
-    free(rt->upstream);
+    for (size_t i = 0; i < rt->nupstreams; i++)
+        free(rt->upstreams[i]);
+    free(rt->upstreams);
+    SSL_CTX_free(rt->tls);
+    free(rt->tls_ca);
     for (size_t i = 0; i < rt->npolicies; i++)
         free(rt->policies[i]);
     free(rt->policies);
@@ -360,8 +501,17 @@ static void gateway_free(void *value) {
     for (size_t i = 0; i < g->nroutes; i++)
         route_free(&g->routes[i]);
     free(g->routes);
+    for (size_t i = 0; i < g->nlistens; i++) {
+        free(g->listens[i].cert);
+        free(g->listens[i].key);
+        SSL_CTX_free(g->listens[i].tls);
+    }
+    free(g->listens);
     free(g);
 }
+
+static int gateway_read(sld_config_ctx_t *c, const raw_gateway_t *r, const sld_yaml_node_t *node,
+                        sld_gw_config_t *g);
 
 static int gateway_parse(sld_config_ctx_t *c, const void *raw, void **out) {
     const raw_gateway_t *r = raw;
@@ -370,12 +520,23 @@ static int gateway_parse(sld_config_ctx_t *c, const void *raw, void **out) {
         return sld_config_oom(c);
     *out = g; /* freed with the section, even when incomplete */
     g->timeout = DEFAULT_TIMEOUT;
+    int rc;
+    /* listen and the routes' upstream: from the file's text (gateway_yaml.h) */
+    size_t len;
+    const char *text = sld_config_source(c, &len);
+    sld_yaml_node_t *doc = NULL;
+    if ((rc = sld_yaml_tree(text, len, &doc)) != SL_OK)
+        return rc == SL_ENOMEM ? sld_config_oom(c) : sld_config_bad(c, "gateway", "cannot be read");
+    rc = gateway_read(c, r, sld_yaml_get(doc, "gateway"), g);
+    sld_yaml_free(doc);
+    return rc;
+}
+
+static int gateway_read(sld_config_ctx_t *c, const raw_gateway_t *r, const sld_yaml_node_t *node,
+                        sld_gw_config_t *g) {
     char p[PATH];
     int rc;
-    if (r->listen == NULL)
-        return sld_config_bad(c, "gateway", "listen: is required (the gateway's own address, like "
-                                            "127.0.0.1:8080)");
-    if ((rc = sld_config_get_listen(c, "gateway.listen", r->listen, g->listen)))
+    if ((rc = get_listens(c, sld_yaml_get(node, "listen"), g)))
         return rc;
     if (r->timeout &&
         (rc = sld_config_get_duration_ms(c, "gateway.timeout", r->timeout, MAX_TIMEOUT, &g->timeout)))
@@ -387,10 +548,11 @@ static int gateway_parse(sld_config_ctx_t *c, const void *raw, void **out) {
         return sld_config_bad(c, "gateway", "routes: at least one route is needed");
     if ((g->routes = calloc(r->routes_count, sizeof *g->routes)) == NULL)
         return sld_config_oom(c);
+    const sld_yaml_node_t *routes = sld_yaml_get(node, "routes");
     for (unsigned i = 0; i < r->routes_count; i++) {
         g->nroutes = i + 1;
         if ((rc = get_route(c, sld_config_entry(p, sizeof p, "gateway.routes", i), &r->routes[i],
-                            &g->routes[i], &def)))
+                            sld_yaml_at(routes, i), &g->routes[i], &def)))
             return rc;
         char name[PATH];
         sld_config_join(name, sizeof name, p, "name");

@@ -3,13 +3,16 @@
  * routes.
  *
  *   gateway:
- *     listen: 127.0.0.1:8080
+ *     listen: 127.0.0.1:8080       # or a list; an entry may be a mapping:
+ *                                  # {address: 127.0.0.1:8443, tls: {cert: FILE, key: FILE}}
  *     timeout: 30s                 # upstream I/O timeout: 504 past it (per route too)
  *     headers: {client: on, upstream: off}   # who sees the decision's fields (per route too)
  *     routes:                      # first match wins; no match: 404
  *       - name: api
  *         match: {path_prefix: /api/, methods: [GET, POST], host: api.example.com}
- *         upstream: http://127.0.0.1:9000
+ *         upstream: http://127.0.0.1:9000   # or a list: round robin; https:// too
+ *         tls_ca: FILE             # https upstreams: the CA (default: the system's)
+ *         tls_verify: on           # off: take any certificate (for tests only)
  *         policies: [per_ip, per_user]   # all must pass
  *         excess: reject           # reject | delay | shadow
  *         status: 429              # reject: the status of a refusal
@@ -21,7 +24,11 @@
  *         excess: delay            # wait for the policy's schedule, up to max_delay
  *         max_delay: 2s            # default 1s
  *
- * Not here: serving (gateway.c), matching a request (gateway_route.h).
+ * listen and upstream may be one scalar or a list, which libcyaml cannot
+ * describe: they are read from the file's text again (gateway_yaml.h).
+ *
+ * Not here: serving (gateway.c), matching a request (gateway_route.h), the
+ * TLS contexts (gateway_tls.h).
  */
 #ifndef SL_SERVER_GATEWAY_CONFIG_H
 #define SL_SERVER_GATEWAY_CONFIG_H
@@ -30,12 +37,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <openssl/ssl.h>
+
 #include "server/config/config.h"
 #include "server/config/section.h"
 
 #define SLD_GW_MAX_ROUTES 1024
 #define SLD_GW_MAX_METHODS 16
 #define SLD_GW_MAX_POLICIES 8
+#define SLD_GW_MAX_LISTENS 16
+#define SLD_GW_MAX_UPSTREAMS 64
 
 typedef enum sld_gw_excess {
     SLD_GW_REJECT,  /* answer the excess with `status` and the rate limit headers */
@@ -66,7 +77,12 @@ typedef struct sld_gw_route {
     char **methods;                  /* upper case as written; none: any method */
     size_t nmethods;
     char *host;                      /* lower case, without a port; NULL: any host */
-    char *upstream;                  /* "http://host:port[/path]" */
+    char **upstreams;                /* "http[s]://host:port[/path]", round robin */
+    size_t nupstreams;               /* >= 1 */
+    const char *upstream;            /* upstreams[0] */
+    SSL_CTX *tls;                    /* for its https:// upstreams; NULL: none is */
+    bool tls_verify;                 /* verify their certificates (default on) */
+    char *tls_ca;                    /* the CA file; NULL: the system's store */
     char **policies;                 /* names of configured policies, all must pass */
     size_t npolicies;
     sld_gw_excess_t excess;
@@ -79,8 +95,17 @@ typedef struct sld_gw_route {
     sld_gw_headers_t headers;        /* default: the section's */
 } sld_gw_route_t;
 
+/* One of the gateway's listeners (gateway.listen). */
+typedef struct sld_gw_listen {
+    char addr[SLD_MAX_ADDR];         /* "a.b.c.d:port", "[v6]:port" */
+    char *cert, *key;                /* tls: the PEM files; NULL: plain HTTP */
+    SSL_CTX *tls;                    /* made from them; NULL: plain HTTP */
+} sld_gw_listen_t;
+
 typedef struct sld_gw_config {
-    char listen[SLD_MAX_ADDR];       /* required */
+    char listen[SLD_MAX_ADDR];       /* the first listener's address */
+    sld_gw_listen_t *listens;        /* required, in the order written */
+    size_t nlistens;                 /* 1..SLD_GW_MAX_LISTENS */
     sl_usec_t timeout;               /* default 30 s */
     sld_gw_route_t *routes;
     size_t nroutes;                  /* >= 1 */

@@ -113,6 +113,15 @@ static void on_response_head(h2o_req_prefilter_t *self, h2o_req_t *req, h2o_ostr
     h2o_setup_next_prefilter(self, req, slot);
 }
 
+bool sld_gw_forwarded_route(h2o_req_t *req, size_t *route) {
+    for (h2o_req_prefilter_t *p = req->prefilters; p; p = p->next)
+        if (p->on_setup_ostream == on_response_head) {
+            *route = ((forward_prefilter_t *)p)->route;
+            return true;
+        }
+    return false;
+}
+
 void sld_gw_forward(h2o_req_t *req, h2o_handler_t *proxy, const sld_gw_fields_t *f, size_t npolicies,
                     const sld_gw_headers_t *h, sld_gw_conc_t *c, size_t route) {
     forward_prefilter_t *pf = (forward_prefilter_t *)h2o_add_prefilter(req, sizeof *pf);

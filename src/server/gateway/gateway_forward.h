@@ -47,6 +47,11 @@ void sld_gw_fields_note(sld_gw_fields_t *f, size_t i, h2o_req_t *req, sld_http_r
 void sld_gw_forward(h2o_req_t *req, h2o_handler_t *proxy, const sld_gw_fields_t *f, size_t npolicies,
                     const sld_gw_headers_t *h, sld_gw_conc_t *c, size_t route);
 
+/* The route (its index) whose upstream req was handed to by
+ * sld_gw_forward(); false when it was not. Not by matching req again:
+ * libh2o's proxy rewrites its authority and path to the upstream's. */
+bool sld_gw_forwarded_route(h2o_req_t *req, size_t *route);
+
 /* What libh2o's proxy logged about the upstream, or NULL: its own 502s
  * come with one, an upstream's 502 without. */
 const h2o_iovec_t *sld_gw_proxy_error(h2o_req_t *req);

@@ -29,10 +29,12 @@
 #include <grpc/support/time.h>
 
 #include "server/base/log.h"
+#include "server/grpc/grpc_config.h"
 #include "server/grpc/grpc_decide.h"
 #include "server/grpc/grpc_front.h"
 #include "server/grpc/grpc_messages.h"
 #include "server/grpc/grpc_stats.h"
+#include "server/grpc/grpc_tls.h"
 #include "server/net/admission.h"
 #include "server/observe/extra_metrics.h"
 
@@ -94,7 +96,9 @@ struct sld_grpc {
     sld_daemon_t *d;
     grpc_server *server;
     grpc_completion_queue *cq;
-    grpc_server_credentials *creds;
+    grpc_server_credentials *creds;     /* cleartext: the connections the workers hand over */
+    grpc_server_credentials *tls_creds; /* grpc.tls: the C core's own listener's, or NULL */
+    int tls_port;                       /* that listener's port */
     pthread_t thread;
     bool thread_started;
     gworker_t **workers;       /* threads of them, filled as workers start */
@@ -502,11 +506,12 @@ static int front_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void 
     int rc = uv_async_init(loop, &w->async, on_async);
     w->async.data = w;
     w->async_open = rc == 0;
-    if (rc == 0)
+    /* with TLS the C core accepts on its own listener: no socket here */
+    if (rc == 0 && fd >= 0)
         rc = uv_poll_init(loop, &w->poll, fd);
     w->poll.data = w;
-    w->polling = rc == 0;
-    if (rc == 0)
+    w->polling = rc == 0 && fd >= 0;
+    if (rc == 0 && fd >= 0)
         rc = uv_poll_start(&w->poll, UV_READABLE, on_accept);
     if (rc != 0) {
         snprintf(err, err_len, "grpc: cannot serve: %s", uv_strerror(rc));
@@ -600,6 +605,13 @@ const sld_front_ops_t sld_grpc_front_ops = {"grpc", front_start, front_begin_sto
 
 /* ---- the shared part ------------------------------------------------------------------------ */
 
+const char *sld_grpc_accept_address(const sld_grpc_t *g, int *port) {
+    if (g->tls_creds == NULL)
+        return sld_grpc_listen(sld_runtime(g->d)->cfg);
+    *port = g->tls_port;
+    return NULL;
+}
+
 int sld_grpc_new(sld_daemon_t *d, uint32_t threads, uint32_t max_message, sld_grpc_t **out, char *err,
                  size_t err_len) {
     sld_grpc_t *g = calloc(1, sizeof *g);
@@ -621,7 +633,7 @@ int sld_grpc_new(sld_daemon_t *d, uint32_t threads, uint32_t max_message, sld_gr
         g->metrics = (sld_metrics_extra_t){.write = sld_grpc_stats_write, .ctx = g->stats};
         sld_metrics_extra_set_rls(&g->metrics);
     }
-    grpc_arg arg[2] = {{.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+    grpc_arg arg[4] = {{.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                         .value.integer = max_message > INT32_MAX ? INT32_MAX : (int)max_message}};
     grpc_channel_args args = {.num_args = 1, .args = arg};
     /* A connection with no call open for idle_timeout is let go (a GOAWAY,
@@ -634,10 +646,31 @@ int sld_grpc_new(sld_daemon_t *d, uint32_t threads, uint32_t max_message, sld_gr
         arg[args.num_args++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_CONNECTION_IDLE_MS,
                                           .value.integer = ms > INT32_MAX ? INT32_MAX : ms < 1 ? 1 : (int)ms};
     }
+    const sld_grpc_settings_t *tls = rt ? sld_grpc_tls(rt->cfg) : NULL;
+    if (tls)
+        sld_grpc_tls_args(&args, idle);
     g->server = grpc_server_create(&args, NULL);
     g->cq = grpc_completion_queue_create_for_next(NULL);
     g->creds = grpc_insecure_server_credentials_create();
     grpc_server_register_completion_queue(g->server, g->cq, NULL);
+    if (tls && sld_grpc_tls_listen(g->server, tls, sld_grpc_listen(rt->cfg), &g->tls_creds, &g->tls_port, err,
+                                   err_len) != SL_OK) {
+        grpc_server_destroy(g->server);
+        grpc_completion_queue_shutdown(g->cq);
+        while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
+            ;
+        grpc_completion_queue_destroy(g->cq);
+        grpc_server_credentials_release(g->creds);
+        if (g->tls_creds)
+            grpc_server_credentials_release(g->tls_creds);
+        grpc_shutdown_blocking();
+        if (g->stats)
+            sld_metrics_extra_set_rls(NULL);
+        sld_grpc_stats_free(g->stats);
+        free(g->workers);
+        free(g);
+        return SL_EIO;
+    }
     grpc_server_start(g->server);
     for (int i = 0; i < REQUESTS_OUTSTANDING; i++)
         request_call(g);
@@ -684,6 +717,8 @@ void sld_grpc_free(sld_grpc_t *g) {
             ;
     grpc_completion_queue_destroy(g->cq);
     grpc_server_credentials_release(g->creds);
+    if (g->tls_creds)
+        grpc_server_credentials_release(g->tls_creds);
     grpc_shutdown_blocking();
     sld_grpc_stats_free(g->stats);
     free(g->workers);

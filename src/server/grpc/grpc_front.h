@@ -22,9 +22,13 @@
  * period what is left is cancelled. sld_grpc_free, once the workers have
  * stopped, ends the completion queue's thread and the C core.
  *
- * Not here: TLS (the C core's from-fd channels are cleartext only), the
- * protobuf messages (grpc_messages.c), deciding (grpc_decide.c), the
- * per-rule stats it registers for /metrics (grpc_stats.c).
+ * With grpc.tls (grpc_config.h) the C core's own listener serves
+ * listen.grpc instead, over TLS (grpc_tls.h; its from-fd channels are
+ * cleartext only): the workers then accept nothing, and only decide.
+ *
+ * Not here: the protobuf messages (grpc_messages.c), deciding
+ * (grpc_decide.c), the per-rule stats it registers for /metrics
+ * (grpc_stats.c).
  */
 #ifndef SL_SERVER_GRPC_FRONT_H
 #define SL_SERVER_GRPC_FRONT_H
@@ -45,6 +49,11 @@ typedef struct sld_grpc sld_grpc_t;
  * completion queue's thread. SL_OK, or an error with err written. */
 int sld_grpc_new(sld_daemon_t *d, uint32_t threads, uint32_t max_message, sld_grpc_t **out, char *err,
                  size_t err_len);
+
+/* The address the workers accept on (listen.grpc), to give the server as
+ * this front's; NULL with TLS, when the C core listens itself: then *port
+ * is set to its port. */
+const char *sld_grpc_accept_address(const sld_grpc_t *g, int *port);
 
 /* Ends it all, after sld_server_stop (NULL: nothing). */
 void sld_grpc_free(sld_grpc_t *g);

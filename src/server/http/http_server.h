@@ -38,7 +38,7 @@ typedef struct sld_http_conn sld_http_conn_t; /* one accepted connection (http_s
 
 typedef struct sld_http_server {
     h2o_context_t ctx;        /* a handler finds its worker from req->conn->ctx */
-    h2o_accept_ctx_t accept;
+    h2o_accept_ctx_t accept;  /* a front serving TLS sets accept.ssl_ctx (the gateway) */
     sld_daemon_t *d;
     uv_loop_t *loop;
     uv_tcp_t listener;

@@ -57,7 +57,8 @@ void *sld_front_worker_new(size_t size, int fd, char *err, size_t err_len);
 typedef struct sld_front {
     const sld_front_ops_t *ops;
     void *ctx;          /* the front's shared part, given to start */
-    const char *listen; /* "host:port" or "[v6]:port"; port 0 = any free one */
+    const char *listen; /* "host:port" or "[v6]:port"; port 0 = any free one; NULL: no
+                           socket (start gets fd -1; the front listens otherwise) */
     int *port;          /* set to the port actually listened on (may be NULL) */
 } sld_front_t;
 

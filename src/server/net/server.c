@@ -167,8 +167,8 @@ static int worker_serve(sld_server_t *s, uint32_t i, int *ports, char *err, size
     worker_t *w = &s->workers[i];
     for (size_t k = 0; k < s->nfronts; k++) {
         const sld_front_t *f = &s->fronts[k];
-        int fd = sld_listener_open(f->listen, i == 0 ? -1 : ports[k], &ports[k], err, err_len);
-        if (fd < 0 || f->ops->start(f->ctx, &w->loop, fd, i, &w->fronts[k].state, err, err_len) != SL_OK)
+        int fd = f->listen ? sld_listener_open(f->listen, i == 0 ? -1 : ports[k], &ports[k], err, err_len) : -1;
+        if ((fd < 0 && f->listen) || f->ops->start(f->ctx, &w->loop, fd, i, &w->fronts[k].state, err, err_len) != SL_OK)
             return SL_EIO;
     }
     return SL_OK;

@@ -31,6 +31,10 @@ void sld_rls_section_override(const char *dir) {
     override_dir = dir;
 }
 
+const char *sld_rls_section_overridden(void) {
+    return override_dir;
+}
+
 const char *sld_rls_section_yaml(char *buf, size_t size) {
     if (override_dir == NULL)
         return NULL;

@@ -42,6 +42,8 @@ extern const sld_config_section_t sld_rls_section;
  * not copied. A file without an rls: section needs one added for it
  * (sld_rls_section_yaml). */
 void sld_rls_section_override(const char *dir);
+/* The directory --rls-config named, or NULL. */
+const char *sld_rls_section_overridden(void);
 /* The section that --rls-config adds to a file that has none: YAML text to
  * append ("\nrls:\n  config_dir: ...\n"), in buf; NULL when it does not fit
  * or no override is set. */
