@@ -266,13 +266,16 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
 }
 
 int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
-                       sl_usec_t max_wait, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
-                       sl_decision_t *out, sl_limit_report_t *limits) {
+                       sl_usec_t max_wait, sl_usec_t not_before, bool peek, sl__prepare_fn prepare,
+                       void *ctx, uint32_t *charged, sl_decision_t *out, sl_limit_report_t *limits,
+                       sl__held_t *held) {
+    if (held)
+        held->at = 0;
     for (size_t i = 0; i < p->nlimits && max_wait > 0; i++)
         if (p->limits[i].wait_max == 0)
             return SL_ENOWAIT;
     if (max_wait <= 0 || cost == 0)
-        return sl__policy_evaluate(p, cells, now, cost, false, prepare, ctx, charged, NULL, out,
+        return sl__policy_evaluate(p, cells, now, cost, peek, prepare, ctx, charged, NULL, out,
                                    limits);
     sl__verdict_t v[SL_MAX_LIMITS];
     bool all = true;
@@ -282,6 +285,8 @@ int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, u
         all = all && v[i].allowed;
         common = sl__max64(common, v[i].delay);
     }
+    if (all)
+        common = sl__max64(common, not_before);
     /* every limit must be able to hold the common moment (a limit of a
      * huge rate holds less than SL_MAX_WAIT) */
     for (size_t i = 0; all && i < p->nlimits; i++) {
@@ -292,7 +297,7 @@ int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, u
         }
     }
     uint32_t mask = 0;
-    for (size_t i = 0; i < p->nlimits; i++)
+    for (size_t i = 0; i < p->nlimits && !peek; i++)
         if (all || p->limits[i].count_denied)
             mask |= 1u << i;
     for (size_t i = 0; i < p->nlimits; i++) {
@@ -316,11 +321,16 @@ int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, u
         if (cells[i].dirty)
             mask |= 1u << i;
     *charged = mask;
-    report(p, v, all, false, out);
+    report(p, v, all, peek, out);
     if (all)
         out->delay = common;
+    if (held && all && !peek && common > 0) {
+        held->at = now + common;
+        for (size_t i = 0; i < p->nlimits; i++)
+            held->exp[i] = cells[i].expire_at;
+    }
     if (limits)
-        report_limits(p, v, all, limits);
+        report_limits(p, v, all && !peek, limits);
     return SL_OK;
 }
 

@@ -65,10 +65,23 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
  * for the largest delay (sl__limit_reserve_commit) and out->delay is that.
  * max_wait 0 or cost 0 is a plain evaluation. SL_ENOWAIT when a limit
  * cannot reserve (sliding_window, sliding_log) and max_wait > 0; nothing is
- * decided then. */
+ * decided then. not_before (0 <= not_before <= max_wait): the request runs
+ * no earlier than that (another policy's place, all or nothing across
+ * policies), so its delay is at least that and it is charged then. peek:
+ * decided, nothing charged. held (may be NULL): what a place held for
+ * later left, to give it back by (refund.h); at 0 when none was. */
+/* What a reservation left, to give it back by (refund.h): when the
+ * request runs (at, the store's clock; 0: nothing held) and where each
+ * limit's state ended right after the charge. */
+typedef struct sl__held {
+    sl_usec_t at;
+    sl_usec_t exp[SL_MAX_LIMITS];
+} sl__held_t;
+
 int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
-                       sl_usec_t max_wait, sl__prepare_fn prepare, void *ctx, uint32_t *charged,
-                       sl_decision_t *out, sl_limit_report_t *limits);
+                       sl_usec_t max_wait, sl_usec_t not_before, bool peek, sl__prepare_fn prepare,
+                       void *ctx, uint32_t *charged, sl_decision_t *out, sl_limit_report_t *limits,
+                       sl__held_t *held);
 
 /* Charges costs[i] to every limit i whatever it decides (cost 0: none),
  * as count_denied charges a denied request: how charges a daemon already

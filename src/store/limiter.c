@@ -12,6 +12,7 @@
 
 #include "../core/arith.h"
 #include "../core/policy.h"
+#include "reserve.h"
 #include "store.h"
 
 struct sl_limiter {
@@ -53,10 +54,11 @@ static sl_usec_t now_of(const sl_limiter_t *l) {
  * decisions, few enough to stay in L1: measured best at 8. */
 #define SL__LOOKAHEAD 8
 
-/* wait < 0: a plain decision; else a reservation of at most `wait` us. */
+/* wait < 0: a plain decision; else a reservation of at most `wait` us,
+ * running no earlier than not_before. */
 static int decide_at(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len,
-                     uint64_t cost, bool peek, sl_usec_t wait, sl_usec_t now, sl_decision_t *out,
-                     sl_limit_report_t *limits) {
+                     uint64_t cost, bool peek, sl_usec_t wait, sl_usec_t not_before, sl_usec_t now,
+                     sl_decision_t *out, sl_limit_report_t *limits, sl__held_t *held) {
     if (key == NULL && key_len > 0)
         return SL_EINVAL;
     if (key == NULL)
@@ -67,7 +69,8 @@ static int decide_at(sl_limiter_t *l, const sl_policy_t *p, const void *key, siz
     else if (l->store->ops->reserve == NULL)
         rc = SL_ENOTSUP;
     else
-        rc = l->store->ops->reserve(l->store, p, key, key_len, cost, now, wait, out, limits);
+        rc = l->store->ops->reserve(l->store, p, key, key_len, cost, now, wait, not_before, peek, out,
+                                    limits, held);
     if (rc != SL_OK || out->allowed || p->mode != SL_MODE_ELASTIC)
         return rc;
     sl_decision_t pool;
@@ -89,7 +92,7 @@ int sl_decide(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key
               unsigned flags, sl_decision_t *out, sl_limit_report_t *limits) {
     if (l == NULL || p == NULL || out == NULL)
         return SL_EINVAL;
-    return decide_at(l, p, key, key_len, cost, flags & SL_DECIDE_PEEK, -1, now_of(l), out, limits);
+    return decide_at(l, p, key, key_len, cost, flags & SL_DECIDE_PEEK, -1, 0, now_of(l), out, limits, NULL);
 }
 
 int sl_reserve(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
@@ -98,7 +101,30 @@ int sl_reserve(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t ke
         return SL_EINVAL;
     if (max_wait < 0 || max_wait > SL_MAX_WAIT)
         return SL_ERANGE;
-    return decide_at(l, p, key, key_len, cost, false, max_wait, now_of(l), out, limits);
+    return decide_at(l, p, key, key_len, cost, false, max_wait, 0, now_of(l), out, limits, NULL);
+}
+
+int sl__reserve(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
+                sl_usec_t max_wait, sl_usec_t not_before, bool peek, sl_decision_t *out,
+                sl_limit_report_t *limits, sl__held_t *held) {
+    if (held)
+        held->at = 0;
+    if (l == NULL || p == NULL || out == NULL)
+        return SL_EINVAL;
+    if (max_wait < 0 || max_wait > SL_MAX_WAIT || not_before < 0 || not_before > max_wait)
+        return SL_ERANGE;
+    return decide_at(l, p, key, key_len, cost, peek, max_wait, not_before, now_of(l), out, limits, held);
+}
+
+int sl__refund(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
+               const sl__held_t *held) {
+    if (l == NULL || p == NULL || held == NULL || (key == NULL && key_len > 0))
+        return SL_EINVAL;
+    if (held->at <= 0)
+        return SL_OK;
+    if (l->store->ops->refund == NULL)
+        return SL_ENOTSUP;
+    return l->store->ops->refund(l->store, p, key ? key : "", key_len, cost, now_of(l), held);
 }
 
 int sl_check(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
@@ -133,8 +159,8 @@ int sl_check_batch(sl_limiter_t *l, const sl_policy_t *p, const sl_request_t *re
             __builtin_prefetch(reqs[i + 2 * SL__LOOKAHEAD].key);
         if (ahead && i + SL__LOOKAHEAD < n)
             prefetch(l, p, &reqs[i + SL__LOOKAHEAD]);
-        int rc = decide_at(l, p, reqs[i].key, reqs[i].key_len, reqs[i].cost, false, -1, now,
-                           &out[i], NULL);
+        int rc = decide_at(l, p, reqs[i].key, reqs[i].key_len, reqs[i].cost, false, -1, 0, now,
+                           &out[i], NULL, NULL);
         if (rc != SL_OK)
             return rc;
         if (done)

@@ -12,16 +12,22 @@
 #include "group.h"
 #include "sluice.h"
 
+struct sl__held; /* core/refund.h */
+
 typedef struct sl__store_ops {
     const char *name;
     int (*evaluate)(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
                     uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out,
                     sl_limit_report_t *limits);
-    /* A reservation (sl_reserve): as evaluate with sl__policy_reserve.
-     * NULL: the store cannot (SL_ENOTSUP). */
+    /* A reservation (sl_reserve): as evaluate with sl__policy_reserve
+     * (not_before, peek, held: as there). NULL: the store cannot (SL_ENOTSUP). */
     int (*reserve)(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
-                   uint64_t cost, sl_usec_t now, sl_usec_t max_wait, sl_decision_t *out,
-                   sl_limit_report_t *limits);
+                   uint64_t cost, sl_usec_t now, sl_usec_t max_wait, sl_usec_t not_before, bool peek,
+                   sl_decision_t *out, sl_limit_report_t *limits, struct sl__held *held);
+    /* Gives back what a reservation held (core/refund.h: sl__policy_refund).
+     * NULL: the store cannot (SL_ENOTSUP). */
+    int (*refund)(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
+                  sl_usec_t now, const struct sl__held *held);
     int (*reset)(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len);
     /* Optional: a hint that (p, key) will be evaluated soon. Must be cheap,
      * take no lock and have no effect but on caches. */

@@ -46,6 +46,7 @@
 
 #include "../core/arith.h"
 #include "../core/policy.h"
+#include "../core/refund.h"
 #include "mem_cost.h"
 #include "store.h"
 #include "journal.h"
@@ -457,8 +458,10 @@ typedef struct decision {
     uint64_t cost;
     bool peek;
     sl_usec_t max_wait;
+    sl_usec_t not_before;
     sl_decision_t *out;
     sl_limit_report_t *limits;
+    sl__held_t *held;
 } decision_t;
 
 /* One decision, the shard's lock held: an evaluation (max_wait < 0) or a
@@ -477,8 +480,8 @@ static int decide_locked(void *ctx) {
     uint32_t charged = 0, costed = 0, over_share = 0;
     int rc;
     if (d->max_wait >= 0) {
-        rc = sl__policy_reserve(p, cells, now, d->cost, d->max_wait, prepare, e, &charged, d->out,
-                                d->limits);
+        rc = sl__policy_reserve(p, cells, now, d->cost, d->max_wait, d->not_before, d->peek, prepare, e,
+                                &charged, d->out, d->limits, d->held);
     } else {
         sl_usec_t share_retry = 0;
         if (p->write_back && !d->peek && d->cost > 0 && p->mode != SL_MODE_SHADOW && m->unsynced)
@@ -501,7 +504,8 @@ static int decide_locked(void *ctx) {
  * and a thread that holds the shard in a group already. */
 static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, size_t key_len,
                       uint64_t cost, sl_usec_t now, bool peek, sl_usec_t max_wait,
-                      sl_decision_t *out, sl_limit_report_t *limits) {
+                      sl_usec_t not_before, sl_decision_t *out, sl_limit_report_t *limits,
+                      sl__held_t *held) {
     decision_t d; /* not zeroed: begin() and locate_all() fill what is read */
     d.m = m;
     d.key = key;
@@ -509,6 +513,8 @@ static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, 
     d.cost = cost;
     d.peek = peek;
     d.max_wait = max_wait;
+    d.not_before = not_before;
+    d.held = held;
     d.out = out;
     d.limits = limits;
     begin(m, p, key, key_len, now, &d.e);
@@ -536,18 +542,37 @@ static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, 
 static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
                         uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out,
                         sl_limit_report_t *limits) {
-    return mem_decide((memory_store_t *)s, p, key, key_len, cost, now, peek, -1, out, limits);
+    return mem_decide((memory_store_t *)s, p, key, key_len, cost, now, peek, -1, 0, out, limits, NULL);
 }
 
 /* A reservation. Not for write-back policies: the journal and the shares
  * count what was charged, not places held for later. */
 static int mem_reserve(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
-                       uint64_t cost, sl_usec_t now, sl_usec_t max_wait, sl_decision_t *out,
-                       sl_limit_report_t *limits) {
+                       uint64_t cost, sl_usec_t now, sl_usec_t max_wait, sl_usec_t not_before,
+                       bool peek, sl_decision_t *out, sl_limit_report_t *limits, sl__held_t *held) {
     if (p->write_back)
         return SL_ENOTSUP;
-    return mem_decide((memory_store_t *)s, p, key, key_len, cost, now, false, max_wait, out,
-                      limits);
+    return mem_decide((memory_store_t *)s, p, key, key_len, cost, now, peek, max_wait, not_before,
+                      out, limits, held);
+}
+
+/* A reservation given back (core/refund.h), under the shard's lock. */
+static int mem_refund(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
+                      sl_usec_t now, const sl__held_t *held) {
+    memory_store_t *m = (memory_store_t *)s;
+    if (p->write_back)
+        return SL_ENOTSUP;
+    eval_t e;
+    begin(m, p, key, key_len, now, &e);
+    shard_lock(m, e.sh);
+    sl__cell_t cells[SL_MAX_LIMITS];
+    locate_all(&e);
+    for (size_t i = 0; i < p->nlimits; i++)
+        cells[i] = load_cell(&e, i);
+    uint32_t changed = sl__policy_refund(p, cells, now, held, cost);
+    store_charged(e.sh, &e, cells, p->nlimits, changed);
+    shard_unlock(m, e.sh);
+    return SL_OK;
 }
 
 /* ---- write-back ------------------------------------------------------------------ */
@@ -667,6 +692,7 @@ static const sl__store_ops_t memory_ops = {
     .name = "memory",
     .evaluate = mem_evaluate,
     .reserve = mem_reserve,
+    .refund = mem_refund,
     .reset = mem_reset,
     .prefetch = mem_prefetch,
     .stats = sl__mem_stats,

@@ -194,6 +194,30 @@ class Acquire(unittest.TestCase):
         self.assertLess(time.monotonic() - start, 10)
         self.d = Daemon(CONFIG, test_clock=T0)  # for tearDown
 
+    def test_disconnected_waiter_gives_its_place_to_the_next(self):
+        # gcra 1 per minute: the first now, the second held a minute. Its
+        # client leaves: its place goes back, and the next waiter gets it
+        # (60 s, not 120 s).
+        self.assertEqual(self.r.execute_command("SL.ACQUIRE", "slow", "g", "TIMEOUT", 0)[0], 1)
+        s = self.d.raw()
+        s.sendall(command("SL.ACQUIRE", "slow", "g", "TIMEOUT", 600000))
+        deadline = time.time() + 5
+        while self.r.execute_command("SL.PEEK", "slow", "g")[3] < 120000 and time.time() < deadline:
+            time.sleep(0.005)
+        self.assertEqual(self.r.execute_command("SL.PEEK", "slow", "g")[3], 120000)
+        s.close()
+        deadline = time.time() + 5
+        while self.r.execute_command("SL.PEEK", "slow", "g")[3] > 60000 and time.time() < deadline:
+            time.sleep(0.005)
+        self.assertEqual(self.r.execute_command("SL.PEEK", "slow", "g")[3], 60000)
+        s2 = self.d.raw()
+        s2.sendall(command("SL.ACQUIRE", "slow", "g", "TIMEOUT", 600000))
+        deadline = time.time() + 5
+        while self.r.execute_command("SL.PEEK", "slow", "g")[3] < 120000 and time.time() < deadline:
+            time.sleep(0.005)
+        self.assertEqual(self.r.execute_command("SL.PEEK", "slow", "g")[3], 120000)  # the place at 60 s
+        s2.close()
+
     def test_errors(self):
         err = self.d.raw()
         for args, text in [
@@ -236,6 +260,11 @@ policies:
   - name: slow
     limits:
       - {algorithm: gcra, limit: 1, period: 60s}
+  - name: shaped_ip
+    key: [ip]
+    max_wait: 1s
+    limits:
+      - {algorithm: gcra, limit: 10, period: 1s}
 """
 
 
@@ -304,6 +333,41 @@ class HttpWait(unittest.TestCase):
         self.assertGreaterEqual(time.monotonic() - start, 0.07)
         self.assertEqual(self.d.request("GET", "/v1/auth/paced_ip?wait=50ms", None, h).status, 429)
 
+    def test_forward_auth_waits_the_policys_max_wait(self):
+        # max_wait: 1s and no wait=: the policy's wait. Four requests at one
+        # instant get the slots 0, 100, 200, 300 ms; wait=0s asks not to wait.
+        got = self.requests_in_order(["/v1/auth/shaped_ip"] * 4,
+                                     lambda i: self.charged("shaped_ip", "ip=127.0.0.1", 100 * (i + 1)))
+        for i, (status, at, _) in enumerate(got):
+            self.assertEqual(status, 200, i)
+            self.assertGreaterEqual(at, 0.1 * i - 0.03, (i, at))
+            self.assertLess(at, 0.1 * i + 0.5, (i, at))
+        start = time.monotonic()
+        self.assertEqual(self.d.get("/v1/auth/shaped_ip?wait=0s").status, 429)
+        self.assertLess(time.monotonic() - start, 0.35)
+        # past the policy's max_wait: 429 at once, nothing charged
+        s = self.d.raw()
+        s.sendall(b"".join(command("SL.ACQUIRE", "shaped_ip", "ip=127.0.0.1", "TIMEOUT", 1000) for _ in range(7)))
+        self.charged("shaped_ip", "ip=127.0.0.1", 1100)  # every slot up to 1 s taken
+        start = time.monotonic()
+        self.assertEqual(self.d.get("/v1/auth/shaped_ip").status, 429)
+        self.assertLess(time.monotonic() - start, 0.35)
+        s.close()
+
+    def test_max_wait_config(self):
+        import test_http
+        for limits, err in [("{algorithm: sliding_window, limit: 5, period: 1s}",
+                             "max_wait needs limits that can hold a place: sliding_window cannot wait"),
+                            ("{algorithm: gcra, limit: 5, period: 1s}", "max_wait")]:
+            wait = "1s" if "sliding" in limits else "2h"
+            cfg = ("policies:\n  - name: p\n    key: [ip]\n    max_wait: %s\n    limits:\n      - %s\n"
+                   % (wait, limits))
+            d = Daemon(config=test_http.http_config(cfg), expect_start=False)
+            self.assertNotEqual(d.proc.wait(timeout=20), 0)
+            d.log.close()
+            self.assertIn("policies[0].max_wait", d.output())
+            self.assertIn(err, d.output())
+
     def test_bad_wait(self):
         for path in ["/v1/check?policy=paced&key=b&wait=soon", "/v1/check?policy=paced&key=b&wait=2h",
                      "/v1/auth/paced_ip?wait=-1s"]:
@@ -327,30 +391,6 @@ class HttpWait(unittest.TestCase):
         self.assertLess(time.monotonic() - start, 10)
         import test_http
         self.d = test_http.HttpDaemon(test_http.http_config(HTTP_CONFIG), test_clock=T0)
-
-
-class RedisStore(unittest.TestCase):
-    """The Redis store cannot hold places yet: a clear error, nothing charged,
-    and the daemon goes on deciding."""
-
-    def test_refused_with_a_clear_error(self):
-        import redis
-        from test_distributed import RedisServer
-        server = RedisServer()
-        try:
-            d = Daemon(CONFIG, args=["--store", server.url], test_clock=T0)
-            try:
-                r = d.client()
-                for args in [("SL.ACQUIRE", "paced", "k", "TIMEOUT", 100),
-                             ("CL.ACQUIRE", "k", 0, 10, 1, "TIMEOUT", 100)]:
-                    with self.assertRaises(redis.ResponseError) as e:
-                        r.execute_command(*args)
-                    self.assertIn("waiting needs the memory store", str(e.exception))
-                self.assertEqual(r.execute_command("SL.CHECK", "paced", "k")[:3], [1, 1, 0])
-            finally:
-                d.stop()
-        finally:
-            server.stop()
 
 
 if __name__ == "__main__":

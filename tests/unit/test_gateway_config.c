@@ -275,7 +275,7 @@ static void test_delay(void **state) {
     (void)state;
     refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
             "      excess: delay\n" POLICIES,
-            6, "gateway.routes[0].excess: excess: delay takes exactly one policy (this route has 0)");
+            6, "gateway.routes[0].excess: excess: delay needs at least one policy (this route has none)");
     refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n"
             "      max_delay: 2s\n" POLICIES,
             6, "max_delay applies to excess: delay only");

@@ -56,6 +56,8 @@ typedef struct sld_policy {
     sld_tier_t *tiers;
     size_t ntiers;
     sld_store_failure_t on_store_failure; /* default: store.on_store_failure */
+    sl_usec_t max_wait;              /* forward-auth without wait=: how long a request
+                                        may wait for its place (0: not at all) */
 } sld_policy_t;
 
 typedef struct sld_config {

@@ -77,6 +77,7 @@ typedef struct raw_policy {
     raw_tier_t *tiers;
     unsigned tiers_count;
     char *on_store_failure;
+    char *max_wait;
 } raw_policy_t;
 
 typedef struct raw_listen {

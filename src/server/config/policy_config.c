@@ -237,6 +237,29 @@ static int check_tier_keys(ctx_t *c, const char *path, const raw_policy_t *r) {
     return rc;
 }
 
+/* max_wait: only for limits that can hold a place (the policy's and its
+ * tiers'), so that forward-auth never answers every request with an error. */
+static int get_max_wait(ctx_t *c, const char *path, const raw_policy_t *r, sld_policy_t *pol) {
+    char p[256];
+    int rc;
+    if (r->max_wait == NULL)
+        return 0;
+    const char *at = sld__cfg_join(p, sizeof p, path, "max_wait");
+    if ((rc = sld__cfg_get_duration(c, at, r->max_wait, SL_MAX_WAIT, &pol->max_wait)))
+        return rc;
+    for (size_t t = 0; t <= pol->ntiers && pol->max_wait > 0; t++) {
+        const sl_limit_t *l = t == 0 ? pol->limits : pol->tiers[t - 1].limits;
+        size_t n = t == 0 ? pol->nlimits : pol->tiers[t - 1].nlimits;
+        for (size_t i = 0; i < n; i++)
+            if (l[i].algorithm == SL_SLIDING_WINDOW || l[i].algorithm == SL_SLIDING_LOG)
+                return sld__cfg_bad(c, at,
+                                    "max_wait needs limits that can hold a place: %s cannot wait "
+                                    "(use gcra, token_bucket, leaky_bucket or fixed_window)",
+                                    sl_algorithm_name(l[i].algorithm));
+    }
+    return 0;
+}
+
 static int get_tiers(ctx_t *c, const char *path, const raw_policy_t *r, sld_policy_t *pol,
                      uint32_t max_key_bytes) {
     char p[PATH_BUF], q[PATH_BUF], b[SHOW_MAX + 8];
@@ -382,7 +405,9 @@ int sld__cfg_get_policy(ctx_t *c, const char *path, const raw_policy_t *r, sld_p
         (rc = sld__cfg_get_failure(c, sld__cfg_join(p, sizeof p, path, "on_store_failure"),
                                    r->on_store_failure, &pol->on_store_failure)))
         return rc;
-    return get_tiers(c, path, r, pol, max_key_bytes);
+    if ((rc = get_tiers(c, path, r, pol, max_key_bytes)))
+        return rc;
+    return get_max_wait(c, path, r, pol);
 }
 
 void sld__cfg_policy_free_fields(sld_policy_t *p) {

@@ -58,6 +58,7 @@ static const cyaml_schema_field_t policy_fields[] = {
     CYAML_FIELD_SEQUENCE("tiers", SLD_CFG_NULLABLE | SLD_CFG_OPT, raw_policy_t, tiers, &tier_entry, 0,
                          SLD_MAX_TIERS),
     SLD_CFG_STR("on_store_failure", SLD_CFG_OPT, raw_policy_t, on_store_failure),
+    SLD_CFG_STR("max_wait", SLD_CFG_OPT, raw_policy_t, max_wait),
     CYAML_FIELD_END,
 };
 

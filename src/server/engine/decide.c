@@ -7,6 +7,7 @@
 #include "core/policy.h"
 #include "server/engine/decide.h"
 #include "store/group.h"
+#include "store/reserve.h"
 #include "store/redis/script.h"
 
 /* ---- counting (the engine's hooks) ------------------------------------------------------------ */
@@ -43,7 +44,8 @@ static int memory_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_
     (void)worker, (void)job;
     sld_decide_ctx_t *d = ctx;
     if (r->flags & SLD_DECIDE_WAIT)
-        return sl_reserve(d->limiter, r->p, r->key, r->key_len, r->cost, r->max_wait, out, limits);
+        return sl__reserve(d->limiter, r->p, r->key, r->key_len, r->cost, r->max_wait, r->not_before,
+                           (r->flags & SL_DECIDE_PEEK) != 0, out, limits, r->held);
     return sl_decide(d->limiter, r->p, r->key, r->key_len, r->cost, r->flags, out, limits);
 }
 
@@ -78,6 +80,12 @@ static void memory_decide_batch(void *ctx, uint32_t worker, const sld_request_t 
             rcs[i + done++] = rc;
         i += done;
     }
+}
+
+static int memory_refund(void *ctx, uint32_t worker, const sld_request_t *r, const sl__held_t *held) {
+    (void)worker;
+    sld_decide_ctx_t *d = ctx;
+    return sl__refund(d->limiter, r->p, r->key, r->key_len, r->cost, held);
 }
 
 static int memory_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job) {
@@ -148,6 +156,7 @@ const sld_store_kind_t sld_kind_memory = {
     .name = "memory",
     .decide = memory_decide,
     .reset = memory_reset,
+    .refund = memory_refund,
     .decide_batch = memory_decide_batch,
     .batch_begin = batch_begin,
     .batch_flush = batch_flush,
@@ -157,7 +166,9 @@ const sld_store_kind_t sld_kind_memory = {
 
 /* ---- Redis strict ------------------------------------------------------------------------------ */
 
-/* Answers without the shared store, by the policy's on_store_failure. */
+/* Answers without the shared store, by the policy's on_store_failure (a
+ * reservation: local reserves in this daemon's memory, open admits now,
+ * closed denies). */
 static int fall_back(sld_decide_ctx_t *d, const sld_request_t *r, sl_decision_t *out,
                      sl_limit_report_t *limits) {
     const sld_origin_t *o = &r->origin;
@@ -167,6 +178,9 @@ static int fall_back(sld_decide_ctx_t *d, const sld_request_t *r, sl_decision_t 
     if (o->index == SIZE_MAX && o->local)
         local = o->local;
     sld_remote_count_fallback(d->remote, mode);
+    if (mode == SLD_FAIL_LOCAL && (r->flags & SLD_DECIDE_WAIT))
+        return sl__reserve(d->limiter, local, r->key, r->key_len, r->cost, r->max_wait, r->not_before,
+                           (r->flags & SL_DECIDE_PEEK) != 0, out, limits, NULL);
     if (mode == SLD_FAIL_LOCAL)
         return sl_decide(d->limiter, local, r->key, r->key_len, r->cost, r->flags, out, limits);
     /* open or closed: no state anywhere says more than the limits themselves */
@@ -209,11 +223,25 @@ static void on_remote(void *arg, int rc, const sl_decision_t *dec, const sl_limi
     d->rt.pin(rt, -1);
 }
 
+/* What sl_reserve refuses before it looks at any state: the script is
+ * only sent what it can reserve (the rate family and fixed windows). */
+static int reservable(const sld_request_t *r) {
+    if (r->max_wait < 0 || r->max_wait > SL_MAX_WAIT || r->not_before < 0 || r->not_before > r->max_wait)
+        return SL_ERANGE;
+    size_t n = sl_policy_limit_count(r->p);
+    for (size_t i = 0; i < n && r->max_wait > 0; i++)
+        if (r->p->limits[i].wait_max == 0)
+            return SL_ENOWAIT;
+    return SL_OK;
+}
+
 static int redis_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
                         sl_limit_report_t *limits, sld_job_t *job) {
     sld_decide_ctx_t *d = ctx;
-    if (r->flags & SLD_DECIDE_WAIT) /* the scripts hold no places yet */
-        return SL_ENOTSUP;
+    bool wait = (r->flags & SLD_DECIDE_WAIT) != 0;
+    int rc = wait ? reservable(r) : SL_OK;
+    if (rc != SL_OK)
+        return rc;
     if (job == NULL) /* the caller cannot wait: this daemon's memory */
         return memory_decide(ctx, worker, r, out, limits, NULL);
     sld_job_t *kept = sld_job_keep(job);
@@ -223,7 +251,8 @@ static int redis_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_d
     d->rt.pin(r->origin.rt, +1);
     const sld_request_t *kr = sld_job_request(kept);
     if (sld_remote_evaluate(d->remote, worker, kr->p, kr->key, kr->key_len, kr->cost,
-                            (kr->flags & SL_DECIDE_PEEK) != 0, now, on_remote, kept) == SL_OK)
+                            (kr->flags & SL_DECIDE_PEEK) != 0, wait ? kr->max_wait : 0,
+                            wait ? kr->not_before : 0, now, on_remote, kept) == SL_OK)
         return SLD_PENDING;
     /* not even sent (breaker open, no connection): the fallback answers now */
     d->rt.pin(r->origin.rt, -1);

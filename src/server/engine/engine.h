@@ -70,11 +70,18 @@ typedef struct sld_request {
     uint64_t cost;
     unsigned flags;               /* SL_DECIDE_PEEK, SLD_DECIDE_WAIT */
     sl_usec_t max_wait;           /* SLD_DECIDE_WAIT: reserve within this (sl_reserve) */
+    sl_usec_t not_before;         /* SLD_DECIDE_WAIT: run no earlier (store/reserve.h); with
+                                     SL_DECIDE_PEEK: where the place is, nothing charged */
+    struct sl__held *held;        /* SLD_DECIDE_WAIT, may be NULL: gets what a place held for
+                                     later left (at 0: none, or a store that cannot give it
+                                     back), for sld_engine_refund */
 } sld_request_t;
 
 /* sld_request_t.flags: a reservation (sl_reserve) within max_wait; an
  * admitted decision's delay is how long the front holds the reply. The
- * memory store only: Redis strict and write-back answer SL_ENOTSUP. */
+ * memory store and Redis strict (the script holds the place; a dead Redis:
+ * on_store_failure, local reserving here); write-back policies answer
+ * SL_ENOTSUP. */
 #define SLD_DECIDE_WAIT 0x100u
 
 /* A decision on its way: the engine's. A store kind that answers later
@@ -91,6 +98,9 @@ typedef struct sld_store_kind {
                   sl_limit_report_t *limits, sld_job_t *job);
     /* Forgets r->key under r->p: SL_OK, an error, or SLD_PENDING with job kept. */
     int (*reset)(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job);
+    /* Gives back the place a reservation of r (its policy, key and cost)
+     * held (store/reserve.h: sl__refund), now. NULL: the store cannot. */
+    int (*refund)(void *ctx, uint32_t worker, const sld_request_t *r, const struct sl__held *held);
     /* Whether a decision or reset under p may answer later. */
     bool (*defers)(void *ctx, const sl_policy_t *p);
     /* Whether p can be decided exactly in this store (*why: why not). */
@@ -158,6 +168,11 @@ int sld_engine_decide(sld_engine_t *e, uint32_t worker, const sld_request_t *r, 
  * the others one by one. Each is counted and sampled as a single call. */
 void sld_engine_decide_batch(sld_engine_t *e, uint32_t worker, const sld_request_t *reqs, size_t n,
                              sl_decision_t *out, int *rcs, sld_decided_fn fn, void *const *args);
+
+/* The waiter of reservation r left before its moment: gives back what its
+ * place held (held: as its decision filled r->held), where the store can
+ * do so exactly (core/refund.h). SL_OK, SL_ENOTSUP (the store keeps it). */
+int sld_engine_refund(sld_engine_t *e, uint32_t worker, const sld_request_t *r, const struct sl__held *held);
 
 /* Forgets r->key under r->p: SL_OK, an error, or SLD_PENDING with
  * fn(arg, rc, NULL, NULL) to come. */

@@ -347,8 +347,8 @@ static void on_check(uv_check_t *h) {
 }
 
 int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
-                        size_t key_len, uint64_t cost, bool peek, sl_usec_t now, sld_remote_fn fn,
-                        void *arg) {
+                        size_t key_len, uint64_t cost, bool peek, sl_usec_t max_wait,
+                        sl_usec_t not_before, sl_usec_t now, sld_remote_fn fn, void *arg) {
     remote_worker_t *w = &r->workers[worker];
     atomic_fetch_add_explicit(&r->calls, 1, memory_order_relaxed);
     /* an open breaker answers at once, without a trip through the batch */
@@ -362,7 +362,8 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
         return SL_EIO;
     }
     memcpy(q->key, key, key_len);
-    q->req = (sl__redis_eval_req_t){.p = p, .key = q->key, .key_len = key_len, .cost = cost, .peek = peek};
+    q->req = (sl__redis_eval_req_t){.p = p, .key = q->key, .key_len = key_len, .cost = cost, .peek = peek,
+                                    .max_wait = max_wait, .not_before = not_before};
     q->fn = fn;
     q->arg = arg;
     /* one batch: one instant, and in a Cluster one slot. With the daemon's

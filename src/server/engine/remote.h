@@ -64,12 +64,14 @@ typedef void (*sld_remote_fn)(void *arg, int rc, const sl_decision_t *d,
                               const sl_limit_report_t *limits);
 
 /* Sends one evaluation from worker `worker` (its thread). now: us, or
- * SL__REDIS_SERVER_TIME. SL_OK: fn will be called exactly once, within
+ * SL__REDIS_SERVER_TIME. max_wait > 0: a reservation within it, running
+ * no earlier than not_before (sl__redis_build_reserve; with peek: where
+ * its place is). SL_OK: fn will be called exactly once, within
  * store.timeout and a little; SL_EIO: it could not be sent (fn is not
  * called). */
 int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
-                        size_t key_len, uint64_t cost, bool peek, sl_usec_t now, sld_remote_fn fn,
-                        void *arg);
+                        size_t key_len, uint64_t cost, bool peek, sl_usec_t max_wait,
+                        sl_usec_t not_before, sl_usec_t now, sld_remote_fn fn, void *arg);
 
 /* A transaction's n evaluations from worker `worker` follow at once: they
  * go in one script call (Redis runs it with no other command in between)

@@ -33,9 +33,12 @@
 #include "server/http/http_ratelimit.h"
 #include "server/http/http_request.h"
 
+#define DELAY_ATTEMPTS 32 /* excess: delay, several policies: peeks asked again at most this often */
+
 static void on_request_gone(void *arg) {
     gw_call_t *call = ((gw_link_t *)arg)->call;
     call->req = NULL;
+    sld__gw_end_places(call, true); /* still held only when it never ran */
     if (call->waiting)
         sld__gw_unwait(call);
     sld__gw_drop_place(call); /* a client gone while waiting gives its place back */
@@ -58,6 +61,7 @@ void sld__gw_send_text(gw_worker_t *w, h2o_req_t *req, int status, const char *f
 static void refuse(gw_call_t *call, const sld_runtime_t *rt, size_t index, const sl_policy_t *p,
                    const sl_decision_t *dec, const sl_limit_report_t *lr) {
     const sld_gw_route_t *route = route_of(call);
+    sld__gw_end_places(call, true); /* a charge of several policies denied: the others' back */
     sld__gw_drop_place(call);
     sld_gw_count(call->w->gw->conc, call->route, SLD_GW_REJECTED);
     sld_gw_access_decision(call->req, SLD_GW_LOG_REJECTED);
@@ -96,14 +100,23 @@ static bool decided(gw_call_t *call, int rc, const sld_runtime_t *rt, size_t ind
             call->charged |= UINT32_C(1) << (call->step % n);
         call->confirming = false;
         call->step++;
-        if (route->excess == SLD_GW_DELAY && dec->delay > 0) {
-            sld__gw_hold(call, dec->delay); /* forwarded at its moment */
-            return false;
-        }
+        if (route->excess == SLD_GW_DELAY && dec->delay > call->common)
+            call->common = dec->delay; /* held once every policy has its place */
         return true;
     }
     if (peeking(call, n)) {
         call->confirming = true;
+        return true;
+    }
+    if (route->excess == SLD_GW_DELAY && n > 1 && call->step >= n && call->attempts < DELAY_ATTEMPTS) {
+        /* a concurrent request took the place between the peeks and this charge
+         * (with Redis, requests' steps interleave): give back, ask again */
+        sld__gw_end_places(call, true);
+        call->attempts++;
+        call->step = 0;
+        call->common = 0;
+        call->charged = 0;
+        call->confirming = false;
         return true;
     }
     if (route->excess == SLD_GW_SHADOW) {
@@ -146,19 +159,32 @@ static void advance(gw_call_t *call) {
         sld_request_t r = {.origin = {.rt = rt, .index = index, .slot = sld_policies_slot(rt->policies, index)},
                            .p = p, .key = key, .key_len = call->key_len[i], .cost = 1,
                            .flags = peeking(call, n) ? SL_DECIDE_PEEK : 0};
-        if (route->excess == SLD_GW_DELAY) { /* one policy: no peek */
-            r.flags = SLD_DECIDE_WAIT;
-            r.max_wait = route->max_delay;
+        if (route->excess == SLD_GW_DELAY) {
+            /* several policies, all or nothing: the peeks find each one's place within
+             * max_delay, then each is charged at the latest of them (store/reserve.h) */
+            bool charging = n > 1 && call->step >= n;
+            r.flags |= SLD_DECIDE_WAIT;
+            r.max_wait = charging ? (call->common < SL_MAX_WAIT ? call->common : SL_MAX_WAIT) : route->max_delay;
+            /* a shaper's place may lie past the wait (its queue): no floor beyond it */
+            r.not_before = call->common < r.max_wait ? call->common : r.max_wait;
         }
         sl_decision_t dec;
         sl_limit_report_t lr[SL_MAX_LIMITS];
+        sl__held_t held = {0};
+        r.held = &held; /* filled by a store that answers now and can give places back */
         int rc = sld_engine_decide(d->engine, call->w->index, &r, &dec, lr, on_decided, call);
         if (rc == SLD_PENDING) {
             call->pending = true;
             return;
         }
+        if (rc == SL_OK && dec.allowed && !(r.flags & SL_DECIDE_PEEK) && call->held[i] == NULL)
+            call->held[i] = sld_held_place_new(&r, &held);
         if (!decided(call, rc, rt, index, p, &dec, lr))
             return;
+    }
+    if (route->excess == SLD_GW_DELAY && call->common > 0) {
+        sld__gw_hold(call, call->common); /* forwarded at its moment */
+        return;
     }
     sld__gw_forward(call);
 }

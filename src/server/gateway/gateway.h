@@ -27,10 +27,15 @@
  * reload changes the policies (looked up by name per request), not the
  * routes.
  *
- * excess: delay (one policy): the policy is asked for a reservation
- * within max_delay through the engine (SLD_DECIDE_WAIT); an admitted
- * request with a delay waits in its worker's line until its moment, then
- * is forwarded; one that cannot pass in time is refused as reject would.
+ * excess: delay: the policy is asked for a reservation within max_delay
+ * through the engine (SLD_DECIDE_WAIT); an admitted request with a delay
+ * waits in its worker's line until its moment, then is forwarded; one that
+ * cannot pass in time is refused as reject would. Several policies: the
+ * peeks are reservations (where each place is, nothing charged), and the
+ * charges are reservations at the latest of those places exactly
+ * (not_before = max_wait = that moment), so each policy counts the request
+ * when it runs; a charge that lost its place to a concurrent request gives
+ * back its attempt's charges and asks the peeks again (at most 32 times).
  *
  * Concurrency limits (a route's concurrency:): once the policies passed,
  * the request takes a slot (gateway_concurrency.h), held in the request's

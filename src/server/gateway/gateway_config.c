@@ -346,9 +346,9 @@ static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, 
         else
             return sld_config_bad(c, sld_config_join(p, sizeof p, at, "excess"),
                                   "expected reject, delay or shadow, got \"%s\"", sld_config_show(r->excess, b));
-        if (rt->excess == SLD_GW_DELAY && r->policies_count != 1)
-            return sld_config_bad(c, sld_config_join(p, sizeof p, at, "excess"), "excess: delay takes exactly one policy (this route has %u)",
-                                  r->policies_count);
+        if (rt->excess == SLD_GW_DELAY && r->policies_count == 0)
+            return sld_config_bad(c, sld_config_join(p, sizeof p, at, "excess"),
+                                  "excess: delay needs at least one policy (this route has none)");
     }
     /* a shadow route is meant to change nothing for its clients: its fields
      * (which may say r=0 on a request it forwards) reach them only when asked */

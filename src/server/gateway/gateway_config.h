@@ -21,7 +21,7 @@
  *         queue: 1000              # delay, concurrency: most requests waiting on the route
  *         concurrency: {limit: 10, per: route, max_wait: 1s, status: 503}
  *     - name: shaped
- *         policies: [per_ip]       # excess: delay takes exactly one policy
+ *         policies: [per_ip]       # excess: delay: each waits for the latest place
  *         excess: delay            # wait for the policy's schedule, up to max_delay
  *         max_delay: 2s            # default 1s
  *

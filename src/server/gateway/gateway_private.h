@@ -23,6 +23,7 @@
 #include "server/http/http_server.h"
 #include "server/observe/extra_metrics.h"
 #include "server/state/daemon.h"
+#include "server/state/held_place.h"
 
 typedef struct sld_gateway sld_gateway_t; /* as gateway.h: the gateway's files include both */
 
@@ -83,6 +84,9 @@ typedef struct gw_call {
     size_t step;               /* peeks 0..n-1 (when n > 1), then charges */
     bool confirming;           /* the peek of this step denied: deciding it for real */
     uint32_t charged;          /* bit i: policy i was charged while confirming */
+    sl_usec_t common;          /* excess: delay: the latest place of its policies so far */
+    sld_held_place_t *held[SLD_GW_MAX_POLICIES]; /* delay: places to give back if it leaves */
+    unsigned attempts;         /* delay, several policies: peeks asked again after a lost place */
     bool pending;              /* a decision is on its way */
     size_t key_len[SLD_GW_MAX_POLICIES];
     char *keys;                /* n keys of up to key_cap bytes, in this block */
@@ -120,5 +124,7 @@ void sld__gw_drop_place(gw_call_t *call);
 void sld__gw_forward(gw_call_t *call);
 /* excess: delay: the request was admitted for `delay` from now. */
 void sld__gw_hold(gw_call_t *call, sl_usec_t delay);
+/* Its policies' places: given back (it leaves or is refused), or let go (it runs). */
+void sld__gw_end_places(gw_call_t *call, bool give_back);
 
 #endif

@@ -128,8 +128,19 @@ static void refuse_busy(gw_call_t *call) {
               route->concurrency.max_wait ? "within max_wait" : "(no max_wait)");
 }
 
+void sld__gw_end_places(gw_call_t *call, bool give_back) {
+    for (size_t i = 0; i < SLD_GW_MAX_POLICIES; i++) {
+        if (give_back)
+            sld_held_place_give_back(call->w->gw->d, call->w->index, call->held[i]);
+        else
+            sld_held_place_free(call->held[i]);
+        call->held[i] = NULL;
+    }
+}
+
 void sld__gw_forward(gw_call_t *call) {
     const sld_gw_route_t *route = route_of(call);
+    sld__gw_end_places(call, false); /* its moment came */
     sld__gw_drop_place(call);
     if (route->concurrency.limit == 0 || take_slot(call)) {
         proxy(call);
@@ -199,6 +210,7 @@ static void on_wait_timer(uv_timer_t *timer) {
         if (now >= call->probe_at) {
             call->probe_at = now + PROBE_MS;
             if (client_gone(call->req)) {
+                sld__gw_end_places(call, true); /* the next request gets them */
                 sld__gw_unwait(call); /* its place now; the answer, written to nobody, ends the request */
                 sld__gw_drop_place(call);
                 sld__gw_send_text(w, call->req, 503, "the client went away while waiting\n");

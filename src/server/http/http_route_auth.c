@@ -93,8 +93,8 @@ static void forward_auth(const sld_http_call_t *c) {
     }
     sld_http_decision_t f = {.rt = rt, .index = index, .p = p, .tier = NULL, .answer = auth_status};
     int64_t wait;
-    if (sld_http_query_wait(c, &wait))
-        sld_http_decide_wait(c, &f, key, 1, wait);
+    if (sld_http_query_wait(c, &wait)) /* without wait=: the policy's max_wait */
+        sld_http_decide_wait(c, &f, key, 1, wait < 0 ? pc->max_wait : wait);
 }
 
 const sld_http_route_t sld_http_auth_routes[] = {

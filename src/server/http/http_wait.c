@@ -1,7 +1,8 @@
 /* http_wait.c -- decisions that wait over HTTP (see http_wait.h): a
- * reservation, then the answer held on a uv timer of the worker's loop in
- * a pending answer (http_reply.h), which the wire layer sends when it is
- * delivered. */
+ * reservation (in Redis: a pending answer until it comes back), then the
+ * answer held on a uv timer of the worker's loop in a pending answer
+ * (http_reply.h), which the wire layer sends when it is delivered. */
+#include <stdlib.h>
 #include <string.h>
 
 #include <uv.h>
@@ -9,6 +10,7 @@
 #include "server/http/http_check.h" /* sld_check_parse_wait */
 #include "server/base/decimal.h"
 #include "server/http/http_wait.h"
+#include "server/state/held_place.h"
 
 typedef struct held {
     uv_timer_t timer;
@@ -16,6 +18,10 @@ typedef struct held {
     bool closing;           /* the timer's handle is being closed */
     uint32_t worker;
     struct held *prev, *next; /* the worker's held answers */
+    uv_loop_t *loop;          /* where the timer runs (NULL: nowhere to wait) */
+    sld_http_decision_t f;    /* a reservation in Redis: the route's, for its answer */
+    sld_held_place_t *place;  /* given back if the client goes first (NULL: cannot be) */
+    struct sld_daemon *daemon;
 } held_t;
 
 /* The answers each worker holds (threads are at most 256), so that a
@@ -34,6 +40,7 @@ static void on_closed(uv_handle_t *h) {
         held_by_worker[held->worker] = held->next;
     if (held->next)
         held->next->prev = held->prev;
+    sld_held_place_free(held->place);
     sld_http_pending_deliver(held->pd);
 }
 
@@ -47,8 +54,51 @@ static void close_timer(held_t *held) {
 
 static void on_fire(uv_timer_t *t) { close_timer(t->data); }
 
-/* The client went away: the answer is delivered to nobody, now. */
-static void on_cancel(void *arg) { close_timer(arg); }
+/* The client went away: its place goes to the next request (what can be
+ * given back exactly), the answer is delivered to nobody, now. */
+static void on_cancel(void *arg) {
+    held_t *held = arg;
+    if (!held->closing) { /* before its moment */
+        sld_held_place_give_back(held->daemon, held->worker, held->place);
+        held->place = NULL;
+    }
+    close_timer(held);
+}
+
+/* Holds the pending answer (its reply written) on a timer of `delay`. */
+static void hold(held_t *held, sl_usec_t delay) {
+    if (held->worker < MAX_WORKERS) {
+        held->next = held_by_worker[held->worker];
+        if (held->next)
+            held->next->prev = held;
+        held_by_worker[held->worker] = held;
+    }
+    uv_timer_init(held->loop, &held->timer);
+    held->timer.data = held;
+    uv_timer_start(&held->timer, on_fire, (uint64_t)sld_ms_up(delay), 0);
+    sld_http_pending_on_cancel(held->pd, on_cancel, held);
+}
+
+static void wait_error(sld_http_reply_t *reply, int rc) {
+    sld_http_error(reply, 400, "bad_request", "wait", "wait: %s",
+                   rc == SL_ENOWAIT ? sl_strerror(rc)
+                                    : "waiting needs the memory store or Redis strict (write-back "
+                                      "policies cannot hold places)");
+}
+
+/* The reservation came back from Redis: answered now, or held. */
+static void on_reserved(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *lr) {
+    held_t *held = arg;
+    sld_http_reply_t *reply = sld_http_pending_reply(held->pd);
+    if (rc == SL_ENOWAIT || rc == SL_ENOTSUP)
+        wait_error(reply, rc);
+    else
+        sld_http_finish(reply, &held->f, rc, dec, lr);
+    if (rc == SL_OK && dec->allowed && dec->delay > 0 && held->loop)
+        hold(held, dec->delay);
+    else
+        sld_http_pending_deliver(held->pd);
+}
 
 
 void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f, sld_span_t key,
@@ -63,17 +113,30 @@ void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f
                                     .slot = sld_policies_slot(f->rt->policies, f->index)},
                          .p = f->p, .key = key.ptr, .key_len = key.len, .cost = cost,
                          .flags = SLD_DECIDE_WAIT, .max_wait = wait};
-    /* no callback: every store that can reserve answers now */
-    int rc = sld_engine_decide(c->d->engine, c->worker, &req, &dec, lr, NULL, NULL);
-    if (rc == SL_ENOWAIT || rc == SL_ENOTSUP) {
-        sld_http_error(c->reply, 400, "bad_request", "wait", "wait: %s",
-                       rc == SL_ENOWAIT ? sl_strerror(rc)
-                                        : "waiting needs the memory store (Redis strict and "
-                                          "write-back cannot hold places yet)");
-        return;
-    }
+    sl__held_t place = {0};
+    req.held = &place; /* filled by a store that answers now and can give places back */
     uv_loop_t *loop = sld_engine_loop(c->d->engine, c->worker);
     sld_http_pending_t *pd = NULL;
+    if (c->later && sld_engine_defers(c->d->engine, f->p)) { /* Redis answers later */
+        if ((pd = sld_http_pending_new(sizeof(held_t))) == NULL) {
+            sld_http_error(c->reply, 503, "out_of_memory", NULL, "out of memory");
+            return;
+        }
+        held_t *held = sld_http_pending_extra(pd);
+        *held = (held_t){.pd = pd, .worker = c->worker, .loop = loop, .f = *f};
+    }
+    int rc = sld_engine_decide(c->d->engine, c->worker, &req, &dec, lr, pd ? on_reserved : NULL,
+                               pd ? sld_http_pending_extra(pd) : NULL);
+    if (rc == SLD_PENDING) {
+        *c->later = pd;
+        return;
+    }
+    free(pd); /* answered now after all (the breaker is open: the fallback's) */
+    pd = NULL;
+    if (rc == SL_ENOWAIT || rc == SL_ENOTSUP) {
+        wait_error(c->reply, rc);
+        return;
+    }
     if (rc == SL_OK && dec.allowed && dec.delay > 0 && c->later && loop)
         pd = sld_http_pending_new(sizeof(held_t));
     if (pd == NULL) { /* now: denied, admitted at once, or nowhere to wait (its delay says how long) */
@@ -82,17 +145,9 @@ void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f
     }
     sld_http_finish(sld_http_pending_reply(pd), f, rc, &dec, lr);
     held_t *held = sld_http_pending_extra(pd);
-    *held = (held_t){.pd = pd, .worker = c->worker};
-    if (c->worker < MAX_WORKERS) {
-        held->next = held_by_worker[c->worker];
-        if (held->next)
-            held->next->prev = held;
-        held_by_worker[c->worker] = held;
-    }
-    uv_timer_init(loop, &held->timer);
-    held->timer.data = held;
-    uv_timer_start(&held->timer, on_fire, (uint64_t)sld_ms_up(dec.delay), 0);
-    sld_http_pending_on_cancel(pd, on_cancel, held);
+    *held = (held_t){.pd = pd, .worker = c->worker, .loop = loop, .place = sld_held_place_new(&req, &place),
+                     .daemon = c->d};
+    hold(held, dec.delay);
     *c->later = pd;
 }
 

@@ -3,8 +3,8 @@
  * when it is admitted at a later moment, its answer (200 and the rate limit
  * headers) is written at once and held on a timer of the worker's loop
  * until then; a request that could not pass within the wait gets its 429
- * at once, charged nothing. A client that goes away stops its timer (its
- * place stays charged).
+ * at once, charged nothing. A client that goes away stops its timer and
+ * gives its place back where that is exact (server/state/held_place.h).
  *
  * Not here: parsing /v1/check's wait (http_check.c), the routes, the wire.
  */

@@ -1,12 +1,14 @@
-/* acquire.c -- decisions that wait (see acquire.h): a reservation, then the
- * reply held on a uv timer of the worker's loop. No thread, no polling: one
- * timer per waiter, stopped when its connection goes. */
+/* acquire.c -- decisions that wait (see acquire.h): a reservation (in
+ * Redis: the reply's place kept until it comes back), then the reply held
+ * on a uv timer of the worker's loop. No thread, no polling: one timer per
+ * waiter, stopped when its connection goes. */
 #include <stdlib.h>
 
 #include <uv.h>
 
 #include "server/base/decimal.h"
 #include "server/resp/acquire.h"
+#include "server/state/held_place.h"
 
 typedef struct waiter {
     uv_timer_t timer;  /* first: the handle is the waiter */
@@ -14,12 +16,18 @@ typedef struct waiter {
     sld_acquire_write_fn write;
     int kind;
     sl_decision_t d;   /* the decision, replied when the timer fires */
+    uv_loop_t *loop;   /* the worker's (NULL: nowhere to wait) */
+    sld_held_place_t *place; /* given back if the client goes first (NULL: cannot be) */
+    sld_daemon_t *daemon;
+    uint32_t worker;
 } waiter_t;
 
 static void on_fired_closed(uv_handle_t *h) { free(h); }
 
 static void on_fire(uv_timer_t *t) {
     waiter_t *w = (waiter_t *)t;
+    sld_held_place_free(w->place); /* its moment came */
+    w->place = NULL;
     sld_reply_on_close(w->slot, NULL, NULL);
     w->write(sld_reply_buf(w->slot), w->kind, SL_OK, &w->d);
     sld_reply_done(w->slot); /* may free the connection: w->slot is gone after */
@@ -36,8 +44,37 @@ static void on_cancel_closed(uv_handle_t *h) {
 
 static void on_cancel(void *arg) {
     waiter_t *w = arg;
+    sld_held_place_give_back(w->daemon, w->worker, w->place); /* the next request gets it */
+    w->place = NULL;
     uv_timer_stop(&w->timer);
     uv_close((uv_handle_t *)&w->timer, on_cancel_closed);
+}
+
+/* Holds w's reply (its decision in w->d) on a timer until its delay. */
+static void hold(waiter_t *w) {
+    uv_timer_init(w->loop, &w->timer);
+    uv_timer_start(&w->timer, on_fire, (uint64_t)sld_ms_up(w->d.delay), 0);
+    sld_reply_on_close(w->slot, on_cancel, w);
+}
+
+static const char *const NO_WAIT =
+    "ERR waiting needs the memory store or Redis strict (write-back policies cannot hold places)";
+
+/* The reservation came back from Redis: replied in its place now, or held. */
+static void on_reserved(void *arg, int rc, const sl_decision_t *d, const sl_limit_report_t *limits) {
+    (void)limits;
+    waiter_t *w = arg;
+    if (rc == SL_OK && d->allowed && d->delay > 0 && w->loop) {
+        w->d = *d;
+        hold(w);
+        return;
+    }
+    if (rc == SL_ENOTSUP)
+        sld_reply_error(sld_reply_buf(w->slot), NO_WAIT);
+    else
+        w->write(sld_reply_buf(w->slot), w->kind, rc, d);
+    sld_reply_done(w->slot);
+    free(w);
 }
 
 #define MAX_TIMEOUT_MS (SL_MAX_WAIT / 1000)
@@ -72,12 +109,31 @@ void sld_acquire(sld_client_t *c, sld_request_t *r, sl_usec_t wait, int kind,
                  sld_acquire_write_fn write) {
     r->flags |= SLD_DECIDE_WAIT;
     r->max_wait = wait;
+    sl__held_t held = {0};
+    r->held = &held; /* filled by a store that answers now and can give places back */
     sl_decision_t d = {0};
-    /* no callback: every store that can reserve answers now */
-    int rc = sld_engine_decide(c->d->engine, c->worker, r, &d, NULL, NULL, NULL);
+    waiter_t *later = NULL;
+    if (sld_engine_defers(c->d->engine, r->p)) { /* Redis answers later: its place is kept */
+        later = calloc(1, sizeof *later);
+        sld_reply_t *slot = later ? sld_reply_defer(c->replies) : NULL;
+        if (slot == NULL) {
+            free(later);
+            sld_reply_error(c->out, "ERR out of memory");
+            return;
+        }
+        *later = (waiter_t){.slot = slot, .write = write, .kind = kind, .loop = c->loop};
+        c->out = sld_reply_queue_tail(c->replies); /* later replies wait behind it */
+    }
+    int rc = sld_engine_decide(c->d->engine, c->worker, r, &d, NULL, later ? on_reserved : NULL, later);
+    if (rc == SLD_PENDING)
+        return;
+    if (later) { /* answered now after all (the breaker is open: the fallback's) */
+        sld_reply_undefer(c->replies, later->slot);
+        c->out = sld_reply_queue_tail(c->replies);
+        free(later);
+    }
     if (rc == SL_ENOTSUP) {
-        sld_reply_error(c->out, "ERR waiting needs the memory store: Redis strict and write-back "
-                                "cannot hold places yet");
+        sld_reply_error(c->out, NO_WAIT);
         return;
     }
     if (rc != SL_OK || !d.allowed || d.delay == 0 || c->loop == NULL) {
@@ -91,9 +147,8 @@ void sld_acquire(sld_client_t *c, sld_request_t *r, sl_usec_t wait, int kind,
         write(c->out, kind, rc, &d);
         return;
     }
-    *w = (waiter_t){.slot = slot, .write = write, .kind = kind, .d = d};
-    uv_timer_init(c->loop, &w->timer);
-    uv_timer_start(&w->timer, on_fire, (uint64_t)sld_ms_up(d.delay), 0);
-    sld_reply_on_close(slot, on_cancel, w);
+    *w = (waiter_t){.slot = slot, .write = write, .kind = kind, .d = d, .loop = c->loop,
+                    .place = sld_held_place_new(r, &held), .daemon = c->d, .worker = c->worker};
+    hold(w);
     c->out = sld_reply_queue_tail(c->replies); /* later replies wait behind it */
 }

@@ -4,7 +4,8 @@
  * nothing charged); an admitted request whose place is later has its reply
  * held on a timer on the worker's loop, in its place among the connection's
  * replies, and sent when the moment comes. A client that goes away stops
- * its timer (its place stays charged: the moment has been given to it).
+ * its timer and gives its place back where that is exact
+ * (server/state/held_place.h; not CL.ACQUIRE's ad-hoc policies).
  *
  * Not here: the commands' table and the policy lookups (commands.c), what
  * a reply says (commands.c writes it, through the function given).

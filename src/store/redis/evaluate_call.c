@@ -62,9 +62,12 @@ int sl__redis_evaluate_send(sl__redis_client_t *c, const sl__redis_eval_req_t *r
     if (call == NULL)
         return -1;
     sl__redis_call_t cmd;
-    int rc = n == 1 ? sl__redis_build_evaluate(reqs[0].p, reqs[0].key, reqs[0].key_len, reqs[0].cost, now,
-                                               reqs[0].peek, &cmd)
-                    : sl__redis_build_evaluate_batch(reqs, n, now, &cmd);
+    int rc = n > 1                 ? sl__redis_build_evaluate_batch(reqs, n, now, &cmd)
+             : reqs[0].max_wait > 0 ? sl__redis_build_reserve(reqs[0].p, reqs[0].key, reqs[0].key_len,
+                                                              reqs[0].cost, now, reqs[0].max_wait,
+                                                              reqs[0].not_before, reqs[0].peek, &cmd)
+                                    : sl__redis_build_evaluate(reqs[0].p, reqs[0].key, reqs[0].key_len,
+                                                               reqs[0].cost, now, reqs[0].peek, &cmd);
     if (rc != SL_OK) {
         free(call);
         return -1;

@@ -29,8 +29,10 @@
 #define PREFIX "sl:"
 #define LIMIT_BYTES 41
 /* A batch request as the script reads it: limits argument, pool argument,
- * cost, flags (evaluate.lua: '<I2I2I7B'). */
-#define REQ_BYTES 12
+ * cost, flags, max_wait, not_before (evaluate.lua: '<I2I2I7BI4I4'). */
+#define REQ_BYTES 20
+/* Flag of a reservation (evaluate.lua: decide()). */
+#define FLAG_RESERVE 8u
 /* Lua's exact integers end at 2^53; the script clamps time to 2^52 (year
  * 2112) and needs every span of time it adds to it below 2^51. */
 #define MAX_TIME (INT64_C(1) << 52)
@@ -220,12 +222,20 @@ static bool push_limits(sl__redis_call_t *c, const sl_policy_t *p) {
     return ok;
 }
 
-int sl__redis_build_evaluate(const sl_policy_t *p, const void *key, size_t key_len,
-                             uint64_t cost, sl_usec_t now, bool peek, sl__redis_call_t *call) {
-    if (p == NULL || call == NULL || (key == NULL && key_len > 0))
+/* Whether a reservation's waits are ones the script reads: the script
+ * holds at most SL_MAX_WAIT, which fits the batch's 4 bytes. */
+static bool waits_ok(sl_usec_t max_wait, sl_usec_t not_before) {
+    return max_wait >= 0 && max_wait <= SL_MAX_WAIT && not_before >= 0 && not_before <= max_wait;
+}
+
+/* max_wait > 0: a reservation (flag 8, ARGV[6] and ARGV[7]). */
+static int build_one(const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
+                     sl_usec_t now, bool peek, sl_usec_t max_wait, sl_usec_t not_before,
+                     sl__redis_call_t *call) {
+    if (p == NULL || call == NULL || (key == NULL && key_len > 0) || !waits_ok(max_wait, not_before))
         return SL_EINVAL;
     bool elastic = p->mode == SL_MODE_ELASTIC && p->pool != NULL;
-    size_t total = 48 + 3 * 24 + 2 * key_bytes(p, key_len) + LIMIT_BYTES * (p->nlimits + 1);
+    size_t total = 48 + 4 * 24 + 2 * key_bytes(p, key_len) + LIMIT_BYTES * (p->nlimits + 1);
     int rc = reserve(call, total);
     if (rc != SL_OK)
         return rc;
@@ -242,14 +252,31 @@ int sl__redis_build_evaluate(const sl_policy_t *p, const void *key, size_t key_l
         push_u64(call, (uint64_t)now);
     }
     push_u64(call, cost < MAX_COST ? cost : MAX_COST);
-    push_u64(call, flags_of(p, peek));
+    push_u64(call, flags_of(p, peek) | (max_wait > 0 ? FLAG_RESERVE : 0u));
     /* Checking support here costs nothing more: the scaling is needed anyway. */
     bool unsupported = !push_limits(call, p);
+    if (max_wait > 0) {
+        if (!elastic)
+            push(call, "", 0);
+        push_u64(call, (uint64_t)max_wait);
+        push_u64(call, (uint64_t)not_before);
+    }
     if (unsupported) {
         sl__redis_call_free(call);
         return SL_EINVAL;
     }
     return SL_OK;
+}
+
+int sl__redis_build_evaluate(const sl_policy_t *p, const void *key, size_t key_len,
+                             uint64_t cost, sl_usec_t now, bool peek, sl__redis_call_t *call) {
+    return build_one(p, key, key_len, cost, now, peek, 0, 0, call);
+}
+
+int sl__redis_build_reserve(const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
+                            sl_usec_t now, sl_usec_t max_wait, sl_usec_t not_before, bool peek,
+                            sl__redis_call_t *call) {
+    return build_one(p, key, key_len, cost, now, peek, max_wait, not_before, call);
 }
 
 /* Batch: EVALSHA sha nkeys <each request's key, then its pool key when
@@ -264,7 +291,8 @@ int sl__redis_build_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n, s
     size_t npol = 0, nkeys = 0, total = 64 + 3 * 24 + REQ_BYTES * n;
     for (size_t i = 0; i < n; i++) {
         const sl_policy_t *p = reqs[i].p;
-        if (p == NULL || (reqs[i].key == NULL && reqs[i].key_len > 0))
+        if (p == NULL || (reqs[i].key == NULL && reqs[i].key_len > 0) ||
+            !waits_ok(reqs[i].max_wait, reqs[i].not_before))
             return SL_EINVAL;
         size_t j = 0;
         while (j < npol && pol[j] != p)
@@ -315,12 +343,14 @@ int sl__redis_build_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n, s
     }
     for (size_t i = 0; i < n; i++) {
         const sl_policy_t *p = reqs[i].p;
-        unsigned flags = flags_of(p, reqs[i].peek);
+        unsigned flags = flags_of(p, reqs[i].peek) | (reqs[i].max_wait > 0 ? FLAG_RESERVE : 0u);
         unsigned a = at[which[i]];
         put_le(rq + REQ_BYTES * i, a, 2);
         put_le(rq + REQ_BYTES * i + 2, flags & 4u ? a + 1 : 0, 2);
         put_le(rq + REQ_BYTES * i + 4, reqs[i].cost < MAX_COST ? reqs[i].cost : MAX_COST, 7);
         rq[REQ_BYTES * i + 11] = (unsigned char)flags;
+        put_le(rq + REQ_BYTES * i + 12, reqs[i].max_wait > 0 ? (uint64_t)reqs[i].max_wait : 0, 4);
+        put_le(rq + REQ_BYTES * i + 16, reqs[i].max_wait > 0 ? (uint64_t)reqs[i].not_before : 0, 4);
     }
     if (!ok) {
         sl__redis_call_free(call);

@@ -52,6 +52,16 @@ bool sl__redis_policy_supported(const sl_policy_t *p, const char **why);
 int sl__redis_build_evaluate(const sl_policy_t *p, const void *key, size_t key_len,
                              uint64_t cost, sl_usec_t now, bool peek, sl__redis_call_t *call);
 
+/* The same for a reservation (sl_reserve) within max_wait us (0 <
+ * max_wait <= SL_MAX_WAIT; 0: a plain evaluation): admitted now or at a
+ * place within max_wait, held in Redis, with out->delay until it; or
+ * denied, charging nothing. not_before (0 .. max_wait) and peek as
+ * sl__reserve (store/reserve.h). Only for policies of the rate family and
+ * fixed windows (the caller refuses others: SL_ENOWAIT). */
+int sl__redis_build_reserve(const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
+                            sl_usec_t now, sl_usec_t max_wait, sl_usec_t not_before, bool peek,
+                            sl__redis_call_t *call);
+
 /* Reads evaluate.lua's reply into *out and, when not NULL, one report per
  * limit. Returns SL_OK, or SL_EINVAL for a reply that is not one (an error
  * reply, a wrong shape): *why says what. */
@@ -65,6 +75,8 @@ typedef struct sl__redis_eval_req {
     size_t key_len;
     uint64_t cost;
     bool peek;
+    sl_usec_t max_wait;  /* > 0: a reservation (sl__redis_build_reserve) */
+    sl_usec_t not_before; /* a reservation: the earliest it may run */
 } sl__redis_eval_req_t;
 
 /* One EVALSHA deciding reqs[0..n) in order, as n single evaluations would,

@@ -16,9 +16,13 @@
 -- KEYS[2]  elastic only: the policy's pool, same layout
 -- ARGV[1]  now (us since the epoch), or "" for the server's TIME
 -- ARGV[2]  cost (clamped below 2^52 by the caller: larger costs all behave alike)
--- ARGV[3]  flags: 1 peek, 2 shadow, 4 elastic
+-- ARGV[3]  flags: 1 peek, 2 shadow, 4 elastic, 8 a reservation
 -- ARGV[4]  the limits, 41 bytes each (script.c: put_limit)
--- ARGV[5]  elastic only: the pool's limit
+-- ARGV[5]  elastic only: the pool's limit ("" for others when ARGV[6] follows)
+-- ARGV[6]  a reservation only: its max_wait, us (at most SL_MAX_WAIT)
+-- ARGV[7]  a reservation only: the earliest it may run, us (0 .. max_wait);
+--          with flag 1 (peek) a reservation says where its place is and
+--          charges nothing
 --
 -- Reply: allowed, limited, limit, remaining, reset_after, retry_after,
 -- delay, limit_index, then per limit allowed, limit, remaining, reset_after,
@@ -28,8 +32,9 @@
 -- KEYS     each request's key in order, each followed by its pool key
 --          when the request is elastic
 -- ARGV[1]  now, as above, for every request
--- ARGV[3]  the requests, 12 bytes each: I2 the ARGV index of its limits,
---          I2 that of its pool's limit (0: none), I7 cost, B flags
+-- ARGV[3]  the requests, 20 bytes each: I2 the ARGV index of its limits,
+--          I2 that of its pool's limit (0: none), I7 cost, B flags,
+--          I4 max_wait and I4 not_before (us, read with flag 8)
 -- ARGV[4.. the limits of each distinct policy (and of its pool)
 -- Reply: one string; per request a status byte, then for 1 (decided) the
 -- reply above packed as '<BBI7I7I7i8I7i2' .. per limit 'BI7I7I7i8', for 0
@@ -38,6 +43,10 @@
 -- State values (little-endian; exp = when the state has recovered):
 --   rate           I7 exp, I7 frac (units of g/rate us, g = gcd(rate, period))
 --   fixed_window   I7 exp, I5 count (kept at most capacity + 1)
+--   either, holding reservations (sl_reserve; the memory store's SL__HELD):
+--                  the same and one byte 1, so that it may lie as far ahead
+--                  as a reservation reaches without reading as the clock
+--                  gone back
 --   sliding p=1    I7 exp, I4 I4 the two counters
 --   sliding p=N    I7 exp, (N+1) x I4 counters; all zero = no record
 --   sliding_log    I7 exp, I7 d (base = exp - d), then one offset from base
@@ -54,7 +63,7 @@
 local fmod = math.fmod
 local MAX_TIME = 4503599627370496 -- 2^52: script.c clamps to it too
 local NEVER = math.huge
-local BATCH_BYTES = 12
+local BATCH_BYTES = 20
 -- Limit kinds (written as literals below, as are the 41 bytes of a limit:
 -- every upvalue of a closure costs at every call): 0 rate family,
 -- 1 fixed_window, 2 sliding_window, 3 sliding_log, 4 sliding_window of

@@ -29,8 +29,11 @@ local cache = nil
 -- policy) and sets the key to expire when every state has recovered.
 -- Returns the decision: allowed, limited, limit, remaining, reset, retry
 -- (NEVER: never), delay, index; with `reply`, puts the per-limit reports
--- in it from reply[9] on.
-local function evaluate(key, limits, now, cost, peek, shadow, reply)
+-- in it from reply[9] on. wait > 0 (and cost > 0): a reservation within
+-- wait us, running no earlier than floor (policy.c: sl__policy_reserve;
+-- with peek: nothing charged), for the rate family and fixed windows only
+-- (the caller refuses the others).
+local function evaluate(key, limits, now, cost, peek, shadow, reply, wait, floor)
     local raw
     if cache then
         raw = cache[key]
@@ -40,6 +43,8 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
     local n = #limits
     local states = {}
     local all = true
+    local reserving = wait and wait > 0 and cost > 0
+    local common = 0 -- a reservation: the largest delay, when every limit runs
     for i = 1, n do
         local l = limits[i]
         local old = nil
@@ -48,19 +53,31 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
         end
         local st = {exp = 0, word = 0, old = old, dirty = nil, touched = nil, c = nil, base = nil,
                     offs = nil, n = nil, allowed = false, delay = 0, retry = 0, rem_now = 0,
-                    reset_now = 0, rem_ch = 0, reset_ch = 0}
+                    reset_now = 0, rem_ch = 0, reset_ch = 0, held = false, debt = 0}
         states[i] = st
         local kind = l.kind
         if kind == 0 then
             if old and #old == 14 then
                 st.exp, st.word = struct.unpack('<I7I7', old)
+            elseif old and #old == 15 then -- holding reservations
+                st.exp, st.word = struct.unpack('<I7I7', old)
+                st.held = true
             end
             rate_step(l, st, now, cost, false)
+            if reserving then
+                rate_reserve(l, st, cost, wait)
+            end
         elseif kind == 1 then
             if old and #old == 12 then
                 st.exp, st.word = struct.unpack('<I7I5', old)
+            elseif old and #old == 13 then -- holding reservations
+                st.exp, st.word = struct.unpack('<I7I5', old)
+                st.held = true
             end
             fixed_step(l, st, now, cost, false)
+            if reserving then
+                fixed_reserve(l, st, now, cost, wait)
+            end
         elseif kind == 4 then
             if old and #old == 15 then
                 st.exp, st.word, st.c = struct.unpack('<I7I4I4', old)
@@ -73,13 +90,37 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
             l.mod.decide(l, st, now, cost)
         end
         all = all and st.allowed
+        if st.delay > common then
+            common = st.delay
+        end
+    end
+    if reserving and all and floor > common then
+        common = floor
+    end
+    if reserving and all then
+        -- every limit must be able to hold the common moment
+        for i = 1, n do
+            local l, st = limits[i], states[i]
+            local reach = l.kind == 0 and rate_wait_max(l) or FIXED_WAIT_MAX
+            if all and common > reach then
+                all = false
+                st.allowed = false
+                st.retry = common - reach
+            end
+        end
     end
     if not peek and cost > 0 then
         for i = 1, n do
             local l, st = limits[i], states[i]
             if all or l.cd then
                 local kind = l.kind
-                if kind == 0 then
+                if reserving and all then
+                    if kind == 0 then
+                        rate_reserve_commit(l, st, now, now + common, cost)
+                    else
+                        fixed_reserve_commit(l, st, now, now + common, cost)
+                    end
+                elseif kind == 0 then
                     rate_step(l, st, now, cost, true)
                 elseif kind == 1 then
                     fixed_step(l, st, now, cost, true)
@@ -92,8 +133,14 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
                 if not all then -- a counted deny moved the state: report it as it now is
                     if kind == 0 then
                         rate_step(l, st, now, cost, false)
+                        if reserving then
+                            rate_reserve(l, st, cost, wait)
+                        end
                     elseif kind == 1 then
                         fixed_step(l, st, now, cost, false)
+                        if reserving then
+                            fixed_reserve(l, st, now, cost, wait)
+                        end
                     elseif kind == 4 then
                         slide1_step(l, st, now, cost, false)
                     else
@@ -114,10 +161,18 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
         local new = nil
         if old or st.touched or st.dirty then -- a new state left alone stays unwritten
             local kind = l.kind
+            -- a state holding reservations says so in one more byte;
+            -- others keep the layout they always had
             if kind == 0 then
                 new = struct.pack('<I7I7', st.exp, st.word)
+                if st.held then
+                    new = new .. '\1'
+                end
             elseif kind == 1 then
                 new = struct.pack('<I7I5', st.exp, st.word)
+                if st.held then
+                    new = new .. '\1'
+                end
             elseif kind == 4 then
                 new = struct.pack('<I7I4I4', st.exp, st.word, st.c)
             else
@@ -203,6 +258,9 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply)
         end
     end
     local by = all and by_rem or by_retry
+    if reserving and all then
+        delay = common -- a floor may put it later than every limit's own place
+    end
     if all then
         return true, tolerated, limits[by + 1].nominal, remaining, reset, 0, delay, by
     end
@@ -214,8 +272,9 @@ end
 
 -- One request: the reply of a single call, in `reply` when given (every
 -- field is written). flags: 1 peek, 2 shadow, 4 elastic (then pool_key and
--- pool_limits are the pool's).
-local function decide(key, limits, pool_key, pool_limits, now, cost, flags, reply)
+-- pool_limits are the pool's), 8 a reservation within wait us (an elastic
+-- key its own limits deny borrows from the pool at once or not at all).
+local function decide(key, limits, pool_key, pool_limits, now, cost, flags, reply, wait, floor)
     if not reply then
         if #limits == 1 then
             reply = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
@@ -223,10 +282,13 @@ local function decide(key, limits, pool_key, pool_limits, now, cost, flags, repl
             reply = {0, 0, 0, 0, 0, 0, 0, 0}
         end
     end
-    local peek = flags % 2 == 1 -- flags < 8: exact
+    local peek = flags % 2 == 1 -- flags < 16: exact
+    if flags < 8 then
+        wait = nil
+    end
     local allowed, limited, limit, remaining, reset, retry, delay, index =
-        evaluate(key, limits, now, cost, peek, flags % 4 >= 2, reply)
-    if flags >= 4 and not allowed then
+        evaluate(key, limits, now, cost, peek, flags % 4 >= 2, reply, wait, floor or 0)
+    if flags % 8 >= 4 and not allowed then
         local pool_allowed, _, _, _, _, pool_retry = evaluate(pool_key, pool_limits, now, cost,
                                                               peek, false, nil)
         if pool_allowed then -- borrowed: the key's own limits stay as they were

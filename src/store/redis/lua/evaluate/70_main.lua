@@ -17,11 +17,15 @@ if ARGV[2] ~= 'b' then
     -- The common costs and flags without tonumber(), which is not cheap.
     local cost = ARGV[2] == '1' and 1 or tonumber(ARGV[2])
     local flags = ARGV[3] == '0' and 0 or tonumber(ARGV[3])
-    local pool_limits = nil
-    if flags >= 4 then
+    local pool_limits, wait, floor = nil, nil, 0
+    if flags % 8 >= 4 then
         pool_limits = parse_limits(ARGV[5])
     end
-    return decide(KEYS[1], parse_limits(ARGV[4]), KEYS[2], pool_limits, now, cost, flags)
+    if flags >= 8 then
+        wait, floor = tonumber(ARGV[6]), tonumber(ARGV[7])
+    end
+    return decide(KEYS[1], parse_limits(ARGV[4]), KEYS[2], pool_limits, now, cost, flags, nil, wait,
+                  floor)
 end
 
 -- A batch: requests decided in order, each as one call would decide it;
@@ -45,9 +49,9 @@ local function limits_at(i)
 end
 -- One reply table per number of limits, reused: each is packed at once.
 local replies = {}
-local function one(key, li, pool_key, pi, cost, flags)
+local function one(key, li, pool_key, pi, cost, flags, wait, floor)
     local pool_limits = nil
-    if flags >= 4 then
+    if flags % 8 >= 4 then
         pool_limits = limits_at(pi)
     end
     local limits = limits_at(li)
@@ -60,7 +64,7 @@ local function one(key, li, pool_key, pi, cost, flags)
         end
         replies[n] = reply
     end
-    return decide(key, limits, pool_key, pool_limits, now, cost, flags, reply)
+    return decide(key, limits, pool_key, pool_limits, now, cost, flags, reply, wait, floor)
 end
 
 -- The reply: one string, per request a status byte, then for 1 (decided)
@@ -71,14 +75,15 @@ local formats = {}
 local out = {}
 local k = 1
 for i = 1, #reqs / BATCH_BYTES do
-    local li, pi, cost, flags = struct.unpack('<I2I2I7B', reqs, (i - 1) * BATCH_BYTES + 1)
+    local li, pi, cost, flags, wait, floor =
+        struct.unpack('<I2I2I7BI4I4', reqs, (i - 1) * BATCH_BYTES + 1)
     local key, pool_key = KEYS[k], nil
     k = k + 1
-    if flags >= 4 then
+    if flags % 8 >= 4 then
         pool_key = KEYS[k]
         k = k + 1
     end
-    local ok, r = pcall(one, key, li, pool_key, pi, cost, flags)
+    local ok, r = pcall(one, key, li, pool_key, pi, cost, flags, wait, floor)
     if ok then
         local n = (#r - 8) / 5
         local f = formats[n]
