@@ -9,6 +9,7 @@
  * parsing, and what a key costs Redis (memory and time, printed). */
 #include "rig.h"
 #include "redis_rig.h"
+#include "script_rig.h"
 
 #include <inttypes.h>
 
@@ -123,28 +124,7 @@ static void redis_decide_frozen(const sl_policy_t *p, const void *key, size_t ke
     sl__redis_call_free(&call);
 }
 
-/* ---- the memory store side -------------------------------------------------------- */
-
-typedef struct mem {
-    sl_usec_t now;
-    sl_store_t *store;
-    sl_limiter_t *limiter;
-} mem_t;
-
-static sl_usec_t mem_clock(void *c) { return ((mem_t *)c)->now; }
-
-static void mem_open(mem_t *m) {
-    memset(m, 0, sizeof *m);
-    sl_memory_options_t mo = {.shards = 4, .seed = 777};
-    assert_int_equal(sl_store_memory_new(&mo, &m->store), SL_OK);
-    sl_limiter_options_t lo = {.clock = mem_clock, .clock_ctx = m};
-    assert_int_equal(sl_limiter_new(m->store, &lo, &m->limiter), SL_OK);
-}
-
-static void mem_close(mem_t *m) {
-    sl_limiter_free(m->limiter);
-    sl_store_free(m->store);
-}
+/* ---- the memory store side (mem_t, make_policy, same: script_rig.h) ------------------ */
 
 static void mem_decide(mem_t *m, const sl_policy_t *p, const void *key, size_t key_len,
                        uint64_t cost, sl_usec_t now, bool peek, sl_decision_t *out,
@@ -153,53 +133,6 @@ static void mem_decide(mem_t *m, const sl_policy_t *p, const void *key, size_t k
     assert_int_equal(sl_decide(m->limiter, p, key, key_len, cost, peek ? SL_DECIDE_PEEK : 0, out,
                                limits),
                      SL_OK);
-}
-
-static sl_policy_t *make_policy(const char *name, const sl_limit_t *limits, size_t n, sl_mode_t mode,
-                                uint32_t soft, const sl_limit_t *pool) {
-    sl_policy_config_t cfg = {.name = name, .limits = limits, .nlimits = n, .mode = mode,
-                              .soft_percent = soft};
-    if (pool)
-        cfg.pool = *pool;
-    sl_policy_t *p = NULL;
-    char why[256] = "";
-    if (sl_policy_new(&cfg, &p, why, sizeof why) != SL_OK)
-        fail_msg("policy %s rejected: %s", name, why);
-    const char *reason = NULL;
-    if (!sl__redis_policy_supported(p, &reason))
-        fail_msg("policy %s not supported by the Redis store: %s", name, reason);
-    return p;
-}
-
-/* ---- comparing ----------------------------------------------------------------------- */
-
-static void print_decision(const char *who, const sl_decision_t *d, const sl_limit_report_t *r,
-                           size_t n) {
-    fprintf(stderr,
-            "  %-6s allowed=%d limited=%d limit=%" PRIu64 " remaining=%" PRIu64
-            " reset=%" PRId64 " retry=%" PRId64 " delay=%" PRId64 " index=%d\n",
-            who, d->allowed, d->limited, d->limit, d->remaining, d->reset_after, d->retry_after,
-            d->delay, d->limit_index);
-    for (size_t i = 0; i < n; i++)
-        fprintf(stderr,
-                "         [%zu] allowed=%d limit=%" PRIu64 " remaining=%" PRIu64 " reset=%" PRId64
-                " retry=%" PRId64 "\n",
-                i, r[i].allowed, r[i].limit, r[i].remaining, r[i].reset_after, r[i].retry_after);
-}
-
-static bool same(const sl_decision_t *a, const sl_limit_report_t *ra, const sl_decision_t *b,
-                 const sl_limit_report_t *rb, size_t n) {
-    if (a->allowed != b->allowed || a->limited != b->limited || a->limit != b->limit ||
-        a->remaining != b->remaining || a->reset_after != b->reset_after ||
-        a->retry_after != b->retry_after || a->delay != b->delay ||
-        a->limit_index != b->limit_index)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (ra[i].allowed != rb[i].allowed || ra[i].limit != rb[i].limit ||
-            ra[i].remaining != rb[i].remaining || ra[i].reset_after != rb[i].reset_after ||
-            ra[i].retry_after != rb[i].retry_after)
-            return false;
-    return true;
 }
 
 /* ---- the traces --------------------------------------------------------------------- */
@@ -362,7 +295,7 @@ static uint64_t run_trace(const config_t *c, uint64_t seed0, int steps) {
     sl_policy_t *p = make_policy(c->name, c->limits, c->n, c->mode, c->soft,
                                  c->mode == SL_MODE_ELASTIC ? &pool : NULL);
     mem_t m;
-    mem_open(&m);
+    mem_open(&m, 777);
     simple("FLUSHALL");
     uint64_t seed = seed0;
     sl_usec_t now = T0 + (sl_usec_t)rng_below(&seed, (uint64_t)SEC(1000));
@@ -504,7 +437,7 @@ static void run_batches(const size_t *which, size_t npol, uint64_t seed0, int ba
                              c->mode == SL_MODE_ELASTIC ? &pool : NULL);
     }
     mem_t m;
-    mem_open(&m);
+    mem_open(&m, 777);
     simple("FLUSHALL");
     uint64_t seed = seed0;
     sl_usec_t now = T0 + (sl_usec_t)rng_below(&seed, (uint64_t)SEC(1000));
@@ -792,7 +725,7 @@ static void reset_forgets_the_key(void **state) {
     simple("FLUSHALL");
     sl_policy_t *p = make_policy("reset", mix, 6, SL_MODE_HARD, 0, NULL);
     mem_t m;
-    mem_open(&m);
+    mem_open(&m, 777);
     sl_decision_t d, dm;
     sl_limit_report_t r[6], rm[6];
     for (int i = 0; i < 6; i++) {
@@ -829,7 +762,7 @@ static void reload_keeps_unchanged_limits(void **state) {
     sl_policy_t *p1 = make_policy("reload", before, 2, SL_MODE_HARD, 0, NULL);
     sl_policy_t *p2 = make_policy("reload", after, 2, SL_MODE_HARD, 0, NULL);
     mem_t m;
-    mem_open(&m);
+    mem_open(&m, 777);
     sl_decision_t d, dm;
     sl_limit_report_t r[2], rm[2];
     for (int i = 0; i < 4; i++) {
@@ -880,7 +813,7 @@ static void noscript_then_eval(void **state) {
     sl__redis_call_free(&c);
 
     mem_t m;
-    mem_open(&m);
+    mem_open(&m, 777);
     sl_decision_t dm;
     sl_limit_report_t rr[6], rm[6];
     for (int i = 0; i < 8; i++) {

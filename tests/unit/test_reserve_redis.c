@@ -9,6 +9,7 @@
  * Redis byte for byte as it was. */
 #include "rig.h"
 #include "redis_rig.h"
+#include "script_rig.h"
 
 #include <inttypes.h>
 
@@ -85,28 +86,7 @@ static void redis_one(const sl_policy_t *p, const char *key, uint64_t cost, sl_u
     redis_ex(p, key, cost, now, wait, 0, false, out, limits);
 }
 
-/* ---- the memory store side ---------------------------------------------------------- */
-
-typedef struct mem {
-    sl_usec_t now;
-    sl_store_t *store;
-    sl_limiter_t *limiter;
-} mem_t;
-
-static sl_usec_t mem_clock(void *c) { return ((mem_t *)c)->now; }
-
-static void mem_open(mem_t *m) {
-    memset(m, 0, sizeof *m);
-    sl_memory_options_t mo = {.shards = 4, .seed = 5};
-    assert_int_equal(sl_store_memory_new(&mo, &m->store), SL_OK);
-    sl_limiter_options_t lo = {.clock = mem_clock, .clock_ctx = m};
-    assert_int_equal(sl_limiter_new(m->store, &lo, &m->limiter), SL_OK);
-}
-
-static void mem_close(mem_t *m) {
-    sl_limiter_free(m->limiter);
-    sl_store_free(m->store);
-}
+/* ---- the memory store side (mem_t, make_policy, same: script_rig.h) ------------------ */
 
 static void mem_ex(mem_t *m, const sl_policy_t *p, const char *key, uint64_t cost, sl_usec_t now,
                    sl_usec_t wait, sl_usec_t not_before, bool peek, sl_decision_t *out,
@@ -120,49 +100,6 @@ static void mem_one(mem_t *m, const sl_policy_t *p, const char *key, uint64_t co
                     sl_usec_t wait, sl_decision_t *out, sl_limit_report_t *limits) {
     m->now = now;
     assert_int_equal(sl_reserve(m->limiter, p, key, strlen(key), cost, wait, out, limits), SL_OK);
-}
-
-static sl_policy_t *make_policy(const char *name, const sl_limit_t *limits, size_t n, sl_mode_t mode,
-                                uint32_t soft, const sl_limit_t *pool) {
-    sl_policy_config_t cfg = {.name = name, .limits = limits, .nlimits = n, .mode = mode,
-                              .soft_percent = soft};
-    if (pool)
-        cfg.pool = *pool;
-    sl_policy_t *p = NULL;
-    char why[256] = "";
-    if (sl_policy_new(&cfg, &p, why, sizeof why) != SL_OK)
-        fail_msg("policy %s rejected: %s", name, why);
-    assert_true(sl__redis_policy_supported(p, NULL));
-    return p;
-}
-
-static void print_decision(const char *who, const sl_decision_t *d, const sl_limit_report_t *r,
-                           size_t n) {
-    fprintf(stderr,
-            "  %-6s allowed=%d limited=%d limit=%" PRIu64 " remaining=%" PRIu64 " reset=%" PRId64
-            " retry=%" PRId64 " delay=%" PRId64 " index=%d\n",
-            who, d->allowed, d->limited, d->limit, d->remaining, d->reset_after, d->retry_after,
-            d->delay, d->limit_index);
-    for (size_t i = 0; i < n; i++)
-        fprintf(stderr,
-                "         [%zu] allowed=%d limit=%" PRIu64 " remaining=%" PRIu64 " reset=%" PRId64
-                " retry=%" PRId64 "\n",
-                i, r[i].allowed, r[i].limit, r[i].remaining, r[i].reset_after, r[i].retry_after);
-}
-
-static bool same(const sl_decision_t *a, const sl_limit_report_t *ra, const sl_decision_t *b,
-                 const sl_limit_report_t *rb, size_t n) {
-    if (a->allowed != b->allowed || a->limited != b->limited || a->limit != b->limit ||
-        a->remaining != b->remaining || a->reset_after != b->reset_after ||
-        a->retry_after != b->retry_after || a->delay != b->delay ||
-        a->limit_index != b->limit_index)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (ra[i].allowed != rb[i].allowed || ra[i].limit != rb[i].limit ||
-            ra[i].remaining != rb[i].remaining || ra[i].reset_after != rb[i].reset_after ||
-            ra[i].retry_after != rb[i].retry_after)
-            return false;
-    return true;
 }
 
 /* ---- the traces ------------------------------------------------------------------------- */
@@ -261,7 +198,7 @@ static void run_trace(const config_t *c, uint64_t seed) {
     sl_policy_t *p = make_policy(c->name, c->limits, c->n, c->mode, c->soft,
                                  c->mode == SL_MODE_ELASTIC ? &c->pool : NULL);
     mem_t m;
-    mem_open(&m);
+    mem_open(&m, 5);
     freeReplyObject(redisCommand(ctx, "FLUSHALL"));
     const char *keys[] = {"a", "b"};
     sl_usec_t now = T0;
@@ -309,7 +246,7 @@ static void batch_matches_single(void **state) {
     sl_limit_t lims[] = {L(SL_GCRA, 10, SEC(1), .burst = 0), L(SL_FIXED_WINDOW, 25, SEC(5))};
     sl_policy_t *p = make_policy("r-batch", lims, 2, SL_MODE_HARD, 0, NULL);
     mem_t m;
-    mem_open(&m);
+    mem_open(&m, 5);
     freeReplyObject(redisCommand(ctx, "FLUSHALL"));
     sl__redis_eval_req_t reqs[40];
     for (size_t i = 0; i < 40; i++)
