@@ -82,10 +82,10 @@ static void memory_decide_batch(void *ctx, uint32_t worker, const sld_request_t 
     }
 }
 
-static int memory_refund(void *ctx, uint32_t worker, const sld_request_t *r, const sl__held_t *held) {
+static int memory_refund(void *ctx, uint32_t worker, const sld_request_t *r) {
     (void)worker;
     sld_decide_ctx_t *d = ctx;
-    return sl__refund(d->limiter, r->p, r->key, r->key_len, r->cost, held);
+    return sl__refund(d->limiter, r->p, r->key, r->key_len, r->cost, r->held);
 }
 
 static int memory_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job) {
