@@ -136,3 +136,15 @@ void sl__rate_reserve_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t n
         debt = common * (int64_t)l->rate; /* it runs later than its place: charged from then */
     set_debt(l, cell, now, debt + inc);
 }
+
+bool sl__rate_refund(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost) {
+    /* the state is the one the reservation left: its debt is exact */
+    uint64_t frac = cell->word & ~SL__HELD;
+    sl_usec_t ahead = cell->expire_at - now;
+    if (frac >= l->rate || ahead > SL_MAX_WAIT + l->debt_max / (int64_t)l->rate + 1)
+        return false;
+    int64_t debt = ahead * (int64_t)l->rate - (int64_t)frac;
+    int64_t inc = (int64_t)cost * l->period;
+    set_debt(l, cell, now, debt > inc ? debt - inc : 0);
+    return true;
+}

@@ -162,10 +162,15 @@ void sl__rate_reserve(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uin
                       sl_usec_t max_wait, sl__verdict_t *v);
 void sl__rate_reserve_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_usec_t at,
                              uint64_t cost);
+/* Takes a reservation's cost off a state that still ends where it left it
+ * (refund.c checks which); false: not exactly possible, cell unchanged. */
+bool sl__rate_refund(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost);
 void sl__fixed_reserve(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
                        sl_usec_t max_wait, sl__verdict_t *v);
 void sl__fixed_reserve_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_usec_t at,
                               uint64_t cost);
+/* Uncounts cost from the window holding `at`, if that is the state's last. */
+bool sl__fixed_refund(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t at, uint64_t cost);
 void sl__window_decide(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost,
                        sl__verdict_t *v);
 void sl__window_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, uint64_t cost);

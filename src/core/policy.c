@@ -265,15 +265,24 @@ int sl__policy_evaluate(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, 
     return SL_OK;
 }
 
+int sl__policy_reservable(const sl_policy_t *p, sl_usec_t max_wait, sl_usec_t not_before) {
+    if (max_wait < 0 || max_wait > SL_MAX_WAIT || not_before < 0 || not_before > max_wait)
+        return SL_ERANGE;
+    for (size_t i = 0; i < p->nlimits && max_wait > 0; i++)
+        if (p->limits[i].wait_max == 0)
+            return SL_ENOWAIT;
+    return SL_OK;
+}
+
 int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
                        sl_usec_t max_wait, sl_usec_t not_before, bool peek, sl__prepare_fn prepare,
                        void *ctx, uint32_t *charged, sl_decision_t *out, sl_limit_report_t *limits,
                        sl__held_t *held) {
     if (held)
         held->at = 0;
-    for (size_t i = 0; i < p->nlimits && max_wait > 0; i++)
-        if (p->limits[i].wait_max == 0)
-            return SL_ENOWAIT;
+    int refused = sl__policy_reservable(p, max_wait, not_before); /* callers checked the range */
+    if (refused != SL_OK)
+        return refused;
     if (max_wait <= 0 || cost == 0)
         return sl__policy_evaluate(p, cells, now, cost, peek, prepare, ctx, charged, NULL, out,
                                    limits);

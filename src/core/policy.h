@@ -78,6 +78,11 @@ typedef struct sl__held {
     sl_usec_t exp[SL_MAX_LIMITS];
 } sl__held_t;
 
+/* What a reservation within max_wait, not before not_before, is refused
+ * before any state is looked at: SL_ERANGE (out of range), SL_ENOWAIT (a
+ * limit of p cannot hold places: wait_max 0), else SL_OK. */
+int sl__policy_reservable(const sl_policy_t *p, sl_usec_t max_wait, sl_usec_t not_before);
+
 int sl__policy_reserve(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, uint64_t cost,
                        sl_usec_t max_wait, sl_usec_t not_before, bool peek, sl__prepare_fn prepare,
                        void *ctx, uint32_t *charged, sl_decision_t *out, sl_limit_report_t *limits,

@@ -22,14 +22,9 @@
 #include "limit.h"
 #include "policy.h"
 
-/* Gives back `cost` reserved for the moment `at` from limit l's cell, whose
- * state ended at `exp` right after that reservation. Returns whether the
- * cell changed. */
-bool sl__limit_refund(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_usec_t at, sl_usec_t exp,
-                      uint64_t cost);
-
-/* Each limit of p as sl__limit_refund; the bit i of the result: limit i's
- * cell changed (to be written back). */
+/* Gives back `cost` reserved at held->at from each limit of p whose state
+ * still ends where that reservation left it (held->exp[i]); the bit i of
+ * the result: limit i's cell changed (to be written back). */
 uint32_t sl__policy_refund(const sl_policy_t *p, sl__cell_t *cells, sl_usec_t now, const sl__held_t *held,
                            uint64_t cost);
 

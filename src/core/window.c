@@ -36,12 +36,17 @@ static sl_usec_t held_end(const sl__limit_t *l, sl_usec_t now) {
     return ((now + l->wait_max) / l->period + 1) * l->period;
 }
 
+/* The end of the fixed window holding the moment t. */
+static sl_usec_t window_end(const sl__limit_t *l, sl_usec_t t) {
+    return (t / l->period + 1) * l->period;
+}
+
 /* A stored window that starts after now means the clock went back (unless
  * reservations hold it, within their reach): the count moves to the window
  * of now. */
 static fixed_view_t fixed_view(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now) {
     fixed_view_t f;
-    sl_usec_t end_now = (now / l->period + 1) * l->period;
+    sl_usec_t end_now = window_end(l, now);
     f.ahead = false;
     if (cell->expire_at <= now) {
         f.count = 0;
@@ -130,13 +135,21 @@ void sl__fixed_reserve(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, ui
 void sl__fixed_reserve_commit(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t now, sl_usec_t at,
                               uint64_t cost) {
     fixed_view_t f = fixed_view(l, cell, now);
-    sl_usec_t end_at = (at / l->period + 1) * l->period; /* the window it runs in */
+    sl_usec_t end_at = window_end(l, at); /* the window it runs in */
     uint64_t count = end_at == f.end ? sl__sat_add_u64(f.count, cost) : cost;
     /* windows skipped before end_at now count as full: conservative */
     cell->expire_at = end_at;
     cell->word = count & ~SL__HELD;
-    if (end_at > (now / l->period + 1) * l->period)
+    if (end_at > window_end(l, now))
         cell->word |= SL__HELD;
+}
+
+bool sl__fixed_refund(const sl__limit_t *l, sl__cell_t *cell, sl_usec_t at, uint64_t cost) {
+    uint64_t count = cell->word & ~SL__HELD;
+    if (cell->expire_at != window_end(l, at) || count < cost)
+        return false;
+    cell->word = (count - cost) | (cell->word & SL__HELD);
+    return true;
 }
 
 /* ---- sliding_window ---------------------------------------------------------- */

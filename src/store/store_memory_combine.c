@@ -70,8 +70,7 @@ static void serve(shard_t *sh) {
 /* Unlocks, then serves once more what was published meanwhile if the lock
  * is free (otherwise its new holder will). */
 void sl__mem_release(shard_t *sh) {
-    if (atomic_load_explicit(&sh->pending, memory_order_relaxed) != NULL)
-        serve(sh);
+    serve(sh);
     pthread_mutex_unlock(&sh->lock);
     if (atomic_load_explicit(&sh->pending, memory_order_seq_cst) != NULL &&
         pthread_mutex_trylock(&sh->lock) == 0) {
@@ -90,20 +89,15 @@ int sl__mem_combine(shard_t *sh, sl__mem_req_t *r) {
         if (atomic_load_explicit(&r->done, memory_order_acquire))
             return r->rc;
         if (spins % TRY_EVERY == 0 || spins >= SPIN_LIMIT) {
-            /* Whoever holds the lock now took the list after we published
-             * (or will serve it before unlocking): once we hold it, our
-             * request is done or still on the list. */
+            /* Once we hold the lock our request is done (a holder took the
+             * list with it and ran that batch whole before unlocking) or
+             * still on the list, and serve's first batch takes it. */
             if (spins >= SPIN_LIMIT)
                 pthread_mutex_lock(&sh->lock);
             else if (pthread_mutex_trylock(&sh->lock) != 0)
                 continue;
             serve(sh);
             pthread_mutex_unlock(&sh->lock);
-            if (!atomic_load_explicit(&r->done, memory_order_acquire)) {
-                /* more than SERVE_LIMIT ahead of us: keep going */
-                spins = 0;
-                continue;
-            }
             return r->rc;
         }
         cpu_relax();

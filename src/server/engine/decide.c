@@ -82,10 +82,10 @@ static void memory_decide_batch(void *ctx, uint32_t worker, const sld_request_t 
     }
 }
 
-static int memory_refund(void *ctx, uint32_t worker, const sld_request_t *r, const sl__held_t *held) {
+static int memory_refund(void *ctx, uint32_t worker, const sld_request_t *r) {
     (void)worker;
     sld_decide_ctx_t *d = ctx;
-    return sl__refund(d->limiter, r->p, r->key, r->key_len, r->cost, held);
+    return sl__refund(d->limiter, r->p, r->key, r->key_len, r->cost, r->held);
 }
 
 static int memory_reset(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job) {
@@ -223,23 +223,12 @@ static void on_remote(void *arg, int rc, const sl_decision_t *dec, const sl_limi
     d->rt.pin(rt, -1);
 }
 
-/* What sl_reserve refuses before it looks at any state: the script is
- * only sent what it can reserve (the rate family and fixed windows). */
-static int reservable(const sld_request_t *r) {
-    if (r->max_wait < 0 || r->max_wait > SL_MAX_WAIT || r->not_before < 0 || r->not_before > r->max_wait)
-        return SL_ERANGE;
-    size_t n = sl_policy_limit_count(r->p);
-    for (size_t i = 0; i < n && r->max_wait > 0; i++)
-        if (r->p->limits[i].wait_max == 0)
-            return SL_ENOWAIT;
-    return SL_OK;
-}
-
 static int redis_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_decision_t *out,
                         sl_limit_report_t *limits, sld_job_t *job) {
     sld_decide_ctx_t *d = ctx;
     bool wait = (r->flags & SLD_DECIDE_WAIT) != 0;
-    int rc = wait ? reservable(r) : SL_OK;
+    /* the script is only sent what it can reserve (the rate family and fixed windows) */
+    int rc = wait ? sl__policy_reservable(r->p, r->max_wait, r->not_before) : SL_OK;
     if (rc != SL_OK)
         return rc;
     if (job == NULL) /* the caller cannot wait: this daemon's memory */

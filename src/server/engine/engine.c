@@ -123,8 +123,8 @@ int sld_engine_reset(sld_engine_t *e, uint32_t worker, const sld_request_t *r, s
     return e->kind->reset(e->ctx, worker, r, fn ? &job : NULL);
 }
 
-int sld_engine_refund(sld_engine_t *e, uint32_t worker, const sld_request_t *r, const struct sl__held *held) {
-    return e->kind->refund ? e->kind->refund(e->ctx, worker, r, held) : SL_ENOTSUP;
+int sld_engine_refund(sld_engine_t *e, uint32_t worker, const sld_request_t *r) {
+    return e->kind->refund ? e->kind->refund(e->ctx, worker, r) : SL_ENOTSUP;
 }
 
 bool sld_engine_defers(const sld_engine_t *e, const sl_policy_t *p) {

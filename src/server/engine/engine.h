@@ -99,8 +99,9 @@ typedef struct sld_store_kind {
     /* Forgets r->key under r->p: SL_OK, an error, or SLD_PENDING with job kept. */
     int (*reset)(void *ctx, uint32_t worker, const sld_request_t *r, sld_job_t *job);
     /* Gives back the place a reservation of r (its policy, key and cost)
-     * held (store/reserve.h: sl__refund), now. NULL: the store cannot. */
-    int (*refund)(void *ctx, uint32_t worker, const sld_request_t *r, const struct sl__held *held);
+     * held (r->held; store/reserve.h: sl__refund), now. NULL: the store
+     * cannot. */
+    int (*refund)(void *ctx, uint32_t worker, const sld_request_t *r);
     /* Whether a decision or reset under p may answer later. */
     bool (*defers)(void *ctx, const sl_policy_t *p);
     /* Whether p can be decided exactly in this store (*why: why not). */
@@ -170,9 +171,9 @@ void sld_engine_decide_batch(sld_engine_t *e, uint32_t worker, const sld_request
                              sl_decision_t *out, int *rcs, sld_decided_fn fn, void *const *args);
 
 /* The waiter of reservation r left before its moment: gives back what its
- * place held (held: as its decision filled r->held), where the store can
- * do so exactly (core/refund.h). SL_OK, SL_ENOTSUP (the store keeps it). */
-int sld_engine_refund(sld_engine_t *e, uint32_t worker, const sld_request_t *r, const struct sl__held *held);
+ * place held (r->held, as its decision filled it), where the store can do
+ * so exactly (core/refund.h). SL_OK, SL_ENOTSUP (the store keeps it). */
+int sld_engine_refund(sld_engine_t *e, uint32_t worker, const sld_request_t *r);
 
 /* Forgets r->key under r->p: SL_OK, an error, or SLD_PENDING with
  * fn(arg, rc, NULL, NULL) to come. */

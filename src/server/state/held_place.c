@@ -43,8 +43,8 @@ void sld_held_place_give_back(sld_daemon_t *d, uint32_t worker, sld_held_place_t
                                              hp->key_len, NULL, &index);
     if (p != NULL) {
         sld_request_t r = {.origin = {.rt = rt, .index = index}, .p = p, .key = hp->key,
-                           .key_len = hp->key_len, .cost = hp->cost};
-        (void)sld_engine_refund(d->engine, worker, &r, &hp->held);
+                           .key_len = hp->key_len, .cost = hp->cost, .held = &hp->held};
+        (void)sld_engine_refund(d->engine, worker, &r);
     }
     free(hp);
 }
