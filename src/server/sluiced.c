@@ -158,12 +158,20 @@ static int load_config(const char *path, sld_config_t **out, char *err, size_t e
 
 /* ---- main loop -------------------------------------------------------------------------- */
 
+/* Both ways to reload (SIGHUP, POST /v1/admin/reload) go through here, so
+ * the gateway warns about a changed gateway: section after either. */
+static int reload(sld_daemon_t *d, char *err, size_t err_len, uint64_t *generation) {
+    int rc = sld_runtime_reload(d, err, err_len, generation);
+    if (rc == SL_OK && gateway)
+        sld_gateway_reloaded(gateway);
+    return rc;
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
     (void)h;
     if (signum == SIGHUP) {
         char err[SLD_MAX_ERROR];
-        if (sld_runtime_reload(&D, err, sizeof err, NULL) == SL_OK && gateway)
-            sld_gateway_reloaded(gateway);
+        reload(&D, err, sizeof err, NULL);
         return;
     }
     if (atomic_exchange(&D.stopping, true))
@@ -446,7 +454,7 @@ int main(int argc, char **argv) {
         if (!sld_rules_read_once(D.rules))
             sld_warn("the policies kept in Redis are not read yet: starting on the file's");
     }
-    D.config = (sld_config_hooks_t){.edit = sld_runtime_edit, .reload = sld_runtime_reload};
+    D.config = (sld_config_hooks_t){.edit = sld_runtime_edit, .reload = reload};
     D.workers = (sld_workers_hooks_t){.ctx = &server, .wake = wake_workers, .quiescent = workers_quiescent};
     if ((rc = sld_daemon_engine_new(&D)) != SL_OK) {
         fprintf(stderr, "sluiced: cannot start the decision engine: %s\n", sl_strerror(rc));

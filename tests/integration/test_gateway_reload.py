@@ -14,7 +14,8 @@ configuration stays) and the good file again, then ten back to back. Then:
   - the gateway's /metrics counters never went backwards, scrape after
     scrape, and the queue and in-flight gauges are back to 0 at the end;
   - the routes are those of the start: a changed route list needs a
-    restart, and the log says so (once: only that reload changed them).
+    restart, and the log says so (once: only that reload changed them);
+    a reload through the admin API (POST /v1/admin/reload) says so too.
 
 The load is a few seconds of real requests; nothing waits for a rate
 window.
@@ -58,11 +59,14 @@ class Upstream(upstream.Upstream):
                 with self.lock:
                     self.inflight -= 1
 
+ADMIN_TOKEN = "test-admin-token-0123456789abcdef"
+
 
 def config(up, rate=50, extra_route=""):
     return """\
 listen: {resp: 127.0.0.1:0, http: 127.0.0.1:0}
 threads: 2
+admin_token: %(token)s
 gateway:
   listen: 127.0.0.1:0
   routes:
@@ -82,7 +86,7 @@ gateway:
     key: [ip]
     limits:
       - {algorithm: gcra, limit: %(rate)d, period: 1s, burst: 5}
-""" % {"up": up, "rate": rate, "extra": extra_route}
+""" % {"up": up, "rate": rate, "extra": extra_route, "token": ADMIN_TOKEN}
 
 
 EXTRA = """\
@@ -216,6 +220,16 @@ class ReloadUnderLoad(unittest.TestCase):
                 self.assertEqual(harness_get(port, "/added/x"), 404)
                 self.assertEqual(len(re.findall(r"gateway: the file's gateway: section changed: it applies at the "
                                                 r"next restart", d.output())), 1, d.output())
+                # the admin API's reload warns as SIGHUP's does
+                d.write_config(config(up.port, rate=40, extra_route=EXTRA % up.port))
+                c = http.client.HTTPConnection("127.0.0.1", http_port, timeout=10)
+                c.request("POST", "/v1/admin/reload", headers={"Authorization": "Bearer " + ADMIN_TOKEN})
+                r = c.getresponse()
+                self.assertEqual(r.status, 200, r.read())
+                r.read()
+                c.close()
+                d.wait_log(r"gateway: the file's gateway: section changed: it applies at the next restart",
+                           count=2)
         finally:
             up.close()
 

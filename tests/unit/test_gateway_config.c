@@ -230,6 +230,16 @@ static void test_lists_and_tls(void **state) {
     assert_non_null(g->routes[0].tls); /* verified against the system's store */
     assert_true(g->routes[0].tls_verify);
     sld_config_free(cfg);
+    /* routes with the same tls_verify and tls_ca share one context */
+    cfg = parse_ok("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: https://x:1\n"
+                   "    - name: b\n      upstream: https://y:1\n"
+                   "    - name: c\n      upstream: https://z:1\n      tls_verify: off\n" POLICIES);
+    g = sld_config_section(cfg, "gateway");
+    assert_non_null(g->routes[0].tls);
+    assert_ptr_equal(g->routes[1].tls, g->routes[0].tls);
+    assert_non_null(g->routes[2].tls);
+    assert_ptr_not_equal(g->routes[2].tls, g->routes[0].tls);
+    sld_config_free(cfg);
 #define ROUTE "  routes:\n    - name: a\n      upstream: http://x:1\n" POLICIES
     refused("gateway:\n  listen:\n    - 127.0.0.1:1\n    - {address: 127.0.0.1:2, tls: {cert: /nonexistent.pem, "
             "key: /nonexistent.key}}\n" ROUTE,

@@ -255,8 +255,16 @@ static void log_access(h2o_logger_t *self, h2o_req_t *req) {
     append_client(b, req);
     sld_buf_append_lit(b, ",\"status\":");
     sld_buf_append_u64(b, req->res.status > 0 ? (uint64_t)req->res.status : 0);
+    sld_gw_decision_t decision = note ? note->decision : SLD_GW_LOG_NONE;
+    size_t route;
+    /* libh2o's own 502 (no connection, timeout): no answer came, so no
+     * latency was noted (gateway_forward.c); by now the gateway's filter
+     * has made a timeout's 502 a 504 */
+    if (note && note->upstream_us < 0 && (req->res.status == 502 || req->res.status == 504) &&
+        sld_gw_forwarded_route(req, &route) && sld_gw_proxy_error(req) != NULL)
+        decision = SLD_GW_LOG_UPSTREAM_ERROR;
     sld_buf_append_lit(b, ",\"decision\":\"");
-    sld_buf_append_str(b, decisions[note ? note->decision : SLD_GW_LOG_NONE]);
+    sld_buf_append_str(b, decisions[decision]);
     sld_buf_append_lit(b, "\",\"delay_ms\":");
     append_ms(b, note && note->held.tv_sec ? usec_between(&note->begin, &note->held) : 0);
     sld_buf_append_lit(b, ",\"upstream_ms\":");
@@ -327,31 +335,13 @@ void sld_gw_access_decision(h2o_req_t *req, sld_gw_decision_t what) {
         mark_held(note);
 }
 
-typedef struct head_prefilter {
-    h2o_req_prefilter_t super;
-    note_t *note;
-} head_prefilter_t;
-
-static void on_head(h2o_req_prefilter_t *self, h2o_req_t *req, h2o_ostream_t **slot) {
-    note_t *note = ((head_prefilter_t *)self)->note;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (req->res.status == 502 && sld_gw_proxy_error(req) != NULL)
-        note->decision = SLD_GW_LOG_UPSTREAM_ERROR; /* libh2o's own 502: no answer came */
-    else
-        note->upstream_us = usec_between(&note->held, &now);
-    h2o_setup_next_prefilter(self, req, slot);
-}
-
-void sld_gw_access_forwarded(h2o_req_t *req) {
+int64_t *sld_gw_access_forwarded(h2o_req_t *req) {
     note_t *note = note_of(req);
     if (note == NULL)
-        return;
+        return NULL;
     if (note->decision == SLD_GW_LOG_NONE)
         note->decision = SLD_GW_LOG_FORWARDED;
     note->held.tv_sec = 0; /* a delayed request's wait ends now, not at its decision */
     mark_held(note);
-    head_prefilter_t *pf = (head_prefilter_t *)h2o_add_prefilter(req, sizeof *pf);
-    pf->super.on_setup_ostream = on_head;
-    pf->note = note;
+    return &note->upstream_us;
 }

@@ -50,8 +50,9 @@ int sld_gw_access_log_register(h2o_pathconf_t *path, const sld_gw_config_t *g, s
 void sld_gw_access_begin(h2o_req_t *req, const sld_gw_config_t *g, const sld_gw_route_t *route);
 /* What the limiter decided (delayed, rejected, shadow, busy). */
 void sld_gw_access_decision(h2o_req_t *req, sld_gw_decision_t what);
-/* The request is handed to the upstream now (its wait ends; the time to
- * the upstream's head and an upstream failure are noted from here). */
-void sld_gw_access_forwarded(h2o_req_t *req);
+/* The request is handed to the upstream now (its wait ends). Where
+ * sld_gw_forward() writes the time to the upstream's head, in microseconds
+ * (left at -1 when none came); NULL when the request has no note. */
+int64_t *sld_gw_access_forwarded(h2o_req_t *req);
 
 #endif

@@ -236,10 +236,16 @@ static int get_access_log(sld_config_ctx_t *c, const char *path, const char *tex
     return (*out = sld_config_dup(c, text)) ? SL_OK : SL_ENOMEM;
 }
 
+static bool same_str(const char *a, const char *b) {
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
 /* upstream: one URL or a list of them (round robin), and the TLS context
- * for the https ones. */
+ * for the https ones: that of an earlier route (prev[0..nprev)) with the same
+ * tls_verify and tls_ca when there is one, as loading a CA bundle takes
+ * ~50 ms and ~870 KB a context. */
 static int get_upstreams(sld_config_ctx_t *c, const char *at, const sld_yaml_node_t *n, const raw_route_t *r,
-                         sld_gw_route_t *rt) {
+                         sld_gw_route_t *rt, const sld_gw_route_t *prev, size_t nprev) {
     char p[PATH], e[PATH];
     int rc;
     sld_config_join(p, sizeof p, at, "upstream");
@@ -280,6 +286,12 @@ static int get_upstreams(sld_config_ctx_t *c, const char *at, const sld_yaml_nod
     if (r->tls_ca && !rt->tls_verify)
         return sld_config_bad(c, sld_config_join(e, sizeof e, at, "tls_ca"),
                               "a CA is of no use with tls_verify: off (nothing is verified)");
+    for (size_t k = 0; k < nprev; k++)
+        if (prev[k].tls && prev[k].tls_verify == rt->tls_verify && same_str(prev[k].tls_ca, rt->tls_ca)) {
+            SSL_CTX_up_ref(prev[k].tls); /* route_free drops one reference a route */
+            rt->tls = prev[k].tls;
+            return SL_OK;
+        }
     char why[512];
     if ((rc = sld_gw_tls_client(rt->tls_verify, rt->tls_ca, &rt->tls, why, sizeof why)) == SL_ENOMEM)
         return sld_config_oom(c);
@@ -324,7 +336,7 @@ typedef struct route_defaults {
 } route_defaults_t;
 
 static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, const sld_yaml_node_t *node,
-                     sld_gw_route_t *rt, const route_defaults_t *def) {
+                     sld_gw_route_t *rt, const sld_gw_route_t *prev, size_t nprev, const route_defaults_t *def) {
     char p[PATH], b[64];
     int rc;
     rt->excess = SLD_GW_REJECT;
@@ -334,7 +346,7 @@ static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, 
         return rc;
     if (r->match && (rc = get_match(c, sld_config_join(p, sizeof p, at, "match"), r->match, rt)))
         return rc;
-    if ((rc = get_upstreams(c, at, sld_yaml_get(node, "upstream"), r, rt)))
+    if ((rc = get_upstreams(c, at, sld_yaml_get(node, "upstream"), r, rt, prev, nprev)))
         return rc;
     if (r->excess) {
         if (strcmp(r->excess, "reject") == 0)
@@ -583,7 +595,7 @@ static int gateway_read(sld_config_ctx_t *c, const raw_gateway_t *r, const sld_y
     for (unsigned i = 0; i < r->routes_count; i++) {
         g->nroutes = i + 1;
         if ((rc = get_route(c, sld_config_entry(p, sizeof p, "gateway.routes", i), &r->routes[i],
-                            sld_yaml_at(routes, i), &g->routes[i], &def)))
+                            sld_yaml_at(routes, i), &g->routes[i], g->routes, i, &def)))
             return rc;
         char name[PATH];
         sld_config_join(name, sizeof name, p, "name");
@@ -616,10 +628,6 @@ static int gateway_check(sld_config_ctx_t *c, const void *value, const sld_confi
         }
     }
     return SL_OK;
-}
-
-static bool same_str(const char *a, const char *b) {
-    return a == b || (a && b && strcmp(a, b) == 0);
 }
 
 static bool same_list(char *const *a, size_t na, char *const *b, size_t nb) {

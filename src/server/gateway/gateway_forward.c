@@ -91,6 +91,7 @@ typedef struct forward_prefilter {
     h2o_req_prefilter_t super;
     sld_gw_conc_t *conc;
     size_t route;
+    sl_usec_t *upstream_us; /* the access log's note of it, or NULL */
     struct timespec start;
     bool client;
     h2o_iovec_t values[SLD_GW_NFIELDS];
@@ -106,8 +107,12 @@ static void on_response_head(h2o_req_prefilter_t *self, h2o_req_t *req, h2o_ostr
     forward_prefilter_t *pf = (forward_prefilter_t *)self;
     /* libh2o's own 502 (no connection, timeout) is not an upstream's answer:
      * it is counted with the upstream errors instead */
-    if (!(req->res.status == 502 && sld_gw_proxy_error(req) != NULL))
-        sld_gw_count_latency(pf->conc, pf->route, since(&pf->start));
+    if (!(req->res.status == 502 && sld_gw_proxy_error(req) != NULL)) {
+        sl_usec_t took = since(&pf->start);
+        sld_gw_count_latency(pf->conc, pf->route, took);
+        if (pf->upstream_us)
+            *pf->upstream_us = took;
+    }
     if (pf->client)
         add_fields(&req->pool, &req->res.headers, pf->values);
     h2o_setup_next_prefilter(self, req, slot);
@@ -123,11 +128,12 @@ bool sld_gw_forwarded_route(h2o_req_t *req, size_t *route) {
 }
 
 void sld_gw_forward(h2o_req_t *req, h2o_handler_t *proxy, const sld_gw_fields_t *f, size_t npolicies,
-                    const sld_gw_headers_t *h, sld_gw_conc_t *c, size_t route) {
+                    const sld_gw_headers_t *h, sld_gw_conc_t *c, size_t route, sl_usec_t *upstream_us) {
     forward_prefilter_t *pf = (forward_prefilter_t *)h2o_add_prefilter(req, sizeof *pf);
     pf->super.on_setup_ostream = on_response_head;
     pf->conc = c;
     pf->route = route;
+    pf->upstream_us = upstream_us;
     pf->client = h->client;
     for (size_t k = 0; k < SLD_GW_NFIELDS; k++)
         pf->values[k] = joined(f, npolicies, k, &req->pool);

@@ -43,9 +43,10 @@ void sld_gw_fields_note(sld_gw_fields_t *f, size_t i, h2o_req_t *req, sld_http_r
 /* Hands req to the route's proxy: with the fields on it when h->upstream
  * (any the client sent of the same names dropped first, so the upstream can
  * believe them), on its response when h->client, and the time to the
- * response's head counted into the route's latency histogram in c. */
+ * response's head counted into the route's latency histogram in c and
+ * written to *upstream_us (unless NULL; not for libh2o's own 502). */
 void sld_gw_forward(h2o_req_t *req, h2o_handler_t *proxy, const sld_gw_fields_t *f, size_t npolicies,
-                    const sld_gw_headers_t *h, sld_gw_conc_t *c, size_t route);
+                    const sld_gw_headers_t *h, sld_gw_conc_t *c, size_t route, sl_usec_t *upstream_us);
 
 /* The route (its index) whose upstream req was handed to by
  * sld_gw_forward(); false when it was not. Not by matching req again:

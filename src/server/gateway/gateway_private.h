@@ -62,7 +62,6 @@ struct gw_worker {
     h2o_globalconf_t config;
     sld_gateway_t *gw;
     uint32_t index;
-    const gw_listener_t *listener; /* the listener it serves */
     h2o_handler_t **proxies;   /* every route's upstreams', in order (one block) */
     gw_upstreams_t *upstreams; /* per route, into proxies */
     sld_http_reply_t reply;    /* reused from request to request */

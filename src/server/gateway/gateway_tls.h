@@ -19,7 +19,7 @@
 #include <openssl/ssl.h>
 
 /* Which file a failure is about. */
-typedef enum sld_gw_tls_file { SLD_GW_TLS_CERT, SLD_GW_TLS_KEY, SLD_GW_TLS_CA } sld_gw_tls_file_t;
+typedef enum sld_gw_tls_file { SLD_GW_TLS_CERT, SLD_GW_TLS_KEY } sld_gw_tls_file_t;
 
 /* A server context from the PEM files `cert` (the certificate, then any
  * intermediates) and `key`, which must match. SL_OK and *out, or

@@ -110,12 +110,12 @@ static bool take_slot(gw_call_t *call) {
 static void proxy(gw_call_t *call) {
     const sld_gw_route_t *route = route_of(call);
     sld_gw_count(call->w->gw->conc, call->route, SLD_GW_FORWARDED);
-    sld_gw_access_forwarded(call->req);
+    sl_usec_t *upstream_us = sld_gw_access_forwarded(call->req);
     gw_upstreams_t *u = &call->w->upstreams[call->route];
     h2o_handler_t *upstream = u->proxies[u->next];
     u->next = u->next + 1 < u->n ? u->next + 1 : 0; /* round robin, on this worker */
     sld_gw_forward(call->req, upstream, &call->fields, route->npolicies, &route->headers,
-                   call->w->gw->conc, call->route);
+                   call->w->gw->conc, call->route, upstream_us);
 }
 
 static void refuse_busy(gw_call_t *call) {

@@ -103,7 +103,9 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
     gw->d = d;
     gw->part = part;
     gw->g = sld_config_part_value(part);
-    sld_gw_spool_setup(); /* before any worker's listener: its buffers are the process's */
+    /* before any worker's listener: its buffers are the process's */
+    sld_debug("gateway: buffers past %u MB go to temporary files in %s", SLD_GW_SPOOL_THRESHOLD >> 20,
+              sld_gw_spool_setup());
     if (sld_gw_conc_new(gw->g, &gw->conc) != SL_OK) {
         sld_gateway_free(gw);
         return SL_ENOMEM;
@@ -221,7 +223,6 @@ static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void
     if (w == NULL)
         return SL_ENOMEM;
     w->gw = gw;
-    w->listener = l;
     w->index = index;
     *out = w; /* on failure the caller stops and disposes it like any other */
     uv_timer_init(loop, &w->wait_timer);
