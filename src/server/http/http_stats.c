@@ -130,7 +130,7 @@ static void store_json(sld_buf_t *b, sld_daemon_t *d, int64_t wall) {
 /* The gateway's routes, from its /metrics series; null without a gateway. */
 static void routes_json(sld_buf_t *b) {
     sld_buf_t text = {0};
-    sld_metrics_extra_render(&text);
+    sld_metrics_extra_render_gateway(&text);
     static _Thread_local sld_route_figures_t routes[SLD_ROUTES_SHOWN];
     size_t n = text.failed ? 0 : sld_route_figures_parse(text.data, text.len, routes, SLD_ROUTES_SHOWN);
     sld_buf_free(&text);
