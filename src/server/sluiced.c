@@ -407,7 +407,16 @@ int main(int argc, char **argv) {
     }
     atomic_store(&D.runtime, rt);
     D.threads = cfg->threads;
-    D.load_config = load_config;
+    /* a reload rereads the file, or --rls-config's directory on the built-in default */
+    static char reload_label[512];
+    if (D.config_path) {
+        D.load_config = load_config;
+        D.reload_label = D.config_path;
+    } else if (sld_rls_section_overridden()) {
+        D.load_config = load_config;
+        snprintf(reload_label, sizeof reload_label, "%s on the built-in default", sld_rls_section_overridden());
+        D.reload_label = reload_label;
+    }
     D.throttle_slot = sld_metrics_slot(D.metrics, "CL.THROTTLE");
 
     sl_memory_options_t mo = {.max_memory = cfg->max_memory, .shards = cfg->shards};

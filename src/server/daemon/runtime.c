@@ -10,7 +10,6 @@
 #include "server/base/log.h"
 #include "server/engine/remote.h"
 #include "server/daemon/runtime.h"
-#include "server/rls/rls_section.h"
 
 typedef struct check_ctx {
     char *err;
@@ -159,9 +158,7 @@ int sld_runtime_edit(sld_daemon_t *d, const sld_policy_t *put, const char *remov
 }
 
 int sld_runtime_reload(sld_daemon_t *d, char *err, size_t err_len, uint64_t *generation) {
-    /* --rls-config's directory is a file of its own, on the built-in default too */
-    const char *rls_dir = sld_rls_section_overridden();
-    if ((d->config_path == NULL && rls_dir == NULL) || d->load_config == NULL) {
+    if (d->load_config == NULL) {
         snprintf(err, err_len, "running on the built-in default configuration: no file to reload");
         sld_warn("reload: %s", err);
         return SL_ENOCONFIG;
@@ -170,10 +167,7 @@ int sld_runtime_reload(sld_daemon_t *d, char *err, size_t err_len, uint64_t *gen
     char why[512];
     int rc = d->load_config(d->config_path, &cfg, err, err_len);
     if (rc == SL_OK) {
-        if (d->config_path)
-            snprintf(why, sizeof why, "reloaded %s", d->config_path);
-        else
-            snprintf(why, sizeof why, "reloaded %s on the built-in default", rls_dir);
+        snprintf(why, sizeof why, "reloaded %s", d->reload_label ? d->reload_label : "");
         rc = sld_runtime_apply(d, cfg, why, err, err_len, generation);
     }
     if (rc != SL_OK) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/gateway/gateway_concurrency.h"
+#include "server/observe/route_figures.h"
 
 #define NBUCKETS 4096
 
@@ -179,15 +180,15 @@ static void write_histogram(sld_buf_t *out, const char *metric, const char *rout
 
 void sld_gw_conc_write_metrics(void *ctx, sld_buf_t *out) {
     sld_gw_conc_t *c = ctx;
-    static const char *const results[] = {"forwarded", "delayed", "rejected", "busy"};
     const sld_gw_config_t *g = c->g;
     /* route names are [A-Za-z0-9_.-]: no escaping */
     sld_buf_printf(out, "# HELP sluice_gateway_requests_total Gateway requests by route and what became of "
                         "them.\n# TYPE sluice_gateway_requests_total counter\n");
     for (size_t i = 0; i < g->nroutes; i++)
-        for (size_t k = 0; k < 4; k++)
+        for (size_t k = 0; k < SLD_ROUTE_RESULTS; k++)
             sld_buf_printf(out, "sluice_gateway_requests_total{route=\"%s\",result=\"%s\"} %llu\n",
-                           g->routes[i].name, results[k], (unsigned long long)load(&c->routes[i].counts[k]));
+                           g->routes[i].name, sld_route_result_names[k],
+                           (unsigned long long)load(&c->routes[i].counts[k]));
     sld_buf_printf(out, "# HELP sluice_gateway_upstream_errors_total Upstream failures answered 502 or 504.\n"
                         "# TYPE sluice_gateway_upstream_errors_total counter\n");
     for (size_t i = 0; i < g->nroutes; i++) {

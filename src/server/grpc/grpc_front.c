@@ -612,6 +612,27 @@ const char *sld_grpc_accept_address(const sld_grpc_t *g, int *port) {
     return NULL;
 }
 
+/* Destroys the server once nothing runs on it (shut down, or never started),
+ * joins or drains its queue and frees the front: the end of both
+ * sld_grpc_free and a failed sld_grpc_new. */
+static void destroy(sld_grpc_t *g) {
+    grpc_server_destroy(g->server);
+    grpc_completion_queue_shutdown(g->cq);
+    if (g->thread_started)
+        pthread_join(g->thread, NULL);
+    else
+        while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
+            ;
+    grpc_completion_queue_destroy(g->cq);
+    grpc_server_credentials_release(g->creds);
+    if (g->tls_creds)
+        grpc_server_credentials_release(g->tls_creds);
+    grpc_shutdown_blocking();
+    sld_grpc_stats_free(g->stats);
+    free(g->workers);
+    free(g);
+}
+
 int sld_grpc_new(sld_daemon_t *d, uint32_t threads, uint32_t max_message, sld_grpc_t **out, char *err,
                  size_t err_len) {
     sld_grpc_t *g = calloc(1, sizeof *g);
@@ -655,20 +676,9 @@ int sld_grpc_new(sld_daemon_t *d, uint32_t threads, uint32_t max_message, sld_gr
     grpc_server_register_completion_queue(g->server, g->cq, NULL);
     if (tls && sld_grpc_tls_listen(g->server, tls, sld_grpc_listen(rt->cfg), &g->tls_creds, &g->tls_port, err,
                                    err_len) != SL_OK) {
-        grpc_server_destroy(g->server);
-        grpc_completion_queue_shutdown(g->cq);
-        while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
-            ;
-        grpc_completion_queue_destroy(g->cq);
-        grpc_server_credentials_release(g->creds);
-        if (g->tls_creds)
-            grpc_server_credentials_release(g->tls_creds);
-        grpc_shutdown_blocking();
         if (g->stats)
             sld_metrics_extra_set_rls(NULL);
-        sld_grpc_stats_free(g->stats);
-        free(g->workers);
-        free(g);
+        destroy(g);
         return SL_EIO;
     }
     grpc_server_start(g->server);
@@ -708,19 +718,5 @@ void sld_grpc_free(sld_grpc_t *g) {
                 on_complete(ev.tag, ev.success != 0);
         }
     }
-    grpc_server_destroy(g->server);
-    grpc_completion_queue_shutdown(g->cq);
-    if (g->thread_started)
-        pthread_join(g->thread, NULL);
-    else
-        while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
-            ;
-    grpc_completion_queue_destroy(g->cq);
-    grpc_server_credentials_release(g->creds);
-    if (g->tls_creds)
-        grpc_server_credentials_release(g->tls_creds);
-    grpc_shutdown_blocking();
-    sld_grpc_stats_free(g->stats);
-    free(g->workers);
-    free(g);
+    destroy(g);
 }

@@ -92,8 +92,10 @@ static void policy_json(sld_buf_t *b, const sld_policy_t *p) {
     /* only when set: a policy without one follows the store's setting */
     if (p->on_store_failure != SLD_FAIL_DEFAULT)
         sld_buf_printf(b, ",\"on_store_failure\":\"%s\"", sld_store_failure_name(p->on_store_failure));
-    if (p->max_wait > 0)
-        sld_buf_printf(b, ",\"max_wait\":\"%lldus\"", (long long)p->max_wait);
+    if (p->max_wait > 0) {
+        sld_buf_append_str(b, ",\"max_wait\":");
+        duration(b, p->max_wait);
+    }
     if (p->ntiers) {
         sld_buf_append_str(b, ",\"tiers\":[");
         for (size_t t = 0; t < p->ntiers; t++) {

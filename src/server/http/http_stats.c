@@ -40,12 +40,13 @@ typedef struct peeker {
     sld_daemon_t *d;
     const sld_runtime_t *rt;
     const char *policy;           /* NULL: not a configured policy (CL.THROTTLE's) */
+    sld_hh_keys_t keys;           /* the heavy hitters' keys: show, hash or hide */
 } peeker_t;
 
 static void peek_json(sld_buf_t *b, const peeker_t *pk, const sld_hh_entry_t *e) {
     sl_decision_t dec;
     const sl_policy_t *p = NULL;
-    if (pk->policy && sld_hh_options(pk->d->heavy).keys == SLD_HH_SHOW && !e->truncated)
+    if (pk->policy && pk->keys == SLD_HH_SHOW && !e->truncated)
         p = sld_policies_find(pk->rt->policies, pk->policy, strlen(pk->policy), e->key, e->key_len,
                               NULL, NULL);
     if (p && pk->d->remote && !(pk->d->write_back && p->write_back))
@@ -130,7 +131,7 @@ static void store_json(sld_buf_t *b, sld_daemon_t *d, int64_t wall) {
 /* The gateway's routes, from its /metrics series; null without a gateway. */
 static void routes_json(sld_buf_t *b) {
     sld_buf_t text = {0};
-    sld_metrics_extra_render(&text);
+    sld_metrics_extra_render_gateway(&text);
     static _Thread_local sld_route_figures_t routes[SLD_ROUTES_SHOWN];
     size_t n = text.failed ? 0 : sld_route_figures_parse(text.data, text.len, routes, SLD_ROUTES_SHOWN);
     sld_buf_free(&text);
@@ -183,7 +184,8 @@ static void stats(const sld_http_call_t *c) {
         if (p->n[SLD_ALLOWED] + p->n[SLD_LIMITED] + p->n[SLD_DENIED] == 0)
             continue; /* compiled but never decided: nothing to show */
         uint32_t slot = (uint32_t)i;
-        peeker_t pk = {.d = d, .rt = c->rt, .policy = slot == d->throttle_slot ? NULL : p->name};
+        peeker_t pk = {.d = d, .rt = c->rt, .policy = slot == d->throttle_slot ? NULL : p->name,
+                        .keys = ho.keys};
         sld_buf_printf(b, "%s{\"name\": ", shown++ ? ", " : "");
         sld_json_string(b, p->name, strlen(p->name));
         sld_buf_printf(b, ", \"totals\": {\"allowed\": %" PRIu64 ", \"limited\": %" PRIu64

@@ -13,6 +13,5 @@
 /* The page's bytes, generated at build time (NUL-terminated). */
 extern const char sld_status_page_html[];
 extern const unsigned long sld_status_page_html_len;
-extern const char sld_status_page_html_sha1[];
 
 #endif

@@ -12,10 +12,14 @@ static _Atomic(const sld_metrics_extra_t *) extra_rls;
 
 void sld_metrics_extra_set_rls(const sld_metrics_extra_t *e) { atomic_store(&extra_rls, e); }
 
-void sld_metrics_extra_render(sld_buf_t *out) {
+void sld_metrics_extra_render_gateway(sld_buf_t *out) {
     const sld_metrics_extra_t *e = atomic_load(&extra);
     if (e != NULL)
         e->write(e->ctx, out);
+}
+
+void sld_metrics_extra_render(sld_buf_t *out) {
+    sld_metrics_extra_render_gateway(out);
     const sld_metrics_extra_t *r = atomic_load(&extra_rls);
     if (r != NULL)
         r->write(r->ctx, out);

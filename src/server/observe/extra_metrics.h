@@ -23,5 +23,8 @@ void sld_metrics_extra_set(const sld_metrics_extra_t *e);
 void sld_metrics_extra_set_rls(const sld_metrics_extra_t *e);
 /* Appends what the writers set say, if any. */
 void sld_metrics_extra_render(sld_buf_t *out);
+/* Appends what the first writer (the gateway's) says, if set: what
+ * /v1/stats reads back (route_figures.h), without the gRPC front's. */
+void sld_metrics_extra_render_gateway(sld_buf_t *out);
 
 #endif

@@ -5,8 +5,9 @@
  *
  * The gateway is a room above observe/ and http/: it cannot be named here,
  * and its series are already its public report, so they are parsed rather
- * than asked for again through a second hook. Only lines named
- * sluice_gateway_* are read; the rest (gRPC's) is skipped.
+ * than asked for again through a second hook. The caller renders the
+ * gateway's writer alone (sld_metrics_extra_render_gateway); even so, only
+ * lines named sluice_gateway_* are read, anything else is skipped.
  *
  * Pure: text in, figures out; no allocation.
  *

@@ -98,7 +98,8 @@ typedef struct sld_daemon {
     sld_workers_hooks_t workers;            /* wake / quiescent (NULL hooks: no workers yet) */
     sld_config_hooks_t config;              /* edit / reload, for the admin API */
     struct sld_retired *retired;            /* runtimes replaced, not yet freed (runtime.c) */
-    sld_load_fn load_config;                /* for reloads */
+    sld_load_fn load_config;                /* for reloads; NULL: nothing to reload */
+    const char *reload_label;               /* what a reload rereads, for its log line */
     bool test_clock;                        /* SL.TESTCLOCK exists, the clock is manual */
     _Atomic int64_t test_now;               /* us, the manual clock */
     sl_usec_t started_at;                   /* us, wall clock */
