@@ -78,6 +78,14 @@ static void refused(const char *yaml, unsigned line, const char *needle) {
         fail_msg("expected \"%s...%s\"\n     got \"%s\"", prefix, needle, err);
 }
 
+/* libyaml's loader, which reads listen: and upstream:, refuses an anchor
+ * written twice, which the rest of the file's checks let pass. */
+static void test_reused_anchor(void **state) {
+    (void)state;
+    refused("gateway: &a\n  listen: &a 127.0.0.1:1\n  routes:\n    - name: a\n      upstream: http://x:1\n" POLICIES,
+            1, "cannot be read: the anchor of line 1 is used again on line 2");
+}
+
 static void test_full_section(void **state) {
     (void)state;
     sld_config_t *cfg = parse_ok(full);
@@ -453,6 +461,7 @@ static void test_truncated_prefixes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_section),
+        cmocka_unit_test(test_reused_anchor),
         cmocka_unit_test(test_listen_kept_when_given),
         cmocka_unit_test(test_errors_name_the_line),
         cmocka_unit_test(test_host_trailing_dot),

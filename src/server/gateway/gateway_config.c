@@ -3,6 +3,12 @@
  * of the file), the conversion of each value with the file's rules and
  * messages, and the check of its routes against the policies.
  *
+ * listen and a route's upstream may be a scalar or a list, which libcyaml
+ * cannot describe: they are taken from libyaml's document of the file's
+ * text (yaml_parser_load), loaded again here. config/ has refused what that
+ * document could not stand for by then (aliases, non-scalar keys, deep
+ * nesting, a second document); a non-scalar key is still refused here.
+ *
  * Not here: serving, matching.
  */
 #define _GNU_SOURCE /* memmem */
@@ -12,10 +18,10 @@
 #include <string.h>
 
 #include <h2o.h>
+#include <yaml.h>
 
 #include "server/gateway/gateway_config.h"
 #include "server/gateway/gateway_tls.h"
-#include "server/gateway/gateway_yaml.h"
 
 #define DEFAULT_TIMEOUT (30 * SL_USEC_PER_SEC)
 #define MAX_TIMEOUT (3600 * SL_USEC_PER_SEC)
@@ -120,6 +126,61 @@ static const cyaml_schema_value_t gateway_schema = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, raw_gateway_t, gateway_fields),
 };
 
+/* ---- the document: listen and upstream ------------------------------------------------------ */
+
+/* The section's context and libyaml's document of the file. */
+typedef struct reader {
+    sld_config_ctx_t *c;
+    yaml_document_t *doc;
+} reader_t;
+
+static yaml_node_t *ynode(const reader_t *rd, int i) { return i ? yaml_document_get_node(rd->doc, i) : NULL; }
+
+static bool yis(const yaml_node_t *n, yaml_node_type_t t) { return n && n->type == t; }
+
+/* A scalar's text; NULL for a collection, nothing, or a plain ~, null, Null,
+ * NULL or empty scalar (YAML's nulls). */
+static const char *yscalar(const yaml_node_t *n) {
+    if (!yis(n, YAML_SCALAR_NODE))
+        return NULL;
+    const char *v = (const char *)n->data.scalar.value;
+    if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+        (v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 ||
+         strcmp(v, "NULL") == 0))
+        return NULL;
+    return v;
+}
+
+static bool ynull(const yaml_node_t *n) { return yis(n, YAML_SCALAR_NODE) && yscalar(n) == NULL; }
+
+/* A mapping's i-th key as text; NULL for a non-scalar key (config/ refuses those first). */
+static const char *ykey(const reader_t *rd, const yaml_node_t *m, size_t i) {
+    yaml_node_t *k = ynode(rd, m->data.mapping.pairs.start[i].key);
+    return yis(k, YAML_SCALAR_NODE) ? (const char *)k->data.scalar.value : NULL;
+}
+
+static size_t ypairs(const yaml_node_t *m) {
+    return yis(m, YAML_MAPPING_NODE) ? (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start) : 0;
+}
+
+/* The value of `key` in mapping m, or NULL. */
+static yaml_node_t *yget(const reader_t *rd, const yaml_node_t *m, const char *key) {
+    for (size_t i = 0; i < ypairs(m); i++) {
+        const char *k = ykey(rd, m, i);
+        if (k && strcmp(k, key) == 0)
+            return ynode(rd, m->data.mapping.pairs.start[i].value);
+    }
+    return NULL;
+}
+
+static size_t ylen(const yaml_node_t *s) {
+    return yis(s, YAML_SEQUENCE_NODE) ? (size_t)(s->data.sequence.items.top - s->data.sequence.items.start) : 0;
+}
+
+static yaml_node_t *yat(const reader_t *rd, const yaml_node_t *s, size_t i) {
+    return i < ylen(s) ? ynode(rd, s->data.sequence.items.start[i]) : NULL;
+}
+
 /* ---- values ---------------------------------------------------------------------------------- */
 
 static bool is_tchar(unsigned char ch) {
@@ -210,12 +271,12 @@ static int get_headers(sld_config_ctx_t *c, const char *at, const raw_headers_t 
     return SL_OK;
 }
 
-static int get_upstream(sld_config_ctx_t *c, const char *path, const sld_yaml_node_t *n, char **out) {
+static int get_upstream(sld_config_ctx_t *c, const char *path, const yaml_node_t *n, char **out) {
     char b[64];
     h2o_url_t url;
-    if (n->kind != SLD_YAML_SCALAR || n->null)
+    const char *text = yscalar(n);
+    if (text == NULL)
         return sld_config_bad(c, path, "expected a URL like http://127.0.0.1:9000");
-    const char *text = n->value;
     bool https = strncmp(text, "https://", 8) == 0;
     if ((!https && strncmp(text, "http://", 7) != 0) || strlen(text) > 2048 ||
         h2o_url_parse(text, strlen(text), &url) != 0 || url.host.len == 0)
@@ -244,18 +305,17 @@ static bool same_str(const char *a, const char *b) {
  * for the https ones: that of an earlier route (prev[0..nprev)) with the same
  * tls_verify and tls_ca when there is one, as loading a CA bundle takes
  * ~50 ms and ~870 KB a context. */
-static int get_upstreams(sld_config_ctx_t *c, const char *at, const sld_yaml_node_t *n, const raw_route_t *r,
+static int get_upstreams(const reader_t *rd, const char *at, const yaml_node_t *n, const raw_route_t *r,
                          sld_gw_route_t *rt, const sld_gw_route_t *prev, size_t nprev) {
+    sld_config_ctx_t *c = rd->c;
     char p[PATH], e[PATH];
     int rc;
     sld_config_join(p, sizeof p, at, "upstream");
-    if (n == NULL || (n->kind == SLD_YAML_SCALAR && n->null))
+    if (n == NULL || ynull(n))
         return sld_config_bad(c, at, "upstream: is required (a URL like http://127.0.0.1:9000, or a list of them)");
-    size_t count = 1;
-    if (n->kind == SLD_YAML_SEQUENCE) {
-        count = 0;
-        for (const sld_yaml_node_t *u = n->first; u; u = u->next)
-            count++;
+    bool list = yis(n, YAML_SEQUENCE_NODE);
+    size_t count = list ? ylen(n) : 1;
+    if (list) {
         if (count == 0 || count > SLD_GW_MAX_UPSTREAMS)
             return sld_config_bad(c, p, "expected 1 to %d URLs, got %zu", SLD_GW_MAX_UPSTREAMS, count);
     }
@@ -263,8 +323,7 @@ static int get_upstreams(sld_config_ctx_t *c, const char *at, const sld_yaml_nod
         return sld_config_oom(c);
     bool https = false;
     for (size_t i = 0; i < count; i++) {
-        const sld_yaml_node_t *u = n->kind == SLD_YAML_SEQUENCE ? sld_yaml_at(n, i) : n;
-        if ((rc = get_upstream(c, n->kind == SLD_YAML_SEQUENCE ? sld_config_entry(e, sizeof e, p, i) : p, u,
+        if ((rc = get_upstream(c, list ? sld_config_entry(e, sizeof e, p, i) : p, list ? yat(rd, n, i) : n,
                                &rt->upstreams[i])))
             return rc;
         rt->nupstreams = i + 1;
@@ -335,8 +394,9 @@ typedef struct route_defaults {
     bool client_set;                 /* headers.client was written, not the default */
 } route_defaults_t;
 
-static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, const sld_yaml_node_t *node,
+static int get_route(const reader_t *rd, const char *at, const raw_route_t *r, const yaml_node_t *node,
                      sld_gw_route_t *rt, const sld_gw_route_t *prev, size_t nprev, const route_defaults_t *def) {
+    sld_config_ctx_t *c = rd->c;
     char p[PATH], b[64];
     int rc;
     rt->excess = SLD_GW_REJECT;
@@ -346,7 +406,7 @@ static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, 
         return rc;
     if (r->match && (rc = get_match(c, sld_config_join(p, sizeof p, at, "match"), r->match, rt)))
         return rc;
-    if ((rc = get_upstreams(c, at, sld_yaml_get(node, "upstream"), r, rt, prev, nprev)))
+    if ((rc = get_upstreams(rd, at, yget(rd, node, "upstream"), r, rt, prev, nprev)))
         return rc;
     if (r->excess) {
         if (strcmp(r->excess, "reject") == 0)
@@ -437,40 +497,63 @@ static int get_route(sld_config_ctx_t *c, const char *at, const raw_route_t *r, 
 }
 
 /* One listener: an address, or {address: ..., tls: {cert: FILE, key: FILE}}. */
-static int get_listen(sld_config_ctx_t *c, const char *at, const sld_yaml_node_t *n, sld_gw_listen_t *l) {
+/* The first key of mapping m that is neither a nor b into *out (NULL when
+ * none): SL_OK, or "cannot be read" for a non-scalar key, as before libyaml's
+ * document read the section (config/ refuses those first). */
+static int other_key(const reader_t *rd, const yaml_node_t *m, const char *a, const char *b, const char **out) {
+    *out = NULL;
+    for (size_t i = 0; i < ypairs(m); i++) {
+        const char *k = ykey(rd, m, i);
+        if (k == NULL)
+            return sld_config_bad(rd->c, "gateway", "cannot be read");
+        if (strcmp(k, a) != 0 && strcmp(k, b) != 0) {
+            *out = k;
+            return SL_OK;
+        }
+    }
+    return SL_OK;
+}
+
+static int get_listen(const reader_t *rd, const char *at, const yaml_node_t *n, sld_gw_listen_t *l) {
+    sld_config_ctx_t *c = rd->c;
     char p[PATH], t[PATH];
-    if (n->kind == SLD_YAML_SCALAR && !n->null)
-        return sld_config_get_listen(c, at, n->value, l->addr);
-    if (n->kind != SLD_YAML_MAPPING)
+    const char *other;
+    int rc;
+    if (yscalar(n))
+        return sld_config_get_listen(c, at, yscalar(n), l->addr);
+    if (!yis(n, YAML_MAPPING_NODE))
         return sld_config_bad(c, at, "expected an address like 127.0.0.1:8080, or {address: 127.0.0.1:8443, "
                                      "tls: {cert: FILE, key: FILE}}");
-    for (const sld_yaml_node_t *k = n->first; k; k = k->next)
-        if (strcmp(k->key, "address") != 0 && strcmp(k->key, "tls") != 0)
-            return sld_config_bad(c, sld_config_join(p, sizeof p, at, k->key),
-                                  "unknown key (a listener has address: and tls:)");
-    const sld_yaml_node_t *addr = sld_yaml_get(n, "address"), *tls = sld_yaml_get(n, "tls");
-    if (addr == NULL || addr->kind != SLD_YAML_SCALAR || addr->null)
+    if ((rc = other_key(rd, n, "address", "tls", &other)))
+        return rc;
+    if (other)
+        return sld_config_bad(c, sld_config_join(p, sizeof p, at, other),
+                              "unknown key (a listener has address: and tls:)");
+    const yaml_node_t *addr = yget(rd, n, "address"), *tls = yget(rd, n, "tls");
+    if (yscalar(addr) == NULL)
         return sld_config_bad(c, addr ? sld_config_join(p, sizeof p, at, "address") : at,
                               "address: is required (an address like 127.0.0.1:8443)");
-    int rc = sld_config_get_listen(c, sld_config_join(p, sizeof p, at, "address"), addr->value, l->addr);
+    rc = sld_config_get_listen(c, sld_config_join(p, sizeof p, at, "address"), yscalar(addr), l->addr);
     if (rc != SL_OK || tls == NULL)
         return rc;
     sld_config_join(t, sizeof t, at, "tls");
-    if (tls->kind != SLD_YAML_MAPPING)
+    if (!yis(tls, YAML_MAPPING_NODE))
         return sld_config_bad(c, t, "expected {cert: FILE, key: FILE}");
-    for (const sld_yaml_node_t *k = tls->first; k; k = k->next)
-        if (strcmp(k->key, "cert") != 0 && strcmp(k->key, "key") != 0)
-            return sld_config_bad(c, sld_config_join(p, sizeof p, t, k->key),
-                                  "unknown key (tls: has cert: and key:, PEM files)");
-    const sld_yaml_node_t *cert = sld_yaml_get(tls, "cert"), *key = sld_yaml_get(tls, "key");
+    if ((rc = other_key(rd, tls, "cert", "key", &other)))
+        return rc;
+    if (other)
+        return sld_config_bad(c, sld_config_join(p, sizeof p, t, other),
+                              "unknown key (tls: has cert: and key:, PEM files)");
+    const yaml_node_t *cert = yget(rd, tls, "cert"), *key = yget(rd, tls, "key");
     const char *missing = cert == NULL ? "cert" : key == NULL ? "key" : NULL;
     if (missing)
         return sld_config_bad(c, t, "%s: is required (a PEM file)", missing);
-    if (cert->kind != SLD_YAML_SCALAR || cert->null || cert->value[0] == '\0')
+    const char *cert_file = yscalar(cert), *key_file = yscalar(key);
+    if (cert_file == NULL || cert_file[0] == '\0')
         return sld_config_bad(c, sld_config_join(p, sizeof p, t, "cert"), "expected a file name");
-    if (key->kind != SLD_YAML_SCALAR || key->null || key->value[0] == '\0')
+    if (key_file == NULL || key_file[0] == '\0')
         return sld_config_bad(c, sld_config_join(p, sizeof p, t, "key"), "expected a file name");
-    if ((l->cert = sld_config_dup(c, cert->value)) == NULL || (l->key = sld_config_dup(c, key->value)) == NULL)
+    if ((l->cert = sld_config_dup(c, cert_file)) == NULL || (l->key = sld_config_dup(c, key_file)) == NULL)
         return SL_ENOMEM;
     char why[1024];
     sld_gw_tls_file_t which;
@@ -483,17 +566,16 @@ static int get_listen(sld_config_ctx_t *c, const char *at, const sld_yaml_node_t
 }
 
 /* listen: an address, or a list of addresses and listeners with tls:. */
-static int get_listens(sld_config_ctx_t *c, const sld_yaml_node_t *n, sld_gw_config_t *g) {
+static int get_listens(const reader_t *rd, const yaml_node_t *n, sld_gw_config_t *g) {
+    sld_config_ctx_t *c = rd->c;
     char p[PATH];
     int rc;
-    if (n == NULL || (n->kind == SLD_YAML_SCALAR && n->null))
+    if (n == NULL || ynull(n))
         return sld_config_bad(c, "gateway", "listen: is required (the gateway's own address, like "
                                             "127.0.0.1:8080)");
-    size_t count = 1;
-    if (n->kind == SLD_YAML_SEQUENCE) {
-        count = 0;
-        for (const sld_yaml_node_t *l = n->first; l; l = l->next)
-            count++;
+    bool list = yis(n, YAML_SEQUENCE_NODE);
+    size_t count = list ? ylen(n) : 1;
+    if (list) {
         if (count == 0 || count > SLD_GW_MAX_LISTENS)
             return sld_config_bad(c, "gateway.listen", "expected 1 to %d listeners, got %zu", SLD_GW_MAX_LISTENS,
                                   count);
@@ -502,9 +584,8 @@ static int get_listens(sld_config_ctx_t *c, const sld_yaml_node_t *n, sld_gw_con
         return sld_config_oom(c);
     for (size_t i = 0; i < count; i++) {
         g->nlistens = i + 1;
-        bool list = n->kind == SLD_YAML_SEQUENCE;
         const char *at = list ? sld_config_entry(p, sizeof p, "gateway.listen", i) : "gateway.listen";
-        if ((rc = get_listen(c, at, list ? sld_yaml_at(n, i) : n, &g->listens[i])))
+        if ((rc = get_listen(rd, at, list ? yat(rd, n, i) : n, &g->listens[i])))
             return rc;
         const char *port = strrchr(g->listens[i].addr, ':');
         for (size_t k = 0; k < i; k++)
@@ -550,8 +631,7 @@ static void gateway_free(void *value) {
     free(g);
 }
 
-static int gateway_read(sld_config_ctx_t *c, const raw_gateway_t *r, const sld_yaml_node_t *node,
-                        sld_gw_config_t *g);
+static int gateway_read(const reader_t *rd, const raw_gateway_t *r, const yaml_node_t *node, sld_gw_config_t *g);
 
 static int gateway_parse(sld_config_ctx_t *c, const void *raw, void **out) {
     const raw_gateway_t *r = raw;
@@ -561,22 +641,37 @@ static int gateway_parse(sld_config_ctx_t *c, const void *raw, void **out) {
     *out = g; /* freed with the section, even when incomplete */
     g->timeout = DEFAULT_TIMEOUT;
     int rc;
-    /* listen and the routes' upstream: from the file's text (gateway_yaml.h) */
+    /* listen and the routes' upstream: from libyaml's document of the file's text */
     size_t len;
     const char *text = sld_config_source(c, &len);
-    sld_yaml_node_t *doc = NULL;
-    if ((rc = sld_yaml_tree(text, len, &doc)) != SL_OK)
-        return rc == SL_ENOMEM ? sld_config_oom(c) : sld_config_bad(c, "gateway", "cannot be read");
-    rc = gateway_read(c, r, sld_yaml_get(doc, "gateway"), g);
-    sld_yaml_free(doc);
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser))
+        return sld_config_oom(c);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    bool loaded = yaml_parser_load(&parser, &doc) != 0;
+    yaml_error_type_t error = parser.error;
+    /* config/ lets an anchor be written again (YAML allows it; with aliases
+     * refused it names nothing), libyaml's loader does not: say so. */
+    bool anchor = error == YAML_COMPOSER_ERROR && parser.context && strstr(parser.context, "duplicate anchor");
+    size_t first = parser.context_mark.line + 1, second = parser.problem_mark.line + 1;
+    yaml_parser_delete(&parser);
+    if (!loaded && anchor)
+        return sld_config_bad(c, "gateway", "cannot be read: the anchor of line %zu is used again on line %zu "
+                                            "(anchors must differ)", first, second);
+    if (!loaded)
+        return error == YAML_MEMORY_ERROR ? sld_config_oom(c) : sld_config_bad(c, "gateway", "cannot be read");
+    reader_t rd = {.c = c, .doc = &doc};
+    rc = gateway_read(&rd, r, yget(&rd, yaml_document_get_root_node(&doc), "gateway"), g);
+    yaml_document_delete(&doc);
     return rc;
 }
 
-static int gateway_read(sld_config_ctx_t *c, const raw_gateway_t *r, const sld_yaml_node_t *node,
-                        sld_gw_config_t *g) {
+static int gateway_read(const reader_t *rd, const raw_gateway_t *r, const yaml_node_t *node, sld_gw_config_t *g) {
+    sld_config_ctx_t *c = rd->c;
     char p[PATH];
     int rc;
-    if ((rc = get_listens(c, sld_yaml_get(node, "listen"), g)))
+    if ((rc = get_listens(rd, yget(rd, node, "listen"), g)))
         return rc;
     if (r->timeout &&
         (rc = sld_config_get_duration_ms(c, "gateway.timeout", r->timeout, MAX_TIMEOUT, &g->timeout)))
@@ -591,11 +686,11 @@ static int gateway_read(sld_config_ctx_t *c, const raw_gateway_t *r, const sld_y
         return sld_config_bad(c, "gateway", "routes: at least one route is needed");
     if ((g->routes = calloc(r->routes_count, sizeof *g->routes)) == NULL)
         return sld_config_oom(c);
-    const sld_yaml_node_t *routes = sld_yaml_get(node, "routes");
+    const yaml_node_t *routes = yget(rd, node, "routes");
     for (unsigned i = 0; i < r->routes_count; i++) {
         g->nroutes = i + 1;
-        if ((rc = get_route(c, sld_config_entry(p, sizeof p, "gateway.routes", i), &r->routes[i],
-                            sld_yaml_at(routes, i), &g->routes[i], g->routes, i, &def)))
+        if ((rc = get_route(rd, sld_config_entry(p, sizeof p, "gateway.routes", i), &r->routes[i],
+                            yat(rd, routes, i), &g->routes[i], g->routes, i, &def)))
             return rc;
         char name[PATH];
         sld_config_join(name, sizeof name, p, "name");

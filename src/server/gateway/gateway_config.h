@@ -26,7 +26,7 @@
  *         max_delay: 2s            # default 1s
  *
  * listen and upstream may be one scalar or a list, which libcyaml cannot
- * describe: they are read from the file's text again (gateway_yaml.h).
+ * describe: they are read from libyaml's document of the file's text.
  *
  * Not here: serving (gateway.c), matching a request (gateway_route.h), the
  * TLS contexts (gateway_tls.h).
