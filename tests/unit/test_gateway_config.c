@@ -183,6 +183,9 @@ static void test_host_trailing_dot(void **state) {
     refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      match: {host: a..b}\n"
             "      upstream: http://x:1\n" POLICIES,
             5, "gateway.routes[0].match.host: expected a host name");
+    refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      match: {host: a..}\n"
+            "      upstream: http://x:1\n" POLICIES,
+            5, "gateway.routes[0].match.host: expected a host name");
     refused("gateway:\n  listen: 127.0.0.1:1\n  routes:\n    - name: a\n      match: {host: .}\n"
             "      upstream: http://x:1\n" POLICIES,
             5, "gateway.routes[0].match.host: expected a host name");

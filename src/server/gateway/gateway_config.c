@@ -11,7 +11,6 @@
  *
  * Not here: serving, matching.
  */
-#define _GNU_SOURCE /* memmem */
 #include <ctype.h>
 #include <strings.h>
 #include <stdlib.h>
@@ -207,7 +206,8 @@ static int get_match(sld_config_ctx_t *c, const char *at, const raw_match_t *m, 
         size_t n = strlen(m->host);
         if (n > 1 && m->host[n - 1] == '.')
             n--; /* "example.com." names example.com, as a request's host is compared */
-        bool ok = n > 0 && n <= MAX_HOST && m->host[0] != '.' && memmem(m->host, n, "..", 2) == NULL;
+        /* ".." searched in the whole text: "a.." is no "a." with its dot */
+        bool ok = n > 0 && n <= MAX_HOST && m->host[0] != '.' && strstr(m->host, "..") == NULL;
         for (size_t i = 0; ok && i < n; i++)
             ok = isalnum((unsigned char)m->host[i]) || m->host[i] == '-' || m->host[i] == '.';
         if (!ok)
