@@ -24,17 +24,27 @@ static void account(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned 
 }
 
 /* The heavy hitters and the per-second rates count decisions (not peeks,
- * not errors) by key and by second: /v1/stats. */
+ * not errors) by key and by second: /v1/stats. One clock reading (the
+ * batch's, sld_now) and one second for both; the sketch's sampling is
+ * tested inline, so a note sampled out costs no call (bench/README.md). */
 static void observe(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
                     const sl_decision_t *out) {
     sld_decide_ctx_t *d = ctx;
     if (rc != SL_OK || (r->flags & SL_DECIDE_PEEK))
         return;
     int64_t now = d->rt.now ? d->rt.now(d->rt.ctx) : sl_clock_realtime(NULL);
-    if (d->heavy)
-        sld_hh_note(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now);
+    if (now < 0) { /* not counted; the sketch says so in its dropped count */
+        if (d->heavy)
+            sld_hh_note(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now);
+        return;
+    }
+    int64_t second = now / 1000000;
     if (d->rates)
-        sld_rates_note(d->rates, worker, r->origin.slot, sld_result_of(out), out->allowed && out->delay > 0, now);
+        sld_rates_note_second(d->rates, worker, r->origin.slot, sld_result_of(out),
+                              out->allowed && out->delay > 0, second);
+    uint32_t weight;
+    if (d->heavy && (weight = sld_hh_weight(d->heavy, worker, second)) != 0)
+        sld_hh_note_weighted(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now, weight);
 }
 
 /* ---- memory -------------------------------------------------------------------------------------- */

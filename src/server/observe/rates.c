@@ -63,13 +63,18 @@ __attribute__((noinline)) static ring_t *ring_new(_Atomic(ring_t *) *at) {
 
 void sld_rates_note(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t result, bool delayed,
                     int64_t now_us) {
-    if (w >= r->workers || slot >= r->slots || now_us < 0 || result >= SLD_RESULTS)
+    if (now_us >= 0)
+        sld_rates_note_second(r, w, slot, result, delayed, now_us / 1000000);
+}
+
+void sld_rates_note_second(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t result,
+                           bool delayed, int64_t sec) {
+    if (w >= r->workers || slot >= r->slots || sec < 0 || result >= SLD_RESULTS)
         return;
     _Atomic(ring_t *) *at = &r->rings[(size_t)w * r->slots + slot];
     ring_t *ring = atomic_load_explicit(at, memory_order_acquire);
     if (ring == NULL && (ring = ring_new(at)) == NULL)
         return;
-    int64_t sec = now_us / 1000000;
     second_t *s = &ring->s[sec % SLD_RATES_SECONDS];
     if (atomic_load_explicit(&s->at, memory_order_relaxed) != sec) {
         for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
