@@ -39,12 +39,13 @@ static void observe(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
         return;
     }
     int64_t second = now / 1000000;
-    if (d->rates)
-        sld_rates_note_second(d->rates, worker, r->origin.slot, sld_result_of(out),
-                              out->allowed && out->delay > 0, second);
     uint32_t weight;
     if (d->heavy && (weight = sld_hh_weight(d->heavy, worker, second)) != 0)
         sld_hh_note_weighted(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now, weight);
+    /* last: a tail call, nothing kept across it */
+    if (d->rates)
+        sld_rates_note_second(d->rates, worker, r->origin.slot, sld_result_of(out),
+                              out->allowed && out->delay > 0, second);
 }
 
 /* ---- memory -------------------------------------------------------------------------------------- */
