@@ -27,12 +27,10 @@ static void account(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned 
  * not errors) by key and by second: /v1/stats. One clock reading (the
  * batch's, sld_now) and one second for both; the sketch's sampling is
  * tested inline, so a note sampled out costs no call (bench/README.md). */
-static void observe(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
-                    const sl_decision_t *out) {
-    sld_decide_ctx_t *d = ctx;
+static inline void observe_at(sld_decide_ctx_t *d, uint32_t worker, const sld_request_t *r, int rc,
+                              const sl_decision_t *out, int64_t now) {
     if (rc != SL_OK || (r->flags & SL_DECIDE_PEEK))
         return;
-    int64_t now = d->rt.now ? d->rt.now(d->rt.ctx) : sl_clock_realtime(NULL);
     if (now < 0) { /* not counted; the sketch says so in its dropped count */
         if (d->heavy)
             sld_hh_note(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now);
@@ -42,10 +40,13 @@ static void observe(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
     uint32_t weight;
     if (d->heavy && (weight = sld_hh_weight(d->heavy, worker, second)) != 0)
         sld_hh_note_weighted(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now, weight);
-    /* last: a tail call, nothing kept across it */
     if (d->rates)
         sld_rates_note_second(d->rates, worker, r->origin.slot, sld_result_of(out),
                               out->allowed && out->delay > 0, second);
+}
+
+static int64_t observe_now(const sld_decide_ctx_t *d) {
+    return d->rt.now ? d->rt.now(d->rt.ctx) : sl_clock_realtime(NULL);
 }
 
 /* With the heavy hitters on, the engine's one hook for both (it calls
@@ -53,8 +54,22 @@ static void observe(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
  * a decision instead of two. */
 static void account_observe(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
                             const sl_decision_t *out) {
+    sld_decide_ctx_t *d = ctx;
     account(ctx, worker, r->origin.slot, rc, r->flags, out);
-    observe(ctx, worker, r, rc, out);
+    observe_at(d, worker, r, rc, out, observe_now(d));
+}
+
+/* The same for a run the store kind decided together: one call and one
+ * clock reading a run instead of a decision (the run shares the batch's
+ * instant anyway: sld_now returns what sld_batch_begin read). */
+static void account_observe_run(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
+                                const int *rcs, const sl_decision_t *out) {
+    sld_decide_ctx_t *d = ctx;
+    int64_t now = observe_now(d);
+    for (size_t i = 0; i < n; i++) {
+        account(ctx, worker, reqs[i].origin.slot, rcs[i], reqs[i].flags, &out[i]);
+        observe_at(d, worker, &reqs[i], rcs[i], &out[i], now);
+    }
 }
 
 /* ---- memory -------------------------------------------------------------------------------------- */
@@ -442,6 +457,7 @@ int sld_decide_engine_new(sld_decide_ctx_t *d, sld_engine_t **out) {
                                                      : &sld_kind_redis;
     bool observing = d->heavy || d->rates;
     sld_engine_hooks_t hooks = {.ctx = d, .metrics = d->metrics, .account = observing ? NULL : account,
-                                .observe = observing ? account_observe : NULL};
+                                .observe = observing ? account_observe : NULL,
+                                .observe_run = observing ? account_observe_run : NULL};
     return sld_engine_new(kind, d, &hooks, out);
 }
