@@ -28,7 +28,7 @@ static void account(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned 
  * batch's, sld_now) and one second for both; the sketch's sampling is
  * tested inline, so a note sampled out costs no call (bench/README.md). */
 static inline void observe_at(sld_decide_ctx_t *d, uint32_t worker, const sld_request_t *r, int rc,
-                              const sl_decision_t *out, int64_t now) {
+                              const sl_decision_t *out, int64_t now, int64_t second) {
     if (rc != SL_OK || (r->flags & SL_DECIDE_PEEK))
         return;
     if (now < 0) { /* not counted; the sketch says so in its dropped count */
@@ -36,7 +36,6 @@ static inline void observe_at(sld_decide_ctx_t *d, uint32_t worker, const sld_re
             sld_hh_note(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now);
         return;
     }
-    int64_t second = now / 1000000;
     uint32_t weight;
     if (d->heavy && (weight = sld_hh_weight(d->heavy, worker, second)) != 0)
         sld_hh_note_weighted(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now, weight);
@@ -56,7 +55,8 @@ static void account_observe(void *ctx, uint32_t worker, const sld_request_t *r, 
                             const sl_decision_t *out) {
     sld_decide_ctx_t *d = ctx;
     account(ctx, worker, r->origin.slot, rc, r->flags, out);
-    observe_at(d, worker, r, rc, out, observe_now(d));
+    int64_t now = observe_now(d);
+    observe_at(d, worker, r, rc, out, now, now / 1000000);
 }
 
 /* The same for a run the store kind decided together: one call and one
@@ -65,10 +65,10 @@ static void account_observe(void *ctx, uint32_t worker, const sld_request_t *r, 
 static void account_observe_run(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
                                 const int *rcs, const sl_decision_t *out) {
     sld_decide_ctx_t *d = ctx;
-    int64_t now = observe_now(d);
+    int64_t now = observe_now(d), second = now / 1000000;
     for (size_t i = 0; i < n; i++) {
         account(ctx, worker, reqs[i].origin.slot, rcs[i], reqs[i].flags, &out[i]);
-        observe_at(d, worker, &reqs[i], rcs[i], &out[i], now);
+        observe_at(d, worker, &reqs[i], rcs[i], &out[i], now, second);
     }
 }
 
