@@ -27,19 +27,25 @@ static void account(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned 
  * not errors) by key and by second: /v1/stats. One clock reading (the
  * batch's, sld_now) and one second for both; the sketch's sampling is
  * tested inline, so a note sampled out costs no call (bench/README.md). */
-static inline void observe_at(sld_decide_ctx_t *d, uint32_t worker, const sld_request_t *r, int rc,
+/* The sketch's part of observe: the run hook counts the rates apart. */
+static inline bool observe_hh(sld_decide_ctx_t *d, uint32_t worker, const sld_request_t *r, int rc,
                               const sl_decision_t *out, int64_t now, int64_t second) {
     if (rc != SL_OK || (r->flags & SL_DECIDE_PEEK))
-        return;
+        return false;
     if (now < 0) { /* not counted; the sketch says so in its dropped count */
         if (d->heavy)
             sld_hh_note(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now);
-        return;
+        return false;
     }
     uint32_t weight;
     if (d->heavy && (weight = sld_hh_weight(d->heavy, worker, second)) != 0)
         sld_hh_note_weighted(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now, weight);
-    if (d->rates)
+    return true;
+}
+
+static inline void observe_at(sld_decide_ctx_t *d, uint32_t worker, const sld_request_t *r, int rc,
+                              const sl_decision_t *out, int64_t now, int64_t second) {
+    if (observe_hh(d, worker, r, rc, out, now, second) && d->rates)
         sld_rates_note_second(d->rates, worker, r->origin.slot, sld_result_of(out),
                               out->allowed && out->delay > 0, second);
 }
@@ -61,15 +67,31 @@ static void account_observe(void *ctx, uint32_t worker, const sld_request_t *r, 
 
 /* The same for a run the store kind decided together: one call and one
  * clock reading a run instead of a decision (the run shares the batch's
- * instant anyway: sld_now returns what sld_batch_begin read). */
+ * instant anyway: sld_now returns what sld_batch_begin read), and the
+ * rates' counts summed by policy slot, one sld_rates_add_second a slot's
+ * stretch of the run instead of a call a decision (bench/README.md). */
 static void account_observe_run(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
                                 const int *rcs, const sl_decision_t *out) {
     sld_decide_ctx_t *d = ctx;
     int64_t now = observe_now(d), second = now / 1000000;
+    uint32_t counts[SLD_RATE_COLUMNS] = {0}, slot = 0;
+    bool any = false;
     for (size_t i = 0; i < n; i++) {
-        account(ctx, worker, reqs[i].origin.slot, rcs[i], reqs[i].flags, &out[i]);
-        observe_at(d, worker, &reqs[i], rcs[i], &out[i], now, second);
+        const sld_request_t *r = &reqs[i];
+        account(ctx, worker, r->origin.slot, rcs[i], r->flags, &out[i]);
+        if (!observe_hh(d, worker, r, rcs[i], &out[i], now, second) || d->rates == NULL)
+            continue;
+        if (any && r->origin.slot != slot) {
+            sld_rates_add_second(d->rates, worker, slot, second, counts);
+            memset(counts, 0, sizeof counts);
+        }
+        slot = r->origin.slot;
+        any = true;
+        counts[sld_result_of(&out[i])]++;
+        counts[SLD_RATE_DELAYED] += out[i].allowed && out[i].delay > 0;
     }
+    if (any)
+        sld_rates_add_second(d->rates, worker, slot, second, counts);
 }
 
 /* ---- memory -------------------------------------------------------------------------------------- */

@@ -89,6 +89,27 @@ void sld_rates_note_second(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result
     }
 }
 
+void sld_rates_add_second(sld_rates_t *r, uint32_t w, uint32_t slot, int64_t sec,
+                          const uint32_t n[SLD_RATE_COLUMNS]) {
+    if (w >= r->workers || slot >= r->slots || sec < 0)
+        return;
+    _Atomic(ring_t *) *at = &r->rings[(size_t)w * r->slots + slot];
+    ring_t *ring = atomic_load_explicit(at, memory_order_acquire);
+    if (ring == NULL && (ring = ring_new(at)) == NULL)
+        return;
+    second_t *s = &ring->s[sec % SLD_RATES_SECONDS];
+    if (atomic_load_explicit(&s->at, memory_order_relaxed) != sec) {
+        for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
+            atomic_store_explicit(&s->n[k], 0, memory_order_relaxed);
+        atomic_store_explicit(&s->at, sec, memory_order_release);
+    }
+    for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
+        if (n[k]) {
+            uint32_t v = atomic_load_explicit(&s->n[k], memory_order_relaxed);
+            atomic_store_explicit(&s->n[k], v + n[k], memory_order_relaxed);
+        }
+}
+
 int sld_rates_read(sld_rates_t *r, uint32_t slot, int64_t now_us, uint32_t seconds,
                    uint64_t (*out)[SLD_RATE_COLUMNS]) {
     if (seconds > SLD_RATES_SECONDS)
