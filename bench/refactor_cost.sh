@@ -17,7 +17,8 @@
 #   BEFORE=/work/wt-before/build/sluiced AFTER=build/sluiced bench/refactor_cost.sh
 #
 # Knobs: BEFORE, AFTER (sluiced binaries), BEFORE_YAML (lines added to the
-# BEFORE build's configuration only: one binary, a setting on and off), N (20000), DEPTH (16), CASES, KEEP (0;
+# BEFORE build's configuration only: one binary, a setting on and off), AFTER_YAML
+# (the same for the AFTER run), N (20000), DEPTH (16), CASES, KEEP (0;
 # 1 keeps the callgrind files for callgrind_annotate),
 # PORT (17390; PORT+1 for HTTP), REDIS_PORT (17379). A build whose --help
 # lists --snapshot is given --snapshot off. Output: JSON lines, then a table.
@@ -39,7 +40,7 @@ policies:
     limits: [{algorithm: token_bucket, limit: 1000000, period: 1s}]
 YAML
 { cat "$OUT/bench.yaml"; printf '%s\n' "${BEFORE_YAML:-}"; } >"$OUT/bench-before.yaml"
-cp "$OUT/bench.yaml" "$OUT/bench-after.yaml"
+{ cat "$OUT/bench.yaml"; printf '%s\n' "${AFTER_YAML:-}"; } >"$OUT/bench-after.yaml"
 
 REDIS_PID=
 cleanup() { [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null; }

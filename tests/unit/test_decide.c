@@ -292,12 +292,57 @@ static void memory_batch_decides_as_one_by_one(void **state) {
     finish(all);
 }
 
+/* With the per-second rates on, the engine's run hook sums a run's
+ * counts by policy slot and adds them once: a batch spanning three
+ * policies, with a peek and a bad request inside, counts in every slot
+ * what the same requests decided one by one count. */
+static void batch_counts_the_rates_as_one_by_one(void **state) {
+    (void)state;
+    enum { N = 12, SLOTS = 64 };
+    fixture_t *f[2] = {start(false), start(false)};
+    sld_rates_t *rates[2];
+    sld_request_t reqs[2][N];
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(sld_rates_new(1, SLOTS, &rates[k]), SL_OK);
+        sld_engine_free(f[k]->engine);
+        f[k]->ctx.rates = rates[k];
+        assert_int_equal(sld_decide_engine_new(&f[k]->ctx, &f[k]->engine), SL_OK);
+        const char *names[N] = {"open", "open", "open", "local", "local", "open",
+                                "closed", "local", "local", "closed", "closed", "open"};
+        for (int i = 0; i < N; i++)
+            reqs[k][i] = request(f[k], names[i], i % 2 ? "a" : "b");
+        reqs[k][2].flags = SL_DECIDE_PEEK;
+        reqs[k][7].key = NULL; /* SL_EINVAL: not counted */
+        reqs[k][7].key_len = 3;
+    }
+    sl_decision_t out[N];
+    int rcs[N];
+    for (int i = 0; i < N; i++)
+        sld_engine_decide(f[0]->engine, 0, &reqs[0][i], &out[i], NULL, NULL, NULL);
+    sld_engine_decide_batch(f[1]->engine, 0, reqs[1], N, out, rcs, NULL, NULL);
+    static uint64_t one[1][SLD_RATE_COLUMNS], all[1][SLD_RATE_COLUMNS];
+    uint64_t total = 0;
+    for (uint32_t slot = 0; slot < SLOTS; slot++) {
+        sld_rates_read(rates[0], slot, f[0]->rt.now + SEC(1), 1, one);
+        sld_rates_read(rates[1], slot, f[1]->rt.now + SEC(1), 1, all);
+        assert_memory_equal(one, all, sizeof one);
+        for (size_t k = 0; k < SLD_RESULTS; k++)
+            total += all[0][k];
+    }
+    assert_int_equal(total, N - 2); /* all but the peek and the bad one */
+    for (int k = 0; k < 2; k++) {
+        finish(f[k]);
+        sld_rates_free(rates[k]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(memory_decides_and_counts_once),
         cmocka_unit_test(without_redis_each_policy_falls_back),
         cmocka_unit_test(a_caller_that_cannot_wait_is_decided_in_memory),
         cmocka_unit_test(memory_batch_decides_as_one_by_one),
+        cmocka_unit_test(batch_counts_the_rates_as_one_by_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,6 +59,43 @@ static void delayed_is_counted_beside_its_result(void **state) {
     sld_rates_free(r);
 }
 
+/* The engine's run hook adds a run's counts at once: the same as noting
+ * them one by one, into an existing or a reused bucket; bad input ignored. */
+static void added_counts_are_the_notes_summed(void **state) {
+    (void)state;
+    sld_rates_t *a, *b;
+    assert_int_equal(sld_rates_new(2, 2, &a), SL_OK);
+    assert_int_equal(sld_rates_new(2, 2, &b), SL_OK);
+    sld_rates_note(a, 1, 1, SLD_ALLOWED, true, T0);
+    sld_rates_note(a, 1, 1, SLD_ALLOWED, false, T0);
+    sld_rates_note(a, 1, 1, SLD_DENIED, false, T0);
+    sld_rates_note(a, 0, 1, SLD_LIMITED, false, T0 + SEC(1));
+    sld_rates_note(b, 1, 1, SLD_ALLOWED, true, T0); /* then two more the run adds */
+    uint32_t run[SLD_RATE_COLUMNS] = {0};
+    run[SLD_ALLOWED] = 1, run[SLD_DENIED] = 1;
+    sld_rates_add_second(b, 1, 1, T0 / SEC(1), run);
+    uint32_t next[SLD_RATE_COLUMNS] = {0};
+    next[SLD_LIMITED] = 1;
+    sld_rates_add_second(b, 0, 1, T0 / SEC(1) + 1, next);
+    sld_rates_add_second(b, 2, 1, T0 / SEC(1), run);  /* no such worker */
+    sld_rates_add_second(b, 0, 2, T0 / SEC(1), run);  /* no such slot */
+    sld_rates_add_second(b, 0, 1, -1, run);           /* no clock */
+    static uint64_t oa[SLD_RATES_SECONDS][SLD_RATE_COLUMNS], ob[SLD_RATES_SECONDS][SLD_RATE_COLUMNS];
+    assert_int_equal(sld_rates_read(a, 1, T0 + SEC(2), 3, oa), 1);
+    assert_int_equal(sld_rates_read(b, 1, T0 + SEC(2), 3, ob), 1);
+    assert_memory_equal(oa, ob, 3 * sizeof oa[0]);
+    assert_int_equal(ob[1][SLD_ALLOWED], 2);
+    assert_int_equal(ob[1][SLD_RATE_DELAYED], 1);
+    assert_int_equal(ob[2][SLD_LIMITED], 1);
+    /* 15 minutes on, an add to the reused bucket starts it at zero */
+    sld_rates_add_second(b, 1, 1, T0 / SEC(1) + SLD_RATES_SECONDS, next);
+    assert_int_equal(sld_rates_read(b, 1, T0 + SEC(SLD_RATES_SECONDS + 1), 1, ob), 1);
+    assert_int_equal(ob[0][SLD_LIMITED], 1);
+    assert_int_equal(ob[0][SLD_ALLOWED], 0);
+    sld_rates_free(a);
+    sld_rates_free(b);
+}
+
 static void bad_input_is_ignored(void **state) {
     (void)state;
     sld_rates_t *r;
@@ -78,6 +115,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(counts_land_in_their_second),
         cmocka_unit_test(delayed_is_counted_beside_its_result),
+        cmocka_unit_test(added_counts_are_the_notes_summed),
         cmocka_unit_test(bad_input_is_ignored),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

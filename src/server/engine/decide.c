@@ -24,17 +24,74 @@ static void account(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned 
 }
 
 /* The heavy hitters and the per-second rates count decisions (not peeks,
- * not errors) by key and by second: /v1/stats. */
-static void observe(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
-                    const sl_decision_t *out) {
-    sld_decide_ctx_t *d = ctx;
+ * not errors) by key and by second: /v1/stats. One clock reading (the
+ * batch's, sld_now) and one second for both; the sketch's sampling is
+ * tested inline, so a note sampled out costs no call (bench/README.md). */
+/* The sketch's part of observe: the run hook counts the rates apart. */
+static inline bool observe_hh(sld_decide_ctx_t *d, uint32_t worker, const sld_request_t *r, int rc,
+                              const sl_decision_t *out, int64_t now, int64_t second) {
     if (rc != SL_OK || (r->flags & SL_DECIDE_PEEK))
-        return;
-    int64_t now = d->rt.now ? d->rt.now(d->rt.ctx) : sl_clock_realtime(NULL);
-    if (d->heavy)
-        sld_hh_note(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now);
-    if (d->rates)
-        sld_rates_note(d->rates, worker, r->origin.slot, sld_result_of(out), out->allowed && out->delay > 0, now);
+        return false;
+    if (now < 0) { /* not counted; the sketch says so in its dropped count */
+        if (d->heavy)
+            sld_hh_note(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now);
+        return false;
+    }
+    uint32_t weight;
+    if (d->heavy && (weight = sld_hh_weight(d->heavy, worker, second)) != 0)
+        sld_hh_note_weighted(d->heavy, worker, r->origin.slot, r->key, r->key_len, !out->allowed, now, weight);
+    return true;
+}
+
+static inline void observe_at(sld_decide_ctx_t *d, uint32_t worker, const sld_request_t *r, int rc,
+                              const sl_decision_t *out, int64_t now, int64_t second) {
+    if (observe_hh(d, worker, r, rc, out, now, second) && d->rates)
+        sld_rates_note_second(d->rates, worker, r->origin.slot, sld_result_of(out),
+                              out->allowed && out->delay > 0, second);
+}
+
+static int64_t observe_now(const sld_decide_ctx_t *d) {
+    return d->rt.now ? d->rt.now(d->rt.ctx) : sl_clock_realtime(NULL);
+}
+
+/* With the heavy hitters on, the engine's one hook for both (it calls
+ * account then observe, always together): one call through its pointer
+ * a decision instead of two. */
+static void account_observe(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
+                            const sl_decision_t *out) {
+    sld_decide_ctx_t *d = ctx;
+    account(ctx, worker, r->origin.slot, rc, r->flags, out);
+    int64_t now = observe_now(d);
+    observe_at(d, worker, r, rc, out, now, now / 1000000);
+}
+
+/* The same for a run the store kind decided together: one call and one
+ * clock reading a run instead of a decision (the run shares the batch's
+ * instant anyway: sld_now returns what sld_batch_begin read), and the
+ * rates' counts summed by policy slot, one sld_rates_add_second a slot's
+ * stretch of the run instead of a call a decision (bench/README.md). */
+static void account_observe_run(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
+                                const int *rcs, const sl_decision_t *out) {
+    sld_decide_ctx_t *d = ctx;
+    int64_t now = observe_now(d), second = now / 1000000;
+    uint32_t counts[SLD_RATE_COLUMNS] = {0}, slot = 0;
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        const sld_request_t *r = &reqs[i];
+        account(ctx, worker, r->origin.slot, rcs[i], r->flags, &out[i]);
+        if (!observe_hh(d, worker, r, rcs[i], &out[i], now, second) || d->rates == NULL)
+            continue;
+        if (any && r->origin.slot != slot) {
+            sld_rates_add_second(d->rates, worker, slot, second, counts);
+            memset(counts, 0, sizeof counts);
+        }
+        slot = r->origin.slot;
+        any = true;
+        counts[sld_result_of(&out[i])]++;
+        counts[SLD_RATE_DELAYED] += out[i].allowed && out[i].delay > 0;
+    }
+    if (any)
+        sld_rates_add_second(d->rates, worker, slot, second, counts);
 }
 
 /* ---- memory -------------------------------------------------------------------------------------- */
@@ -420,7 +477,9 @@ int sld_decide_engine_new(sld_decide_ctx_t *d, sld_engine_t **out) {
     const sld_store_kind_t *kind = d->remote == NULL ? &sld_kind_memory
                                    : d->write_back   ? &sld_kind_write_back
                                                      : &sld_kind_redis;
-    sld_engine_hooks_t hooks = {.ctx = d, .metrics = d->metrics, .account = account,
-                                .observe = d->heavy || d->rates ? observe : NULL};
+    bool observing = d->heavy || d->rates;
+    sld_engine_hooks_t hooks = {.ctx = d, .metrics = d->metrics, .account = observing ? NULL : account,
+                                .observe = observing ? account_observe : NULL,
+                                .observe_run = observing ? account_observe_run : NULL};
     return sld_engine_new(kind, d, &hooks, out);
 }

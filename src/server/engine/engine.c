@@ -91,6 +91,10 @@ static void decide_run(sld_engine_t *e, uint32_t worker, const sld_request_t *re
     uint64_t each = timed ? (now_ns(e) - started) / n : 0;
     for (size_t i = 0; i < timed; i++)
         sld_metrics_latency(m, worker, each);
+    if (e->hooks.observe_run) {
+        e->hooks.observe_run(e->hooks.ctx, worker, reqs, n, rcs, out);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         if (e->hooks.account)
             e->hooks.account(e->hooks.ctx, worker, reqs[i].origin.slot, rcs[i], reqs[i].flags,

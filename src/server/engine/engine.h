@@ -144,6 +144,11 @@ typedef struct sld_engine_hooks {
      * the heavy-hitter sketches count. NULL: not called, no cost. */
     void (*observe)(void *ctx, uint32_t worker, const sld_request_t *r, int rc,
                     const sl_decision_t *out);
+    /* For a run of n requests decided together (rcs[i], out[i]): what
+     * account then observe would count, request by request, in one call.
+     * NULL: account and observe are called for each. */
+    void (*observe_run)(void *ctx, uint32_t worker, const sld_request_t *reqs, size_t n,
+                        const int *rcs, const sl_decision_t *out);
     /* The monotonic clock, ns (NULL: CLOCK_MONOTONIC). */
     uint64_t (*mono_ns)(void *ctx);
 } sld_engine_hooks_t;

@@ -42,15 +42,11 @@ typedef struct ring {
 
 /* A spin lock, not a mutex: the owner takes it on every note and finds it
  * free but while a reader copies this worker's sketches (a few hundred
- * KiB at most); a pthread mutex cost ~130 instructions a note. */
+ * KiB at most); a pthread mutex cost ~130 instructions a note. The
+ * sampling's state is apart (sld_hh_sampler_t, the owner's alone). */
 typedef struct worker {
     _Alignas(64) atomic_flag lock;
     ring_t **rings;               /* [slots], NULL until used */
-    /* the owner's alone, outside the lock: the sampling's state */
-    int64_t second;               /* now_us / 1 s of the last note */
-    uint32_t in_second;           /* notes in that second */
-    uint32_t skip;                /* sampled-out notes before the next one counted */
-    uint64_t rng;                 /* xorshift64 state, never 0 */
 } worker_t;
 
 static void lock(worker_t *w) {
@@ -61,7 +57,8 @@ static void lock(worker_t *w) {
 static void unlock(worker_t *w) { atomic_flag_clear_explicit(&w->lock, memory_order_release); }
 
 struct sld_hh {
-    uint32_t workers, slots, k, mask, sample_above;
+    sld_hh_head_t head;           /* first: sld_hh_weight reads it inline */
+    uint32_t slots, k, mask;
     sld_hh_keys_t keys;
     worker_t *w;
     _Atomic uint64_t dropped;
@@ -87,23 +84,24 @@ int sld_hh_new(uint32_t workers, uint32_t slots, const sld_hh_options_t *o, sld_
     uint32_t size = 16;
     while (size < 2 * k)
         size *= 2;
-    *hh = (sld_hh_t){.workers = workers, .slots = slots, .k = k, .mask = size - 1,
-                     .keys = o ? o->keys : SLD_HH_SHOW, .sample_above = o ? o->sample_above : 0};
+    *hh = (sld_hh_t){.head = {.workers = workers, .sample_above = o ? o->sample_above : 0},
+                     .slots = slots, .k = k, .mask = size - 1, .keys = o ? o->keys : SLD_HH_SHOW};
     /* sizeof *hh->w is a multiple of its 64-byte alignment */
     hh->w = aligned_alloc(_Alignof(worker_t), workers * sizeof *hh->w);
-    if (hh->w == NULL) {
+    hh->head.samplers = aligned_alloc(_Alignof(sld_hh_sampler_t), workers * sizeof *hh->head.samplers);
+    if (hh->w == NULL || hh->head.samplers == NULL) {
+        free(hh->w);
+        free(hh->head.samplers);
         free(hh);
         return SL_ENOMEM;
     }
     for (uint32_t i = 0; i < workers; i++) {
         atomic_flag_clear(&hh->w[i].lock);
-        hh->w[i].second = -1;
-        hh->w[i].in_second = 0;
-        hh->w[i].skip = 0;
-        hh->w[i].rng = UINT64_C(0x9E3779B97F4A7C15) * (i + 1); /* odd multiples: never 0 */
+        hh->head.samplers[i] = (sld_hh_sampler_t){
+            .second = -1, .rng = UINT64_C(0x9E3779B97F4A7C15) * (i + 1)}; /* odd multiples: never 0 */
         hh->w[i].rings = calloc(slots, sizeof *hh->w[i].rings);
         if (hh->w[i].rings == NULL) {
-            hh->workers = i + 1;
+            hh->head.workers = i + 1;
             sld_hh_free(hh);
             return SL_ENOMEM;
         }
@@ -123,12 +121,13 @@ static void ring_free(ring_t *r) {
 void sld_hh_free(sld_hh_t *hh) {
     if (hh == NULL)
         return;
-    for (uint32_t i = 0; i < hh->workers; i++) {
+    for (uint32_t i = 0; i < hh->head.workers; i++) {
         for (uint32_t s = 0; hh->w[i].rings && s < hh->slots; s++)
             ring_free(hh->w[i].rings[s]);
         free(hh->w[i].rings);
     }
     free(hh->w);
+    free(hh->head.samplers);
     free(hh);
 }
 
@@ -262,36 +261,24 @@ __attribute__((noinline)) static void note_counted(sld_hh_t *hh, worker_t *wk, u
     unlock(wk);
 }
 
-void sld_hh_note(sld_hh_t *hh, uint32_t w, uint32_t slot, const void *key, size_t len,
-                 bool denied, int64_t now_us) {
-    if (w >= hh->workers || slot >= hh->slots || now_us < 0) {
+void sld_hh_note_weighted(sld_hh_t *hh, uint32_t w, uint32_t slot, const void *key, size_t len,
+                          bool denied, int64_t now_us, uint32_t weight) {
+    if (w >= hh->head.workers || slot >= hh->slots || now_us < 0) {
         atomic_fetch_add_explicit(&hh->dropped, 1, memory_order_relaxed);
         return;
     }
-    worker_t *wk = &hh->w[w];
-    uint32_t weight = 1;
-    if (hh->sample_above) {
-        int64_t second = now_us / 1000000;
-        if (second != wk->second) {
-            wk->second = second;
-            wk->in_second = 0;
-        }
-        if (++wk->in_second > hh->sample_above) {
-            /* past the exact part of this second: one note in SLD_HH_SAMPLE,
-             * the gaps between them drawn at random from 1 .. 2 SAMPLE - 1
-             * (mean SAMPLE), so a note sampled out costs a decrement */
-            if (wk->skip > 0) {
-                wk->skip--;
-                return;
-            }
-            wk->rng ^= wk->rng << 13;
-            wk->rng ^= wk->rng >> 7;
-            wk->rng ^= wk->rng << 17;
-            wk->skip = (uint32_t)((wk->rng >> 32) % (2 * SLD_HH_SAMPLE - 1)); /* the high bits: xorshift's best */
-            weight = SLD_HH_SAMPLE;
-        }
+    note_counted(hh, &hh->w[w], slot, key, len, denied, now_us, weight);
+}
+
+void sld_hh_note(sld_hh_t *hh, uint32_t w, uint32_t slot, const void *key, size_t len,
+                 bool denied, int64_t now_us) {
+    if (w >= hh->head.workers || slot >= hh->slots || now_us < 0) {
+        atomic_fetch_add_explicit(&hh->dropped, 1, memory_order_relaxed);
+        return;
     }
-    note_counted(hh, wk, slot, key, len, denied, now_us, weight);
+    uint32_t weight = sld_hh_weight(hh, w, now_us / 1000000);
+    if (weight)
+        sld_hh_note_weighted(hh, w, slot, key, len, denied, now_us, weight);
 }
 
 /* ---- reading ---------------------------------------------------------------------------------- */
@@ -348,7 +335,7 @@ size_t sld_hh_top(sld_hh_t *hh, uint32_t slot, sld_hh_window_t window, sld_hh_wh
     int64_t first = last - (window == SLD_HH_MINUTE ? 1 : SLD_HH_MINUTES - 1);
     gathered_t g = {0};
     bool ok = true;
-    for (uint32_t w = 0; w < hh->workers && ok; w++) {
+    for (uint32_t w = 0; w < hh->head.workers && ok; w++) {
         lock(&hh->w[w]);
         const ring_t *r = hh->w[w].rings[slot];
         for (size_t i = 0; r && i < SLD_HH_MINUTES && ok; i++)
@@ -398,5 +385,5 @@ uint64_t sld_hh_dropped(const sld_hh_t *hh) {
 }
 
 sld_hh_options_t sld_hh_options(const sld_hh_t *hh) {
-    return (sld_hh_options_t){.counters = hh->k, .keys = hh->keys, .sample_above = hh->sample_above};
+    return (sld_hh_options_t){.counters = hh->k, .keys = hh->keys, .sample_above = hh->head.sample_above};
 }

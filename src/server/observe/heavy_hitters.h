@@ -33,7 +33,7 @@
  * "hide" it is counted by that hash but never shown.
  *
  * Not here: rendering (http_stats.c), the decision path (the daemon's
- * engine hook calls sld_hh_note).
+ * engine hook calls sld_hh_weight and sld_hh_note_weighted).
  */
 #ifndef SL_SERVER_HEAVY_HITTERS_H
 #define SL_SERVER_HEAVY_HITTERS_H
@@ -74,6 +74,49 @@ typedef struct sld_hh_entry {
 
 typedef struct sld_hh sld_hh_t;
 
+/* One worker's sampling state, its owner's alone. Public so that the
+ * decision path tests it inline (sld_hh_weight): a note sampled out then
+ * costs a decrement and no call. */
+typedef struct sld_hh_sampler {
+    _Alignas(64) int64_t second;  /* now_us / 1 s of the last note; -1: none */
+    uint32_t in_second;           /* notes in that second */
+    uint32_t skip;                /* sampled-out notes before the next one counted */
+    uint64_t rng;                 /* xorshift64 state, never 0 */
+} sld_hh_sampler_t;
+
+/* The head of every sld_hh_t (its first member): what sld_hh_weight reads. */
+typedef struct sld_hh_head {
+    uint32_t workers, sample_above;
+    sld_hh_sampler_t *samplers;   /* [workers] */
+} sld_hh_head_t;
+
+/* What worker w's note at `second` (now_us / 1 s) weighs: 0 (sampled
+ * out: nothing to do), 1, or SLD_HH_SAMPLE (past the exact part of the
+ * second: one note in SLD_HH_SAMPLE, the gaps between them drawn at random
+ * from 1 .. 2 SAMPLE - 1, mean SAMPLE). w out of range: 1 (sld_hh_note_weighted
+ * counts it dropped). */
+static inline uint32_t sld_hh_weight(sld_hh_t *hh, uint32_t w, int64_t second) {
+    const sld_hh_head_t *h = (const sld_hh_head_t *)hh;
+    if (h->sample_above == 0 || w >= h->workers)
+        return 1;
+    sld_hh_sampler_t *s = &h->samplers[w];
+    if (second != s->second) {
+        s->second = second;
+        s->in_second = 0;
+    }
+    if (++s->in_second <= h->sample_above)
+        return 1;
+    if (s->skip > 0) {
+        s->skip--;
+        return 0;
+    }
+    s->rng ^= s->rng << 13;
+    s->rng ^= s->rng >> 7;
+    s->rng ^= s->rng << 17;
+    s->skip = (uint32_t)((s->rng >> 32) % (2 * SLD_HH_SAMPLE - 1)); /* the high bits: xorshift's best */
+    return SLD_HH_SAMPLE;
+}
+
 /* Sketches for `workers` workers and policy slots [0, slots): SL_OK,
  * SL_EINVAL (zero workers or slots, counters over SLD_HH_COUNTERS_MAX),
  * SL_ENOMEM. Memory per (worker, slot) used: 2 * 60 * k counters of about
@@ -87,6 +130,12 @@ void sld_hh_free(sld_hh_t *hh);
  * counted in sld_hh_dropped and otherwise ignored. */
 void sld_hh_note(sld_hh_t *hh, uint32_t w, uint32_t slot, const void *key, size_t len,
                  bool denied, int64_t now_us);
+
+/* sld_hh_note in two: the weight of the note (sld_hh_weight, inline) and,
+ * when not 0, the counting, here. Every note of w goes through
+ * sld_hh_weight exactly once, as sld_hh_note does. */
+void sld_hh_note_weighted(sld_hh_t *hh, uint32_t w, uint32_t slot, const void *key, size_t len,
+                          bool denied, int64_t now_us, uint32_t weight);
 
 /* The top n keys of `slot` over `window` ending at now_us, by count
  * descending: fills out[0..returned), *total (the updates in the window,

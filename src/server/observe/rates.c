@@ -63,13 +63,18 @@ __attribute__((noinline)) static ring_t *ring_new(_Atomic(ring_t *) *at) {
 
 void sld_rates_note(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t result, bool delayed,
                     int64_t now_us) {
-    if (w >= r->workers || slot >= r->slots || now_us < 0 || result >= SLD_RESULTS)
+    if (now_us >= 0)
+        sld_rates_note_second(r, w, slot, result, delayed, now_us / 1000000);
+}
+
+void sld_rates_note_second(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t result,
+                           bool delayed, int64_t sec) {
+    if (w >= r->workers || slot >= r->slots || sec < 0 || result >= SLD_RESULTS)
         return;
     _Atomic(ring_t *) *at = &r->rings[(size_t)w * r->slots + slot];
     ring_t *ring = atomic_load_explicit(at, memory_order_acquire);
     if (ring == NULL && (ring = ring_new(at)) == NULL)
         return;
-    int64_t sec = now_us / 1000000;
     second_t *s = &ring->s[sec % SLD_RATES_SECONDS];
     if (atomic_load_explicit(&s->at, memory_order_relaxed) != sec) {
         for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
@@ -82,6 +87,27 @@ void sld_rates_note(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t resu
         v = atomic_load_explicit(&s->n[SLD_RATE_DELAYED], memory_order_relaxed);
         atomic_store_explicit(&s->n[SLD_RATE_DELAYED], v + 1, memory_order_relaxed);
     }
+}
+
+void sld_rates_add_second(sld_rates_t *r, uint32_t w, uint32_t slot, int64_t sec,
+                          const uint32_t n[SLD_RATE_COLUMNS]) {
+    if (w >= r->workers || slot >= r->slots || sec < 0)
+        return;
+    _Atomic(ring_t *) *at = &r->rings[(size_t)w * r->slots + slot];
+    ring_t *ring = atomic_load_explicit(at, memory_order_acquire);
+    if (ring == NULL && (ring = ring_new(at)) == NULL)
+        return;
+    second_t *s = &ring->s[sec % SLD_RATES_SECONDS];
+    if (atomic_load_explicit(&s->at, memory_order_relaxed) != sec) {
+        for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
+            atomic_store_explicit(&s->n[k], 0, memory_order_relaxed);
+        atomic_store_explicit(&s->at, sec, memory_order_release);
+    }
+    for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
+        if (n[k]) {
+            uint32_t v = atomic_load_explicit(&s->n[k], memory_order_relaxed);
+            atomic_store_explicit(&s->n[k], v + n[k], memory_order_relaxed);
+        }
 }
 
 int sld_rates_read(sld_rates_t *r, uint32_t slot, int64_t now_us, uint32_t seconds,

@@ -37,6 +37,15 @@ void sld_rates_free(sld_rates_t *r);
  * of range, negative times and a failed allocation are ignored. */
 void sld_rates_note(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t result, bool delayed,
                     int64_t now_us);
+/* The same at second `sec` (now_us / 1 s), for a caller that has it. */
+void sld_rates_note_second(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t result,
+                           bool delayed, int64_t sec);
+
+/* sld_rates_note_second for many decisions at once: n[result] and
+ * n[SLD_RATE_DELAYED] added to worker w's second `sec` under slot (the
+ * engine's run hook sums a run's decisions first: one call a run). */
+void sld_rates_add_second(sld_rates_t *r, uint32_t w, uint32_t slot, int64_t sec,
+                          const uint32_t n[SLD_RATE_COLUMNS]);
 
 /* The last `seconds` (<= SLD_RATES_SECONDS) whole seconds before the one
  * holding now_us, oldest first: out[i][result] and out[i][SLD_RATE_DELAYED],
