@@ -26,8 +26,8 @@ static void account(void *ctx, uint32_t worker, uint32_t slot, int rc, unsigned 
 /* The heavy hitters and the per-second rates count decisions (not peeks,
  * not errors) by key and by second: /v1/stats. One clock reading (the
  * batch's, sld_now) and one second for both; the sketch's sampling is
- * tested inline, so a note sampled out costs no call (bench/README.md). */
-/* The sketch's part of observe: the run hook counts the rates apart. */
+ * tested inline, so a note sampled out costs no call (bench/README.md).
+ * This is the sketch's part; the run hook counts the rates apart. */
 static inline bool observe_hh(sld_decide_ctx_t *d, uint32_t worker, const sld_request_t *r, int rc,
                               const sl_decision_t *out, int64_t now, int64_t second) {
     if (rc != SL_OK || (r->flags & SL_DECIDE_PEEK))
