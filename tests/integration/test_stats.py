@@ -130,6 +130,41 @@ class Stats(unittest.TestCase):
         self.assertEqual(p["heavy_hitters"]["hour"]["requests"]["top"], [])
 
 
+class StatsRedis(unittest.TestCase):
+    """The Redis store's figures: how long Redis takes to answer."""
+
+    def setUp(self):
+        from test_distributed import RedisServer  # its redis-server on a free port
+        self.redis = RedisServer()
+        self.addCleanup(self.redis.stop)
+        store = "store:\n  type: redis\n  url: %s\n  clock: local\n" % self.redis.url
+        self.d = HttpDaemon(http_config(POLICIES + OBSERVE_ON, store))
+        self.addCleanup(self.d.stop)
+        self.addCleanup(lambda: self.d.resp.connection_pool.disconnect())
+
+    def store(self):
+        res = self.d.get("/v1/stats")
+        self.assertEqual(res.status, 200, res.body)
+        return json.loads(res.body)["store"]
+
+    def test_latency_counts_script_calls(self):
+        before = self.store()
+        self.assertTrue(before["shared"])
+        self.assertEqual(set(before["latency"]), {"count", "sum_seconds"})
+        # one request at a time: each is a loop turn of its own, so one
+        # script call (a call batches what one turn gathered)
+        for i in range(10):
+            self.d.resp.execute_command("SL.CHECK", "per_ip", "k%d" % i)
+        after = self.store()
+        self.assertEqual(after["calls"] - before["calls"], 10)
+        self.assertEqual(after["latency"]["count"] - before["latency"]["count"], 10)
+        self.assertGreater(after["latency"]["sum_seconds"], before["latency"]["sum_seconds"])
+        # a mean a loopback Redis cannot miss by much: above 0, below a second
+        mean = after["latency"]["sum_seconds"] / after["latency"]["count"]
+        self.assertGreater(mean, 0)
+        self.assertLess(mean, 1.0)
+
+
 class StatsConfig(unittest.TestCase):
     def daemon(self, section):
         return HttpDaemon(http_config(POLICIES + section))

@@ -372,6 +372,8 @@ static void redis_status(void *ctx, sld_store_status_t *out) {
     out->fallback_open = rs.fallback_open;
     out->fallback_closed = rs.fallback_closed;
     out->fallback_local = rs.fallback_local;
+    out->latency_count = rs.latency_count;
+    out->latency_sum_us = rs.latency_sum_us;
 }
 
 static int redis_share_rules(void *ctx, uint32_t worker, const char *name, const char *json,

@@ -51,6 +51,7 @@ struct sld_remote {
     remote_worker_t *workers;
     char description[256];
     _Atomic uint64_t calls, failures, timeouts;
+    _Atomic uint64_t latency_count, latency_sum_us; /* answered script calls */
     _Atomic uint64_t fallback[4]; /* by sld_store_failure_t */
     _Atomic bool warned_reply;
     /* the store as a whole, for the log: said once per change, not per
@@ -258,6 +259,7 @@ typedef struct batch {
     sld_remote_t *r;
     remote_worker_t *w;
     size_t n;
+    uint64_t sent_ns;          /* uv_hrtime() at send: the call's latency */
     queued_t *items[SL__REDIS_MAX_BATCH];
 } batch_t;
 
@@ -282,6 +284,12 @@ static void on_batch_answer(void *arg, size_t i, sl__redis_status_t status, int 
             atomic_fetch_add_explicit(&r->timeouts, b->n, memory_order_relaxed);
         if (status != SL__REDIS_OK || !atomic_load_explicit(&b->w->up, memory_order_relaxed))
             publish(b->w);
+        /* only calls Redis answered: a timeout's time is the timeout's */
+        if (status == SL__REDIS_OK) {
+            atomic_fetch_add_explicit(&r->latency_count, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&r->latency_sum_us, (uv_hrtime() - b->sent_ns) / 1000,
+                                      memory_order_relaxed);
+        }
     }
     if (rc != SL_OK && status == SL__REDIS_OK && !atomic_exchange(&r->warned_reply, true))
         sld_error("store: unusable answer from Redis (%s); deciding by on_store_failure (logged once)",
@@ -313,6 +321,7 @@ static void flush_batch(sld_remote_t *r, remote_worker_t *w, bool answer_now) {
         b->w = w;
         b->n = n;
         memcpy(b->items, items, n * sizeof *b->items);
+        b->sent_ns = uv_hrtime();
         int st = sl__redis_evaluate_send(w->client, reqs, n, w->batch_now, on_batch_answer, b);
         if (st == 0)
             return;
@@ -500,6 +509,8 @@ void sld_remote_stats(sld_remote_t *r, sld_remote_stats_t *out) {
     out->calls = atomic_load(&r->calls);
     out->failures = atomic_load(&r->failures);
     out->timeouts = atomic_load(&r->timeouts);
+    out->latency_count = atomic_load(&r->latency_count);
+    out->latency_sum_us = atomic_load(&r->latency_sum_us);
     out->fallback_open = atomic_load(&r->fallback[SLD_FAIL_OPEN]);
     out->fallback_closed = atomic_load(&r->fallback[SLD_FAIL_CLOSED]);
     out->fallback_local = atomic_load(&r->fallback[SLD_FAIL_LOCAL]);

@@ -36,6 +36,10 @@ typedef struct sld_remote_stats {
     uint64_t timeouts;
     uint64_t fallback_open, fallback_closed, fallback_local;
     uint64_t reconnects;
+    /* script calls answered by Redis, from send to reply (a call carries
+     * one batch: up to SL__REDIS_MAX_BATCH evaluations); a reader takes
+     * the mean between two reads */
+    uint64_t latency_count, latency_sum_us;
 } sld_remote_stats_t;
 
 /* Reads cfg's store settings (the URL is parsed here: a bad one is an

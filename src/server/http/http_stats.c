@@ -118,9 +118,10 @@ static void store_json(sld_buf_t *b, sld_daemon_t *d, int64_t wall) {
     if (st.shared)
         sld_buf_printf(b,
                        ", \"breaker_open\": %s, \"calls\": %" PRIu64 ", \"failures\": %" PRIu64
-                       ", \"timeouts\": %" PRIu64 ", \"reconnects\": %" PRIu64,
+                       ", \"timeouts\": %" PRIu64 ", \"reconnects\": %" PRIu64
+                       ", \"latency\": {\"count\": %" PRIu64 ", \"sum_seconds\": %.6f}",
                        st.breaker_open ? "true" : "false", st.calls, st.failures, st.timeouts,
-                       st.reconnects);
+                       st.reconnects, st.latency_count, (double)st.latency_sum_us / 1e6);
     if (st.write_back)
         sld_buf_printf(b, ", \"write_back\": {\"keys\": %" PRIu64 ", \"unsynced\": %" PRIu64
                           ", \"last_sync\": %" PRId64 "}",

@@ -78,6 +78,7 @@ typedef struct sld_store_status {
     bool breaker_open;
     uint64_t calls, failures, timeouts, reconnects;
     uint64_t fallback_open, fallback_closed, fallback_local;
+    uint64_t latency_count, latency_sum_us; /* answered script calls, send to reply */
     bool write_back;              /* store.sync: write_back; the figures below */
     uint64_t wb_keys, wb_unsynced, wb_syncs, wb_conflicts, wb_failures, wb_dropped;
     int64_t wb_last_sync;         /* us, wall clock, 0 = never */
