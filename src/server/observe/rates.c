@@ -61,6 +61,22 @@ __attribute__((noinline)) static ring_t *ring_new(_Atomic(ring_t *) *at) {
     return ring;
 }
 
+/* Worker w's counts of `slot` for second sec, emptied first when they
+ * still hold an older second; NULL without memory for the ring. */
+static second_t *second_of(sld_rates_t *r, uint32_t w, uint32_t slot, int64_t sec) {
+    _Atomic(ring_t *) *at = &r->rings[(size_t)w * r->slots + slot];
+    ring_t *ring = atomic_load_explicit(at, memory_order_acquire);
+    if (ring == NULL && (ring = ring_new(at)) == NULL)
+        return NULL;
+    second_t *s = &ring->s[sec % SLD_RATES_SECONDS];
+    if (atomic_load_explicit(&s->at, memory_order_relaxed) != sec) {
+        for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
+            atomic_store_explicit(&s->n[k], 0, memory_order_relaxed);
+        atomic_store_explicit(&s->at, sec, memory_order_release);
+    }
+    return s;
+}
+
 void sld_rates_note(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result_t result, bool delayed,
                     int64_t now_us) {
     if (now_us >= 0)
@@ -71,16 +87,9 @@ void sld_rates_note_second(sld_rates_t *r, uint32_t w, uint32_t slot, sld_result
                            bool delayed, int64_t sec) {
     if (w >= r->workers || slot >= r->slots || sec < 0 || result >= SLD_RESULTS)
         return;
-    _Atomic(ring_t *) *at = &r->rings[(size_t)w * r->slots + slot];
-    ring_t *ring = atomic_load_explicit(at, memory_order_acquire);
-    if (ring == NULL && (ring = ring_new(at)) == NULL)
+    second_t *s = second_of(r, w, slot, sec);
+    if (s == NULL)
         return;
-    second_t *s = &ring->s[sec % SLD_RATES_SECONDS];
-    if (atomic_load_explicit(&s->at, memory_order_relaxed) != sec) {
-        for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
-            atomic_store_explicit(&s->n[k], 0, memory_order_relaxed);
-        atomic_store_explicit(&s->at, sec, memory_order_release);
-    }
     uint32_t v = atomic_load_explicit(&s->n[result], memory_order_relaxed);
     atomic_store_explicit(&s->n[result], v + 1, memory_order_relaxed);
     if (delayed) {
@@ -93,16 +102,9 @@ void sld_rates_add_second(sld_rates_t *r, uint32_t w, uint32_t slot, int64_t sec
                           const uint32_t n[SLD_RATE_COLUMNS]) {
     if (w >= r->workers || slot >= r->slots || sec < 0)
         return;
-    _Atomic(ring_t *) *at = &r->rings[(size_t)w * r->slots + slot];
-    ring_t *ring = atomic_load_explicit(at, memory_order_acquire);
-    if (ring == NULL && (ring = ring_new(at)) == NULL)
+    second_t *s = second_of(r, w, slot, sec);
+    if (s == NULL)
         return;
-    second_t *s = &ring->s[sec % SLD_RATES_SECONDS];
-    if (atomic_load_explicit(&s->at, memory_order_relaxed) != sec) {
-        for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
-            atomic_store_explicit(&s->n[k], 0, memory_order_relaxed);
-        atomic_store_explicit(&s->at, sec, memory_order_release);
-    }
     for (size_t k = 0; k < SLD_RATE_COLUMNS; k++)
         if (n[k]) {
             uint32_t v = atomic_load_explicit(&s->n[k], memory_order_relaxed);
