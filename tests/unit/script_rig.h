@@ -2,7 +2,7 @@
  * run one trace through the Redis scripts and through the library
  * (test_redis_script.c, test_reserve_redis.c): a memory limiter on a fake
  * clock, a policy the Redis store must support, and how two decisions are
- * compared and shown. Header-only; include after rig.h and redis_rig.h.
+ * compared and shown; the redis-server both run against. Header-only; include after rig.h and redis_rig.h.
  */
 #ifndef SL_TEST_SCRIPT_RIG_H
 #define SL_TEST_SCRIPT_RIG_H
@@ -13,6 +13,26 @@
 
 #include "core/policy.h"
 #include "store/redis/script.h"
+
+/* One redis-server for the whole group and a connection to it. */
+static redis_proc_t server;
+static redisContext *ctx;
+
+static int script_rig_setup(void **state) {
+    (void)state;
+    if (redis_rig_start(&server, NULL) != 0)
+        return -1;
+    ctx = redis_rig_connect(server.port);
+    return ctx ? 0 : -1;
+}
+
+static int script_rig_teardown(void **state) {
+    (void)state;
+    if (ctx)
+        redisFree(ctx);
+    redis_rig_stop(&server);
+    return 0;
+}
 
 typedef struct mem {
     sl_usec_t now;

@@ -21,24 +21,6 @@
 #define T0 INT64_C(4000000000000000)
 #define STEPS 2500
 
-static redis_proc_t server;
-static redisContext *ctx;
-
-static int setup(void **state) {
-    (void)state;
-    if (redis_rig_start(&server, NULL) != 0)
-        return -1;
-    ctx = redis_rig_connect(server.port);
-    return ctx ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    if (ctx)
-        redisFree(ctx);
-    redis_rig_stop(&server);
-    return 0;
-}
 
 static redisReply *command(const char *fmt, ...) {
     va_list ap;
@@ -1083,5 +1065,5 @@ int main(void) {
         cmocka_unit_test(memory_per_key),
         cmocka_unit_test(script_cost),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, script_rig_setup, script_rig_teardown);
 }

@@ -21,15 +21,8 @@
 #define T0 INT64_C(4000000000000000)
 #define STEPS 1500
 
-static redis_proc_t server;
-static redisContext *ctx;
-
 static int setup(void **state) {
-    (void)state;
-    if (redis_rig_start(&server, NULL) != 0)
-        return -1;
-    ctx = redis_rig_connect(server.port);
-    if (ctx == NULL)
+    if (script_rig_setup(state) != 0)
         return -1;
     redisReply *r = redisCommand(ctx, "SCRIPT LOAD %b", sl__redis_evaluate_lua,
                                  (size_t)sl__redis_evaluate_lua_len);
@@ -40,13 +33,6 @@ static int setup(void **state) {
     return rc;
 }
 
-static int teardown(void **state) {
-    (void)state;
-    if (ctx)
-        redisFree(ctx);
-    redis_rig_stop(&server);
-    return 0;
-}
 
 /* One call, its keys made persistent in the same MULTI: expiry runs on the
  * real clock and the traces on a fake one (as test_redis_script.c). */
@@ -312,5 +298,5 @@ int main(void) {
         cmocka_unit_test(differential),
         cmocka_unit_test(batch_matches_single),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, script_rig_teardown);
 }
