@@ -222,6 +222,13 @@ def closed_by_peer(sock, timeout=5.0):
         return False
 
 
+def gateway_port(daemon):
+    """The gateway's port, from the daemon's ready line."""
+    m = re.search(r" gateway_port=(\d+)", daemon.output())
+    assert m, daemon.output()
+    return int(m.group(1))
+
+
 def metric(http_port, name, **labels):
     """One series of the daemon's /metrics, by name and labels in the order
     the daemon writes them; AssertionError naming it when it is absent."""

@@ -34,7 +34,7 @@ import unittest
 
 import harness
 import upstream
-from harness import Daemon
+from harness import Daemon, gateway_port
 
 BIG_BODY = b"x" * (8 << 20)  # more than the kernel buffers of a client that does not read
 
@@ -120,11 +120,6 @@ policies:
       - {algorithm: gcra, limit: 1, period: 1s}
 """ % {"up": up_port, "dead": dead_port}
 
-
-def gateway_port(daemon):
-    m = re.search(r" gateway_port=(\d+)", daemon.output())
-    assert m, daemon.output()
-    return int(m.group(1))
 
 
 def curl(port, path, *args):

@@ -30,7 +30,7 @@ import unittest
 
 import harness
 import upstream
-from harness import Daemon
+from harness import Daemon, gateway_port
 
 
 class Upstream(upstream.Upstream):
@@ -89,11 +89,6 @@ policies:
       - {algorithm: gcra, limit: 10, period: 1s}
 """ % {"up": up, "log": log, "dead": dead}
 
-
-def gateway_port(daemon):
-    m = re.search(r" gateway_port=(\d+)", daemon.output())
-    assert m, daemon.output()
-    return int(m.group(1))
 
 
 def get(port, path, headers=()):

@@ -33,7 +33,7 @@ import unittest
 
 import harness
 import upstream
-from harness import Daemon
+from harness import Daemon, gateway_port
 
 
 class Upstream(upstream.Upstream):
@@ -149,12 +149,6 @@ policies:
       - {algorithm: fixed_window, limit: 1000000, period: 1h}
 """
 
-
-def gateway_port(daemon):
-    import re
-    m = re.search(r" gateway_port=(\d+)", daemon.output())
-    assert m, daemon.output()
-    return int(m.group(1))
 
 
 class Limits(unittest.TestCase):
