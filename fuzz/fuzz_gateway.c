@@ -26,6 +26,7 @@
 #include "server/config/section.h"
 #include "server/daemon/front_config.h"
 #include "server/gateway/gateway_config.h"
+#include "server/gateway/gateway_diff.h"
 #include "server/gateway/gateway_route.h"
 
 /* The rules as docs/gateway.md states them, written apart from

@@ -43,7 +43,7 @@ static void on_request_gone(void *arg) {
         sld__gw_unwait(call);
     sld__gw_drop_place(call); /* a client gone while waiting gives its place back */
     if (!call->pending)
-        free(call);
+        sld__gw_call_free(call);
 }
 
 void sld__gw_send_text(gw_worker_t *w, h2o_req_t *req, int status, const char *fmt, ...) {
@@ -63,7 +63,7 @@ static void refuse(gw_call_t *call, const sld_runtime_t *rt, size_t index, const
     const sld_gw_route_t *route = route_of(call);
     sld__gw_end_places(call, true); /* a charge of several policies denied: the others' back */
     sld__gw_drop_place(call);
-    sld_gw_count(call->w->gw->conc, call->route, SLD_GW_REJECTED);
+    sld_gw_count(lane_of(call), SLD_GW_REJECTED);
     sld_gw_access_decision(call->req, SLD_GW_LOG_REJECTED);
     sld_http_reply_t *r = &call->w->reply;
     sld_http_reply_reset(r);
@@ -193,7 +193,7 @@ static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_lim
     gw_call_t *call = arg;
     call->pending = false;
     if (call->req == NULL) { /* the client went away meanwhile */
-        free(call);
+        sld__gw_call_free(call);
         return;
     }
     const sld_gw_route_t *route = route_of(call);
@@ -268,7 +268,8 @@ static void peer_address(h2o_req_t *req, char out[INET6_ADDRSTRLEN]) {
 
 int sld__gw_on_req(h2o_handler_t *self, h2o_req_t *req) {
     gw_worker_t *w = ((gw_handler_t *)self)->w;
-    const sld_gw_config_t *g = w->gw->g;
+    gw_gen_t *gen = sld__gw_gen(w); /* the routes in force: a reload's apply from its first request on */
+    const sld_gw_config_t *g = gen->g;
     sld_span_t method = {req->method.base, req->method.len};
     sld_span_t authority = {req->authority.base, req->authority.len};
     sld_span_t path = {req->path_normalized.base, req->path_normalized.len};
@@ -287,8 +288,9 @@ int sld__gw_on_req(h2o_handler_t *self, h2o_req_t *req) {
         sld__gw_send_text(w, req, 503, "out of memory\n");
         return 0;
     }
-    *call = (gw_call_t){.req = req, .w = w, .route = (size_t)(route - g->routes), .keys = (char *)(call + 1),
-                        .key_cap = cap};
+    *call = (gw_call_t){.req = req, .w = w, .gen = gen, .route = (size_t)(route - g->routes),
+                        .keys = (char *)(call + 1), .key_cap = cap};
+    gen->pins++; /* until call is freed: the routes, upstreams and lane it was admitted by */
     gw_link_t *link = h2o_mem_alloc_shared(&req->pool, sizeof *link, on_request_gone);
     link->call = call; /* from now on the request's end frees call (or its answer does) */
     if (!build_keys(call, rt, req))
@@ -300,8 +302,8 @@ int sld__gw_on_req(h2o_handler_t *self, h2o_req_t *req) {
             sld__gw_send_text(w, req, 503, "the gateway is stopping\n");
             return 0;
         }
-        if (!sld_gw_conc_enter(w->gw->conc, call->route)) { /* refused as reject would, uncharged */
-            sld_gw_count(w->gw->conc, call->route, SLD_GW_REJECTED);
+        if (!sld_gw_conc_enter(lane_of(call))) { /* refused as reject would, uncharged */
+            sld_gw_count(lane_of(call), SLD_GW_REJECTED);
             sld_gw_access_decision(req, SLD_GW_LOG_REJECTED);
             sld__gw_send_text(w, req, (int)route->status, "%s", route->body);
             return 0;

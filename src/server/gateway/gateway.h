@@ -23,9 +23,15 @@
  * charged, and the request is refused -- it never passes over a limit, it
  * may cost the key one unit it did not use.
  *
- * The routes and upstreams are those of the configuration at start: a
- * reload changes the policies (looked up by name per request), not the
- * routes.
+ * Reload: the policies are looked up by name per request, so a reload's
+ * apply at once. A reload whose gateway: section has other routes makes
+ * them the routes of the requests that arrive from then on, on every
+ * worker (gateway_generation.c); requests queued, waiting or in flight end
+ * under the routes that admitted them, with their upstreams. A route that
+ * keeps its name keeps its counters, in-flight count and waiters (its
+ * lane), and takes its new limits for every slot or place taken later.
+ * The listeners (addresses, TLS certificates) and the access log's file
+ * stay as at start: the log says which changed key needs a restart.
  *
  * excess: delay: the policy is asked for a reservation within max_delay
  * through the engine (SLD_DECIDE_WAIT); an admitted request with a delay
@@ -76,9 +82,10 @@ const char *sld_gateway_listen(const sld_gateway_t *gw);
 size_t sld_gateway_nlistens(const sld_gateway_t *gw);
 sld_front_t sld_gateway_front(sld_gateway_t *gw, size_t i, int *port);
 
-/* After a reload: warns when the file's gateway: section differs from the
- * one the gateway runs (routes are read at start). */
-void sld_gateway_reloaded(const sld_gateway_t *gw);
+/* After a reload (the new runtime in force): its routes apply to new
+ * requests, if they changed (a worker may have seen to it already); a
+ * changed key that needs a restart is warned about. */
+void sld_gateway_reloaded(sld_gateway_t *gw);
 
 /* The hooks the server calls (net/front.h); their ctx is a sld_gateway_t. */
 extern const sld_front_ops_t sld_gateway_front_ops;

@@ -256,12 +256,11 @@ static void log_access(h2o_logger_t *self, h2o_req_t *req) {
     sld_buf_append_lit(b, ",\"status\":");
     sld_buf_append_u64(b, req->res.status > 0 ? (uint64_t)req->res.status : 0);
     sld_gw_decision_t decision = note ? note->decision : SLD_GW_LOG_NONE;
-    size_t route;
     /* libh2o's own 502 (no connection, timeout): no answer came, so no
      * latency was noted (gateway_forward.c); by now the gateway's filter
      * has made a timeout's 502 a 504 */
     if (note && note->upstream_us < 0 && (req->res.status == 502 || req->res.status == 504) &&
-        sld_gw_forwarded_route(req, &route) && sld_gw_proxy_error(req) != NULL)
+        sld_gw_forwarded_route(req) != NULL && sld_gw_proxy_error(req) != NULL)
         decision = SLD_GW_LOG_UPSTREAM_ERROR;
     sld_buf_append_lit(b, ",\"decision\":\"");
     sld_buf_append_str(b, decisions[decision]);

@@ -8,6 +8,8 @@
  * is above 0. Also the number of requests waiting per route (the route's
  * `queue` bound), across workers, and the route's counters, which it
  * writes as the gateway's /metrics series (server/observe/extra_metrics.h).
+ * A route's share of all this is its lane, found by the route's name, so
+ * that a reload keeps it.
  *
  * Not here: the waiting itself (a FIFO per worker and its timer,
  * gateway.c), the configuration (gateway_config.h).
@@ -23,20 +25,38 @@
 #include "server/gateway/gateway_config.h"
 
 typedef struct sld_gw_conc sld_gw_conc_t;
+/* One route's shared state, found by the route's name: its in-flight
+ * count, its waiters, its counters and histograms, and the limits in
+ * force for it. A reload that keeps a route (same name) keeps its lane, so
+ * its counters never go backwards and its in-flight requests still count;
+ * a removed route's lane lives on while a generation that has the route
+ * does (its queued and in-flight requests end under it). */
+typedef struct sld_gw_lane sld_gw_lane_t;
 
-/* For the routes of g (kept by reference: g outlives it). SL_ENOMEM. */
-int sld_gw_conc_new(const sld_gw_config_t *g, sld_gw_conc_t **out);
+int sld_gw_conc_new(sld_gw_conc_t **out);
+/* After every lane was let go of (sld_gw_conc_unlane). */
 void sld_gw_conc_free(sld_gw_conc_t *c);
 
-/* Takes a slot of route (key ignored for per: route): false when the
- * route's or key's limit is reached (or memory is short). */
-bool sld_gw_conc_take(sld_gw_conc_t *c, size_t route, const char *key, size_t key_len);
+/* The lane of the route named rt->name, made on first use, its limits
+ * (concurrency limit and per, queue) set to rt's from now on, for every
+ * request that takes a slot or a place later (those held keep them). Each
+ * call holds the lane once more; NULL when out of memory. */
+sld_gw_lane_t *sld_gw_conc_lane(sld_gw_conc_t *c, const sld_gw_route_t *rt);
+/* Lets go of one hold of the lane; the last frees it. */
+void sld_gw_conc_unlane(sld_gw_conc_t *c, sld_gw_lane_t *lane);
+
+/* Takes a slot of the lane under its limits in force (key ignored for
+ * per: route); false when the route's or key's limit is reached (or memory
+ * is short). *per_key says how it was counted: give it back the same way.
+ * A limit of 0 (the route has no concurrency: any more) counts the slot
+ * and never refuses. */
+bool sld_gw_conc_take(sld_gw_conc_t *c, sld_gw_lane_t *lane, const char *key, size_t key_len, bool *per_key);
 /* Gives back a slot taken. */
-void sld_gw_conc_give(sld_gw_conc_t *c, size_t route, const char *key, size_t key_len);
+void sld_gw_conc_give(sld_gw_conc_t *c, sld_gw_lane_t *lane, bool per_key, const char *key, size_t key_len);
 
 /* A place among the route's waiters: false when `queue` are waiting. */
-bool sld_gw_conc_enter(sld_gw_conc_t *c, size_t route);
-void sld_gw_conc_leave(sld_gw_conc_t *c, size_t route);
+bool sld_gw_conc_enter(sld_gw_lane_t *lane);
+void sld_gw_conc_leave(sld_gw_lane_t *lane);
 
 /* What happened to a request of a route, counted. */
 typedef enum sld_gw_count {
@@ -49,12 +69,14 @@ typedef enum sld_gw_count {
     SLD_GW_NCOUNTS
 } sld_gw_count_t;
 
-void sld_gw_count(sld_gw_conc_t *c, size_t route, sld_gw_count_t what);
+void sld_gw_count(sld_gw_lane_t *lane, sld_gw_count_t what);
 /* A delayed request's delay, into the route's histogram. */
-void sld_gw_count_delay(sld_gw_conc_t *c, size_t route, sl_usec_t delay);
+void sld_gw_count_delay(sld_gw_lane_t *lane, sl_usec_t delay);
 /* The time an upstream took to the head of its answer, into the route's histogram. */
-void sld_gw_count_latency(sld_gw_conc_t *c, size_t route, sl_usec_t took);
-/* The routes' series in the Prometheus text format (ctx: the sld_gw_conc_t). */
-void sld_gw_conc_write_metrics(void *ctx, sld_buf_t *out);
+void sld_gw_count_latency(sld_gw_lane_t *lane, sl_usec_t took);
+/* The series of g's routes, lanes[i] route i's, in the Prometheus text
+ * format: the routes of the generation in force, so a removed route's
+ * series are gone from the reload on. */
+void sld_gw_conc_write_metrics(const sld_gw_config_t *g, sld_gw_lane_t *const *lanes, sld_buf_t *out);
 
 #endif

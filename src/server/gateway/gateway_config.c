@@ -725,40 +725,6 @@ static int gateway_check(sld_config_ctx_t *c, const void *value, const sld_confi
     return SL_OK;
 }
 
-static bool same_list(char *const *a, size_t na, char *const *b, size_t nb) {
-    if (na != nb)
-        return false;
-    for (size_t i = 0; i < na; i++)
-        if (strcmp(a[i], b[i]) != 0)
-            return false;
-    return true;
-}
-
-static bool same_route(const sld_gw_route_t *a, const sld_gw_route_t *b) {
-    return same_str(a->name, b->name) && same_str(a->path_prefix, b->path_prefix) &&
-           same_list(a->methods, a->nmethods, b->methods, b->nmethods) && same_str(a->host, b->host) &&
-           same_list(a->upstreams, a->nupstreams, b->upstreams, b->nupstreams) && a->tls_verify == b->tls_verify &&
-           same_str(a->tls_ca, b->tls_ca) && same_list(a->policies, a->npolicies, b->policies, b->npolicies) &&
-           a->excess == b->excess && a->status == b->status && same_str(a->body, b->body) &&
-           a->timeout == b->timeout && memcmp(&a->concurrency, &b->concurrency, sizeof a->concurrency) == 0 &&
-           a->queue == b->queue && a->max_delay == b->max_delay && a->headers.client == b->headers.client &&
-           a->headers.upstream == b->headers.upstream && a->access_log == b->access_log;
-}
-
-bool sld_gw_config_equal(const sld_gw_config_t *a, const sld_gw_config_t *b) {
-    if (a->nlistens != b->nlistens || a->timeout != b->timeout || !same_str(a->access_log, b->access_log) ||
-        a->nroutes != b->nroutes)
-        return false;
-    for (size_t i = 0; i < a->nlistens; i++)
-        if (strcmp(a->listens[i].addr, b->listens[i].addr) != 0 || !same_str(a->listens[i].cert, b->listens[i].cert) ||
-            !same_str(a->listens[i].key, b->listens[i].key))
-            return false;
-    for (size_t i = 0; i < a->nroutes; i++)
-        if (!same_route(&a->routes[i], &b->routes[i]))
-            return false;
-    return true;
-}
-
 const sld_config_section_t sld_gateway_section = {
     .name = "gateway",
     .schema = &gateway_schema,

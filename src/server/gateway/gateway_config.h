@@ -114,10 +114,6 @@ typedef struct sld_gw_config {
     size_t nroutes;                  /* >= 1 */
 } sld_gw_config_t;
 
-/* Whether a and b are the same section, value for value (a reload that
- * changes it cannot apply it: the gateway says so). */
-bool sld_gw_config_equal(const sld_gw_config_t *a, const sld_gw_config_t *b);
-
 /* The section "gateway" (register it with sld_config_sections_set()). */
 extern const sld_config_section_t sld_gateway_section;
 

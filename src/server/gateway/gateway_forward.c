@@ -89,8 +89,7 @@ const h2o_iovec_t *sld_gw_proxy_error(h2o_req_t *req) {
 
 typedef struct forward_prefilter {
     h2o_req_prefilter_t super;
-    sld_gw_conc_t *conc;
-    size_t route;
+    sld_gw_lane_t *lane;       /* the route's */
     sl_usec_t *upstream_us; /* the access log's note of it, or NULL */
     struct timespec start;
     bool client;
@@ -109,7 +108,7 @@ static void on_response_head(h2o_req_prefilter_t *self, h2o_req_t *req, h2o_ostr
      * it is counted with the upstream errors instead */
     if (!(req->res.status == 502 && sld_gw_proxy_error(req) != NULL)) {
         sl_usec_t took = since(&pf->start);
-        sld_gw_count_latency(pf->conc, pf->route, took);
+        sld_gw_count_latency(pf->lane, took);
         if (pf->upstream_us)
             *pf->upstream_us = took;
     }
@@ -118,21 +117,18 @@ static void on_response_head(h2o_req_prefilter_t *self, h2o_req_t *req, h2o_ostr
     h2o_setup_next_prefilter(self, req, slot);
 }
 
-bool sld_gw_forwarded_route(h2o_req_t *req, size_t *route) {
+sld_gw_lane_t *sld_gw_forwarded_route(h2o_req_t *req) {
     for (h2o_req_prefilter_t *p = req->prefilters; p; p = p->next)
-        if (p->on_setup_ostream == on_response_head) {
-            *route = ((forward_prefilter_t *)p)->route;
-            return true;
-        }
-    return false;
+        if (p->on_setup_ostream == on_response_head)
+            return ((forward_prefilter_t *)p)->lane;
+    return NULL;
 }
 
 void sld_gw_forward(h2o_req_t *req, h2o_handler_t *proxy, const sld_gw_fields_t *f, size_t npolicies,
-                    const sld_gw_headers_t *h, sld_gw_conc_t *c, size_t route, sl_usec_t *upstream_us) {
+                    const sld_gw_headers_t *h, sld_gw_lane_t *lane, sl_usec_t *upstream_us) {
     forward_prefilter_t *pf = (forward_prefilter_t *)h2o_add_prefilter(req, sizeof *pf);
     pf->super.on_setup_ostream = on_response_head;
-    pf->conc = c;
-    pf->route = route;
+    pf->lane = lane;
     pf->upstream_us = upstream_us;
     pf->client = h->client;
     for (size_t k = 0; k < SLD_GW_NFIELDS; k++)

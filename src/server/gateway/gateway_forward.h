@@ -43,15 +43,15 @@ void sld_gw_fields_note(sld_gw_fields_t *f, size_t i, h2o_req_t *req, sld_http_r
 /* Hands req to the route's proxy: with the fields on it when h->upstream
  * (any the client sent of the same names dropped first, so the upstream can
  * believe them), on its response when h->client, and the time to the
- * response's head counted into the route's latency histogram in c and
- * written to *upstream_us (unless NULL; not for libh2o's own 502). */
+ * response's head counted into the route's latency histogram (its lane)
+ * and written to *upstream_us (unless NULL; not for libh2o's own 502). */
 void sld_gw_forward(h2o_req_t *req, h2o_handler_t *proxy, const sld_gw_fields_t *f, size_t npolicies,
-                    const sld_gw_headers_t *h, sld_gw_conc_t *c, size_t route, sl_usec_t *upstream_us);
+                    const sld_gw_headers_t *h, sld_gw_lane_t *lane, sl_usec_t *upstream_us);
 
-/* The route (its index) whose upstream req was handed to by
- * sld_gw_forward(); false when it was not. Not by matching req again:
+/* The lane of the route whose upstream req was handed to by
+ * sld_gw_forward(); NULL when it was not. Not by matching req again:
  * libh2o's proxy rewrites its authority and path to the upstream's. */
-bool sld_gw_forwarded_route(h2o_req_t *req, size_t *route);
+sld_gw_lane_t *sld_gw_forwarded_route(h2o_req_t *req);
 
 /* What libh2o's proxy logged about the upstream, or NULL: its own 502s
  * come with one, an upstream's 502 without. */

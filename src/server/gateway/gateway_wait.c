@@ -32,7 +32,7 @@ void sld__gw_unwait(gw_call_t *call) {
 
 void sld__gw_drop_place(gw_call_t *call) {
     if (call->place)
-        sld_gw_conc_leave(call->w->gw->conc, call->route);
+        sld_gw_conc_leave(lane_of(call));
     call->place = false;
 }
 
@@ -40,10 +40,14 @@ void sld__gw_drop_place(gw_call_t *call) {
 
 /* A slot held by a forwarded request, in its pool: given back when the
  * request ends, however it ends (response sent, client gone, upstream
- * failed or timed out), since the pool goes with the request. */
+ * failed or timed out), since the pool goes with the request; the way it
+ * was counted (per key or per route, as the lane said then) with it. */
 typedef struct gw_slot {
     gw_worker_t *w;
-    size_t route, key_len;
+    gw_gen_t *gen;             /* pinned: its lane */
+    sld_gw_lane_t *lane;
+    bool per_key;
+    size_t key_len;
     char key[];
 } gw_slot_t;
 
@@ -79,7 +83,8 @@ static void wait_in_line(gw_call_t *call, bool delayed, uint64_t deadline) {
 
 static void on_slot_end(void *arg) {
     gw_slot_t *slot = arg;
-    sld_gw_conc_give(slot->w->gw->conc, slot->route, slot->key, slot->key_len);
+    sld_gw_conc_give(slot->w->gw->conc, slot->lane, slot->per_key, slot->key, slot->key_len);
+    sld__gw_gen_unpin(slot->gen);
     kick(slot->w, 0);
 }
 
@@ -98,29 +103,30 @@ static bool take_slot(gw_call_t *call) {
     const char *key;
     size_t len;
     slot_key(call, &key, &len);
-    sld_gw_conc_t *conc = call->w->gw->conc;
-    if (!sld_gw_conc_take(conc, call->route, key, len))
+    bool per_key;
+    if (!sld_gw_conc_take(call->w->gw->conc, lane_of(call), key, len, &per_key))
         return false;
     gw_slot_t *slot = h2o_mem_alloc_shared(&call->req->pool, sizeof *slot + len, on_slot_end);
-    *slot = (gw_slot_t){.w = call->w, .route = call->route, .key_len = len};
+    *slot = (gw_slot_t){.w = call->w, .gen = call->gen, .lane = lane_of(call), .per_key = per_key, .key_len = len};
     memcpy(slot->key, key, len);
+    call->gen->pins++;
     return true;
 }
 
 static void proxy(gw_call_t *call) {
     const sld_gw_route_t *route = route_of(call);
-    sld_gw_count(call->w->gw->conc, call->route, SLD_GW_FORWARDED);
+    sld_gw_count(lane_of(call), SLD_GW_FORWARDED);
     sl_usec_t *upstream_us = sld_gw_access_forwarded(call->req);
-    gw_upstreams_t *u = &call->w->upstreams[call->route];
+    gw_upstreams_t *u = &call->gen->upstreams[call->route];
     h2o_handler_t *upstream = u->proxies[u->next];
     u->next = u->next + 1 < u->n ? u->next + 1 : 0; /* round robin, on this worker */
     sld_gw_forward(call->req, upstream, &call->fields, route->npolicies, &route->headers,
-                   call->w->gw->conc, call->route, upstream_us);
+                   lane_of(call), upstream_us);
 }
 
 static void refuse_busy(gw_call_t *call) {
     const sld_gw_route_t *route = route_of(call);
-    sld_gw_count(call->w->gw->conc, call->route, SLD_GW_BUSY);
+    sld_gw_count(lane_of(call), SLD_GW_BUSY);
     sld_gw_access_decision(call->req, SLD_GW_LOG_BUSY);
     sld__gw_send_text(call->w, call->req, (int)route->concurrency.status,
               "route %s: %u requests in flight %s (its concurrency limit), no slot freed %s\n", route->name,
@@ -151,8 +157,8 @@ void sld__gw_forward(gw_call_t *call) {
         refuse_busy(call);
         return;
     }
-    if (!sld_gw_conc_enter(w->gw->conc, call->route)) {
-        sld_gw_count(w->gw->conc, call->route, SLD_GW_BUSY);
+    if (!sld_gw_conc_enter(lane_of(call))) {
+        sld_gw_count(lane_of(call), SLD_GW_BUSY);
         sld_gw_access_decision(call->req, SLD_GW_LOG_BUSY);
         sld__gw_send_text(w, call->req, (int)route->concurrency.status,
                   "route %s: %u requests wait for a slot already (its queue), no place left\n", route->name,
@@ -227,8 +233,8 @@ static void on_wait_timer(uv_timer_t *timer) {
 
 void sld__gw_hold(gw_call_t *call, sl_usec_t delay) {
     gw_worker_t *w = call->w;
-    sld_gw_count(w->gw->conc, call->route, SLD_GW_DELAYED);
+    sld_gw_count(lane_of(call), SLD_GW_DELAYED);
     sld_gw_access_decision(call->req, SLD_GW_LOG_DELAYED);
-    sld_gw_count_delay(w->gw->conc, call->route, delay);
+    sld_gw_count_delay(lane_of(call), delay);
     wait_in_line(call, true, uv_now(w->wait_timer.loop) + (uint64_t)((delay + 999) / 1000));
 }

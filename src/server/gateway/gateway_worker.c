@@ -1,13 +1,14 @@
 /* gateway_worker.c -- the gateway on each worker loop (see gateway.h): its
- * h2o configuration (one handler on "/", after it one libh2o reverse proxy
- * per route, and a filter that rewrites libh2o's own 502 for an upstream
- * failure into a clear 502 or 504), the shared part, and the front's hooks.
+ * h2o configuration (one handler on "/", and a filter that rewrites
+ * libh2o's own 502 for an upstream failure into a clear 502 or 504), the
+ * shared part, and the front's hooks.
  *
- * Per worker, not shared, because the proxies' keep-alive socket pools run
- * a timer on the loop of the first context that uses them and must be
- * disposed while that loop still runs.
+ * The routes' reverse proxies are not in this configuration: each worker
+ * has them per generation of routes (gateway_proxies.c), so that a reload
+ * can change them.
  *
- * Not here: serving a request (gateway.c, gateway_wait.c).
+ * Not here: serving a request (gateway.c, gateway_wait.c), the routes in
+ * force (gateway_generation.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,11 +25,9 @@
 #include "server/config/section.h"
 #include "server/gateway/gateway.h"
 #include "server/gateway/gateway_access_log.h"
+#include "server/gateway/gateway_diff.h"
 #include "server/gateway/gateway_private.h"
-#include "server/gateway/gateway_route.h"
 #include "server/gateway/gateway_spool.h"
-
-#define KEEPALIVE_MS 2000 /* an idle upstream connection stays in the pool this long */
 
 /* ---- upstream failures ------------------------------------------------------------------------- */
 
@@ -57,17 +56,17 @@ typedef struct gw_filter {
 } gw_filter_t;
 
 static void on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot) {
+    (void)self;
     const h2o_iovec_t *why = req->res.status == 502 ? sld_gw_proxy_error(req) : NULL;
     if (why != NULL) {
         bool timeout = memmem(why->base, why->len, "timeout", 7) != NULL;
-        gw_worker_t *w = ((gw_filter_t *)self)->w;
-        size_t index;
-        const sld_gw_route_t *route = sld_gw_forwarded_route(req, &index) ? &w->gw->g->routes[index] : NULL;
-        if (route != NULL)
-            sld_gw_count(w->gw->conc, index, timeout ? SLD_GW_TIMED_OUT : SLD_GW_BAD_GATEWAY);
-        /* an https upstream's handshake: libh2o says what OpenSSL found
+        sld_gw_lane_t *lane = sld_gw_forwarded_route(req);
+        if (lane != NULL)
+            sld_gw_count(lane, timeout ? SLD_GW_TIMED_OUT : SLD_GW_BAD_GATEWAY);
+        /* an https upstream's handshake (libh2o's proxy set the request's
+         * scheme to the upstream's): libh2o says what OpenSSL found
          * ("self-signed certificate", "certificate name mismatch", ...) */
-        bool tls = !timeout && route != NULL && route->tls != NULL &&
+        bool tls = !timeout && lane != NULL && req->scheme == &H2O_URL_SCHEME_HTTPS &&
                    (memmem(why->base, why->len, "certificate", 11) != NULL ||
                     memmem(why->base, why->len, "ssl", 3) != NULL);
         char *body = h2o_mem_alloc_pool(&req->pool, 256);
@@ -106,7 +105,7 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
     /* before any worker's listener: its buffers are the process's */
     sld_debug("gateway: buffers past %u MB go to temporary files in %s", SLD_GW_SPOOL_THRESHOLD >> 20,
               sld_gw_spool_setup());
-    if (sld_gw_conc_new(gw->g, &gw->conc) != SL_OK) {
+    if (sld_gw_conc_new(&gw->conc) != SL_OK || sld__gw_shared_start(gw) != SL_OK) {
         sld_gateway_free(gw);
         return SL_ENOMEM;
     }
@@ -116,7 +115,7 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
     }
     for (size_t i = 0; i < gw->g->nlistens; i++)
         gw->listeners[i] = (gw_listener_t){.gw = gw, .index = i};
-    gw->metrics = (sld_metrics_extra_t){.write = sld_gw_conc_write_metrics, .ctx = gw->conc};
+    gw->metrics = (sld_metrics_extra_t){.write = sld__gw_write_metrics, .ctx = gw};
     sld_metrics_extra_set(&gw->metrics);
     *out = gw;
     return SL_OK;
@@ -125,8 +124,10 @@ int sld_gateway_new(sld_daemon_t *d, sld_gateway_t **out) {
 void sld_gateway_free(sld_gateway_t *gw) {
     if (gw == NULL)
         return;
-    if (gw->conc != NULL)
+    if (gw->metrics.write != NULL)
         sld_metrics_extra_set(NULL);
+    if (gw->conc != NULL)
+        sld__gw_shared_stop(gw); /* the last routes' lanes let go of */
     sld_gw_conc_free(gw->conc);
     sld_config_part_release(gw->part);
     free(gw->listeners);
@@ -135,11 +136,15 @@ void sld_gateway_free(sld_gateway_t *gw) {
 
 const char *sld_gateway_listen(const sld_gateway_t *gw) { return gw->g->listen; }
 
-void sld_gateway_reloaded(const sld_gateway_t *gw) {
-    const sld_gw_config_t *now = sld_config_section(sld_runtime(gw->d)->cfg, sld_gateway_section.name);
-    if (now == NULL || !sld_gw_config_equal(gw->g, now))
-        sld_warn("gateway: the file's gateway: section changed: it applies at the next restart; the "
-                 "gateway keeps its routes (the new policies apply)");
+void sld_gateway_reloaded(sld_gateway_t *gw) {
+    const sld_runtime_t *rt = sld_runtime(gw->d);
+    sld__gw_follow(gw, rt); /* unless a worker's request saw the reload first */
+    const sld_gw_config_t *next = sld_config_section(rt->cfg, sld_gateway_section.name);
+    char keys[512];
+    if (next != NULL && sld_gw_restart_keys(gw->g, next, keys, sizeof keys) > 0)
+        sld_warn("gateway: %s changed: %s a restart; the gateway keeps its listeners and access log "
+                 "file as they were at start (the routes apply)",
+                 keys, strchr(keys, ',') ? "they need" : "it needs");
 }
 
 size_t sld_gateway_nlistens(const sld_gateway_t *gw) { return gw->g->nlistens; }
@@ -149,20 +154,10 @@ sld_front_t sld_gateway_front(sld_gateway_t *gw, size_t i, int *port) {
 }
 
 static int configure(gw_worker_t *w, char *err, size_t err_len) {
-    const sld_gw_config_t *g = w->gw->g;
     const sld_config_t *cfg = sld_runtime(w->gw->d)->cfg;
-    size_t total = 0;
-    for (size_t i = 0; i < g->nroutes; i++)
-        total += g->routes[i].nupstreams;
-    w->proxies = calloc(total ? total : 1, sizeof *w->proxies);
-    w->upstreams = calloc(g->nroutes ? g->nroutes : 1, sizeof *w->upstreams);
-    if (w->proxies == NULL || w->upstreams == NULL) {
-        snprintf(err, err_len, "out of memory");
-        return SL_ENOMEM;
-    }
     sld_http_server_config(&w->config, cfg);
     w->has_config = true;
-    w->config.proxy.io_timeout = (uint64_t)(g->timeout / 1000);
+    w->config.proxy.io_timeout = (uint64_t)(w->gw->g->timeout / 1000);
     w->config.proxy.emit_x_forwarded_headers = 1;
     h2o_hostconf_t *host = h2o_config_register_host(&w->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
@@ -170,48 +165,11 @@ static int configure(gw_worker_t *w, char *err, size_t err_len) {
     gw_handler_t *handler = (gw_handler_t *)h2o_create_handler(path, sizeof *handler);
     handler->super.on_req = sld__gw_on_req;
     handler->w = w;
-    for (size_t i = 0, at = 0; i < g->nroutes; i++) {
-        const sld_gw_route_t *route = &g->routes[i];
-        w->upstreams[i] = (gw_upstreams_t){.proxies = &w->proxies[at], .n = route->nupstreams};
-        for (size_t k = 0; k < route->nupstreams; k++, at++) {
-            const char *upstream = route->upstreams[k];
-            h2o_url_t url;
-            if (h2o_url_parse(upstream, strlen(upstream), &url) != 0) {
-                snprintf(err, err_len, "gateway: route %s: bad upstream %s", route->name, upstream);
-                return SL_EINVAL;
-            }
-            /* https: the route's context (libh2o holds a reference of its own) */
-            h2o_proxy_config_vars_t vars = {.io_timeout = (uint64_t)(route->timeout / 1000),
-                                            .keepalive_timeout = KEEPALIVE_MS,
-                                            .ssl_ctx = url.scheme == &H2O_URL_SCHEME_HTTPS ? route->tls : NULL};
-            h2o_proxy_register_reverse_proxy(path, &url, &vars);
-            w->proxies[at] = path->handlers.entries[path->handlers.size - 1];
-        }
-    }
     gw_filter_t *filter = (gw_filter_t *)h2o_create_filter(path, sizeof *filter);
     filter->super.on_setup_ostream = on_setup_ostream;
     filter->w = w;
-    return sld_gw_access_log_register(path, g, &w->gw->d->stats, err, err_len);
+    return sld_gw_access_log_register(path, w->gw->g, &w->gw->d->stats, err, err_len);
 }
-
-#if H2O_VERSION_MAJOR == 2 && H2O_VERSION_MINOR == 2
-/* libh2o 2.2's proxy handler copies its upstream URL and frees the host and
- * path of the copy but not its authority (lib/handler/proxy.c,
- * on_handler_dispose): freed here, through the handler's leading fields as
- * that file declares them. */
-struct rp_handler_head {
-    h2o_handler_t super;
-    h2o_url_t upstream;
-};
-
-static void free_upstream_authority(h2o_handler_t *proxy) {
-    struct rp_handler_head *rp = (struct rp_handler_head *)proxy;
-    free(rp->upstream.authority.base);
-    rp->upstream.authority = h2o_iovec_init(NULL, 0);
-}
-#else
-static void free_upstream_authority(h2o_handler_t *proxy) { (void)proxy; }
-#endif
 
 /* ---- the front's hooks (net/front.h) ------------------------------------------------------------ */
 
@@ -236,7 +194,14 @@ static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void
     rc = sld_http_server_start(&w->server, gw->d, loop, &w->config, fd, "the gateway", err, err_len);
     /* TLS: h2o_accept() does the handshake, and offers HTTP/2 by ALPN */
     w->server.accept.ssl_ctx = gw->g->listens[l->index].tls;
+    if (rc == SL_OK) /* the routes' proxies, for this context */
+        rc = sld__gw_gen_start(w, err, err_len);
     return rc;
+}
+
+static void worker_tick(void *arg, uint64_t now) {
+    sld_http_server_tick(arg, now);
+    sld__gw_gens_tick(arg);
 }
 
 static void worker_dispose(void *arg) {
@@ -248,27 +213,25 @@ static void worker_dispose(void *arg) {
     if (w->timer_open)
         uv_close((uv_handle_t *)&w->wait_timer, NULL);
     w->timer_open = false;
-    if (w->has_config) {
-        for (size_t i = 0; i < w->gw->g->nroutes; i++)
-            for (size_t k = 0; k < w->upstreams[i].n; k++)
-                if (w->upstreams[i].proxies[k])
-                    free_upstream_authority(w->upstreams[i].proxies[k]);
-        h2o_config_dispose(&w->config); /* the socket pools' timers, on this loop */
-    }
+    sld__gw_gens_dispose(w); /* the socket pools' timers, on this loop */
+    if (w->has_config)
+        h2o_config_dispose(&w->config);
     sld_http_reply_free(&w->reply);
 }
 
 static void worker_free(void *arg) {
     gw_worker_t *w = arg;
-    free(w->proxies);
-    free(w->upstreams);
+    sld__gw_gens_free(w);
     free(w);
 }
 
 const sld_front_ops_t sld_gateway_front_ops = {
     .name = "gateway",
     .start = worker_start,
-    SLD_HTTP_SERVER_HOOKS,
+    .begin_stop = sld_http_server_begin_stop,
+    .tick = worker_tick,
+    .force_close = sld_http_server_force_close,
+    .idle = sld_http_server_idle,
     .dispose = worker_dispose,
     .free = worker_free,
 };
