@@ -1,0 +1,267 @@
+"""test_gateway_reload_routes.py -- a reload applies the gateway's routes
+(docs/gateway.md, "Reload"): a real sluiced in front of two Python
+upstreams that record what reached them, the file changed and SIGHUP sent
+(or POST /v1/admin/reload), each change asserted by what the upstreams saw:
+
+  - an added route serves at once, a removed one answers 404, a route whose
+    upstream and policies changed goes to its new upstream under its new
+    policy, and a route kept by name keeps its counters in /metrics;
+  - a concurrency limit lowered under load: the requests in flight finish,
+    nobody new is admitted until the in-flight count is below the new
+    limit, and the count returns to 0;
+  - requests queued by excess: delay across a reload that removes their
+    route are all answered, by their upstream;
+  - an invalid gateway: section is refused whole (the reload fails naming
+    the line, the running routes stay); a changed listen address is
+    warned about as needing a restart while the routes still apply.
+
+The clock is the manual test clock (no rate window is waited out) but for
+the delay route, whose requests wait on the real one for less than a
+second; the other waits are for events and bounded.
+"""
+import http.client
+import re
+import signal
+import threading
+import time
+import unittest
+
+import harness
+import upstream
+from harness import Daemon, gateway_port, metric
+
+
+class Upstream(upstream.Upstream):
+    """Records each request's path and the requests in flight at its
+    arrival; a path with /hold/ waits until `gate` is set, one with /hold2/
+    until `gate2` is."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.paths = []
+        self.inflight = 0
+        self.at_arrival = {}
+        self.gate = threading.Event()
+        self.gate2 = threading.Event()
+        super().__init__()
+
+    def answer(self, request, body):
+        with self.lock:
+            self.paths.append(request.path)
+            self.inflight += 1
+            self.at_arrival[request.path] = self.inflight
+        try:
+            if "/hold/" in request.path:
+                self.gate.wait(20)
+            if "/hold2/" in request.path:
+                self.gate2.wait(20)
+            return 200, b"ok\n"
+        finally:
+            with self.lock:
+                self.inflight -= 1
+
+    def seen(self, prefix):
+        with self.lock:
+            return [p for p in self.paths if p.startswith(prefix)]
+
+
+POLICIES = """\
+policies:
+  - name: tight
+    key: [ip]
+    limits:
+      - {algorithm: gcra, limit: 2, period: 1h, burst: 1}
+  - name: shaped
+    key: [ip]
+    limits:
+      - {algorithm: gcra, limit: 10, period: 1s, burst: 0}
+"""
+
+
+def config(routes, listen="127.0.0.1:0"):
+    return ("listen: {resp: 127.0.0.1:0, http: 127.0.0.1:0}\nthreads: 2\n"
+            "admin_token: test-admin-token-0123456789abcdef\n"
+            "gateway:\n  listen: %s\n  routes:\n%s%s" % (listen, routes, POLICIES))
+
+
+def route(name, prefix, port, extra=""):
+    text = "    - name: %s\n      match: {path_prefix: %s}\n      upstream: http://127.0.0.1:%d\n" % (
+        name, prefix, port)
+    return text + "".join("      %s\n" % line for line in extra.splitlines() if line)
+
+
+def get(port, path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def http_port(d):
+    return int(re.search(r" http_port=(\d+)", d.output()).group(1))
+
+
+class ReloadRoutes(unittest.TestCase):
+    def setUp(self):
+        self.one, self.two = Upstream(), Upstream()
+
+    def tearDown(self):
+        for up in (self.one, self.two):
+            up.gate.set()
+            up.gate2.set()
+        self.one.close()
+        self.two.close()
+
+    def reload(self, d, text, generation):
+        d.write_config(text)
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reloaded .*generation %d\b" % generation)
+
+    def test_add_remove_and_change_routes(self):
+        one, two = self.one.port, self.two.port
+        with Daemon(config(route("a", "/a/", one) + route("c", "/c/", one))) as d:
+            port, hp = gateway_port(d), http_port(d)
+            self.assertEqual(get(port, "/a/1")[0], 200)
+            self.assertEqual(get(port, "/b/1")[0], 404)
+            self.assertEqual(get(port, "/c/1")[0], 200)
+            # added: b, to the second upstream
+            self.reload(d, config(route("a", "/a/", one) + route("b", "/b/", two) + route("c", "/c/", one)), 2)
+            self.assertEqual(get(port, "/b/2")[0], 200)
+            self.assertEqual(self.two.seen("/b/"), ["/b/2"])
+            d.wait_log(r"gateway: 3 routes \(added: b\) apply to the requests arriving from now on")
+            # removed: a; changed: c, to the second upstream and under a policy
+            self.reload(d, config(route("b", "/b/", two) +
+                                  route("c", "/c/", two, "policies: [tight]\nstatus: 429")), 3)
+            self.assertEqual(get(port, "/a/3")[0], 404)
+            self.assertEqual(self.one.seen("/a/"), ["/a/1"])
+            statuses = [get(port, "/c/%d" % i)[0] for i in range(2, 5)]
+            self.assertEqual(statuses, [200, 200, 429])  # tight: 2 at once (burst 1), then refused
+            self.assertEqual(self.one.seen("/c/"), ["/c/1"])
+            self.assertEqual(self.two.seen("/c/"), ["/c/2", "/c/3"])
+            d.wait_log(r"gateway: 2 routes \(removed: a; changed: c\) apply")
+            # kept by name: its counters went on; the removed route's series are gone
+            self.assertEqual(metric(hp, "sluice_gateway_requests_total", route="c", result="forwarded"), 3)
+            self.assertEqual(metric(hp, "sluice_gateway_requests_total", route="c", result="rejected"), 1)
+            self.assertEqual(metric(hp, "sluice_gateway_requests_total", route="b", result="forwarded"), 1)
+            with self.assertRaises(AssertionError):
+                metric(hp, "sluice_gateway_requests_total", route="a", result="forwarded")
+            # the order changed: first match wins, so it matters and is said
+            self.reload(d, config(route("c", "/c/", two, "policies: [tight]\nstatus: 429") +
+                                  route("b", "/", two)), 4)
+            self.assertEqual(get(port, "/b/3")[0], 200)
+            d.wait_log(r"gateway: 2 routes \(changed: b; order changed\) apply")
+            # the same routes again: nothing to apply, nothing said
+            self.reload(d, config(route("c", "/c/", two, "policies: [tight]\nstatus: 429") +
+                                  route("b", "/", two)), 5)
+            self.assertEqual(get(port, "/b/4")[0], 200)
+            self.assertEqual(len(re.findall(r"gateway: \d+ routes \(", d.output())), 3, d.output())
+
+    def test_lowered_concurrency_limit_under_load(self):
+        one = self.one.port
+        conc = "concurrency: {limit: %d, max_wait: 20s}"
+        with Daemon(config(route("c", "/c/", one, conc % 4))) as d:
+            port, hp = gateway_port(d), http_port(d)
+            results = []
+
+            def client(path):
+                results.append((path, get(port, path)[0]))
+            old = [threading.Thread(target=client, args=("/c/hold/old%d" % i,)) for i in range(4)]
+            for t in old:
+                t.start()
+            deadline = time.time() + 10
+            while len(self.one.seen("/c/")) < 4 and time.time() < deadline:
+                time.sleep(0.01)
+            self.assertEqual(len(self.one.seen("/c/")), 4)
+            self.reload(d, config(route("c", "/c/", one, conc % 1)), 2)
+            new = [threading.Thread(target=client, args=("/c/hold2/new%d" % i,)) for i in range(3)]
+            for t in new:
+                t.start()
+            # 4 in flight, the new limit 1: the new ones wait
+            deadline = time.time() + 10
+            while metric(hp, "sluice_gateway_queue_depth", route="c") < 3 and time.time() < deadline:
+                time.sleep(0.01)
+            self.assertEqual(metric(hp, "sluice_gateway_queue_depth", route="c"), 3)
+            self.assertEqual(metric(hp, "sluice_gateway_inflight", route="c"), 4)
+            self.assertEqual(len(self.one.seen("/c/")), 4)
+            # the old ones end: one new one is admitted, the others still wait
+            self.one.gate.set()
+            for t in old:
+                t.join(30)
+            deadline = time.time() + 10
+            while len(self.one.seen("/c/")) < 5 and time.time() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.3)  # time enough for a wrongly admitted second one to arrive
+            self.assertEqual(len(self.one.seen("/c/")), 5, self.one.seen("/c/"))
+            self.assertEqual(metric(hp, "sluice_gateway_inflight", route="c"), 1)
+            self.assertEqual(metric(hp, "sluice_gateway_queue_depth", route="c"), 2)
+            self.one.gate2.set()
+            for t in new:
+                t.join(30)
+            self.assertEqual(sorted(s for _, s in results), [200] * 7, results)
+            with self.one.lock:
+                for i in range(3):  # one at a time: each alone at the upstream
+                    self.assertEqual(self.one.at_arrival["/c/hold2/new%d" % i], 1, self.one.at_arrival)
+            deadline = time.time() + 5
+            while metric(hp, "sluice_gateway_inflight", route="c") != 0 and time.time() < deadline:
+                time.sleep(0.01)
+            self.assertEqual(metric(hp, "sluice_gateway_inflight", route="c"), 0)
+            self.assertEqual(metric(hp, "sluice_gateway_queue_depth", route="c"), 0)
+            self.assertEqual(metric(hp, "sluice_gateway_requests_total", route="c", result="forwarded"), 7)
+
+    def test_queued_requests_of_a_removed_route_are_answered(self):
+        one, two = self.one.port, self.two.port
+        shaped = "policies: [shaped]\nexcess: delay\nmax_delay: 2s\nqueue: 100"
+        with Daemon(config(route("d", "/d/", one, shaped) + route("e", "/e/", two)), test_clock=None) as d:
+            port, hp = gateway_port(d), http_port(d)
+            results = []
+
+            def client(i):
+                results.append(get(port, "/d/%d" % i)[0])
+            threads = [threading.Thread(target=client, args=(i,)) for i in range(10)]
+            for t in threads:
+                t.start()
+            deadline = time.time() + 5
+            while metric(hp, "sluice_gateway_queue_depth", route="d") < 5 and time.time() < deadline:
+                time.sleep(0.005)
+            self.assertGreaterEqual(metric(hp, "sluice_gateway_queue_depth", route="d"), 5)
+            self.reload(d, config(route("e", "/e/", two)), 2)  # d removed while they wait
+            self.assertEqual(get(port, "/d/new")[0], 404)
+            for t in threads:
+                t.join(30)
+            self.assertEqual(results, [200] * 10)
+            self.assertEqual(sorted(self.one.seen("/d/")), sorted("/d/%d" % i for i in range(10)))
+            self.assertEqual(get(port, "/e/1")[0], 200)
+
+    def test_invalid_section_refused_and_restart_keys_said(self):
+        one, two = self.one.port, self.two.port
+        with Daemon(config(route("a", "/a/", one))) as d:
+            port = gateway_port(d)
+            d.write_config(config(route("a", "/a/", two, "excess: later")))
+            d.signal(signal.SIGHUP)
+            d.wait_log(r"reload failed, the running configuration stays: .*sluice\.yaml:\d+: "
+                       r"gateway\.routes\[0\]\.excess")
+            self.assertEqual(get(port, "/a/1")[0], 200)
+            self.assertEqual(self.one.seen("/a/"), ["/a/1"])
+            # another listen address needs a restart; the routes apply all the same
+            other = harness.free_port()
+            self.reload(d, config(route("a", "/a/", two), listen="127.0.0.1:%d" % other), 2)
+            d.wait_log(r"gateway: gateway\.listen\[0\] \(its address\) changed: it needs a restart")
+            self.assertEqual(get(port, "/a/2")[0], 200)
+            self.assertEqual(self.two.seen("/a/"), ["/a/2"])
+            # the admin API's reload applies routes too
+            d.write_config(config(route("a", "/a/", one) + route("b", "/b/", two)))
+            c = http.client.HTTPConnection("127.0.0.1", http_port(d), timeout=10)
+            c.request("POST", "/v1/admin/reload",
+                      headers={"Authorization": "Bearer test-admin-token-0123456789abcdef"})
+            r = c.getresponse()
+            self.assertEqual(r.status, 200, r.read())
+            c.close()
+            self.assertEqual(get(port, "/b/1")[0], 200)
+            self.assertEqual(self.two.seen("/b/"), ["/b/1"])
+
+
+if __name__ == "__main__":
+    unittest.main()
