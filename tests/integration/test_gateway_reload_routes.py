@@ -11,6 +11,8 @@ upstreams that record what reached them, the file changed and SIGHUP sent
     limit, and the count returns to 0;
   - requests queued by excess: delay across a reload that removes their
     route are all answered, by their upstream;
+  - the access log names the routes in force, stops when a reload turns
+    it off and writes again when one turns it on with the same file;
   - an invalid gateway: section is refused whole (the reload fails naming
     the line, the running routes stay); a changed listen address is
     warned about as needing a restart while the routes still apply.
@@ -22,6 +24,7 @@ second; the other waits are for events and bounded.
 import http.client
 import re
 import signal
+import tempfile
 import threading
 import time
 import unittest
@@ -214,7 +217,8 @@ class ReloadRoutes(unittest.TestCase):
     def test_queued_requests_of_a_removed_route_are_answered(self):
         one, two = self.one.port, self.two.port
         shaped = "policies: [shaped]\nexcess: delay\nmax_delay: 2s\nqueue: 100"
-        with Daemon(config(route("d", "/d/", one, shaped) + route("e", "/e/", two)), test_clock=None) as d:
+        with Daemon(config(route("d", "/d/", one, shaped) + route("e", "/e/", two)), test_clock=None,
+                    args=("--log-level", "debug")) as d:
             port, hp = gateway_port(d), http_port(d)
             results = []
 
@@ -234,6 +238,9 @@ class ReloadRoutes(unittest.TestCase):
             self.assertEqual(results, [200] * 10)
             self.assertEqual(sorted(self.one.seen("/d/")), sorted("/d/%d" % i for i in range(10)))
             self.assertEqual(get(port, "/e/1")[0], 200)
+            # nothing pins the routes of before any more: each worker lets go of them
+            d.wait_log(r"gateway: worker \d+ let go of routes a reload replaced", count=2)
+            self.assertEqual(len(re.findall(r"worker \d+ let go of routes", d.output())), 2)
 
     def test_invalid_section_refused_and_restart_keys_said(self):
         one, two = self.one.port, self.two.port
@@ -261,6 +268,47 @@ class ReloadRoutes(unittest.TestCase):
             c.close()
             self.assertEqual(get(port, "/b/1")[0], 200)
             self.assertEqual(self.two.seen("/b/"), ["/b/1"])
+
+    def test_access_log_follows_the_routes(self):
+        one, two = self.one.port, self.two.port
+        path = tempfile.mkdtemp(prefix="sluiced-test-") + "/gateway.log"
+
+        def section(routes, log):
+            return config(routes).replace("gateway:\n", "gateway:\n  access_log: %s\n" % log, 1)
+
+        def lines():
+            try:
+                with open(path) as f:
+                    return [line for line in f.read().splitlines() if line]
+            except FileNotFoundError:
+                return []
+
+        def wait_lines(n):
+            deadline = time.time() + 5
+            while len(lines()) < n and time.time() < deadline:
+                time.sleep(0.01)
+            return lines()
+        with Daemon(section(route("a", "/a/", one), path)) as d:
+            port = gateway_port(d)
+            self.assertEqual(get(port, "/a/1")[0], 200)
+            self.assertIn('"route":"a"', wait_lines(1)[0])
+            # a new route is logged under its name
+            self.reload(d, section(route("a", "/a/", one) + route("b", "/b/", two), path), 2)
+            self.assertEqual(get(port, "/b/1")[0], 200)
+            self.assertIn('"route":"b"', wait_lines(2)[1])
+            # turned off: no more lines, a 404 included
+            self.reload(d, config(route("a", "/a/", one) + route("b", "/b/", two)), 3)
+            self.assertEqual(get(port, "/b/2")[0], 200)
+            self.assertEqual(get(port, "/none")[0], 404)
+            time.sleep(0.2)
+            self.assertEqual(len(lines()), 2, lines())
+            # on again with the same file
+            self.reload(d, section(route("a", "/a/", one), path), 4)
+            self.assertEqual(get(port, "/a/3")[0], 200)
+            self.assertIn('"path":"/a/3"', wait_lines(3)[2])
+            # another file needs a restart, and the log says so
+            self.reload(d, section(route("a", "/a/", one), path + ".other"), 5)
+            d.wait_log(r"gateway: gateway\.access_log \(the file\) changed: it needs a restart")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ typedef struct alog {
     h2o_logger_t super;
     const char *path;       /* NULL: stderr */
     sld_stats_t *stats;
+    const atomic_bool *on;  /* the routes in force log */
     alog_worker_t *worker;  /* from the context's start to its end */
 } alog_t;
 
@@ -234,7 +235,8 @@ static void append_client(sld_buf_t *b, h2o_req_t *req) {
 static void log_access(h2o_logger_t *self, h2o_req_t *req) {
     alog_worker_t *aw = ((alog_t *)self)->worker;
     note_t *note = note_of(req);
-    if (aw == NULL || (note && note->route && !note->route->access_log))
+    if (aw == NULL || (note && note->route && !note->route->access_log) ||
+        !atomic_load_explicit(((alog_t *)self)->on, memory_order_relaxed))
         return;
     sld_buf_t *b = &aw->buf;
     append_time(aw, &req->processed_at.at);
@@ -286,8 +288,8 @@ static void log_access(h2o_logger_t *self, h2o_req_t *req) {
         flush(aw);
 }
 
-int sld_gw_access_log_register(h2o_pathconf_t *path, const sld_gw_config_t *g, sld_stats_t *stats, char *err,
-                               size_t err_len) {
+int sld_gw_access_log_register(h2o_pathconf_t *path, const sld_gw_config_t *g, sld_stats_t *stats,
+                               const atomic_bool *on, char *err, size_t err_len) {
     if (g->access_log == NULL)
         return SL_OK;
     bool to_stderr = strcmp(g->access_log, "stderr") == 0;
@@ -305,6 +307,7 @@ int sld_gw_access_log_register(h2o_pathconf_t *path, const sld_gw_config_t *g, s
     log->super.log_access = log_access;
     log->path = to_stderr ? NULL : g->access_log;
     log->stats = stats;
+    log->on = on;
     log->worker = NULL;
     return SL_OK;
 }

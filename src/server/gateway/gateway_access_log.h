@@ -23,6 +23,8 @@
 #ifndef SL_SERVER_GATEWAY_ACCESS_LOG_H
 #define SL_SERVER_GATEWAY_ACCESS_LOG_H
 
+#include <stdatomic.h>
+
 #include <h2o.h>
 
 #include "server/gateway/gateway_config.h"
@@ -41,9 +43,11 @@ typedef enum sld_gw_decision {
 /* Adds the log to a worker's path when g has one (nothing otherwise); its
  * file is opened on each worker's loop, and checked here so that a start
  * with a file that cannot be opened fails saying so. stats: the daemon's,
- * whose reload counts say when to open the file again. SL_EIO, SL_ENOMEM. */
-int sld_gw_access_log_register(h2o_pathconf_t *path, const sld_gw_config_t *g, sld_stats_t *stats, char *err,
-                               size_t err_len);
+ * whose reload counts say when to open the file again; *on: whether the
+ * routes in force log at all (a reload may turn the log off, and on again).
+ * SL_EIO, SL_ENOMEM. */
+int sld_gw_access_log_register(h2o_pathconf_t *path, const sld_gw_config_t *g, sld_stats_t *stats,
+                               const atomic_bool *on, char *err, size_t err_len);
 
 /* The request matched route (NULL: none); the log's own checks are made
  * here, and the later hooks cost a look-up when it is off. */

@@ -62,6 +62,7 @@ int sld__gw_shared_start(sld_gateway_t *gw) {
         return SL_ENOMEM;
     pthread_mutex_init(&gw->lock, NULL);
     gw->followed = sld_runtime(gw->d)->generation;
+    atomic_store(&gw->access_log_on, s->g->access_log != NULL);
     atomic_store(&gw->current, s);
     return SL_OK;
 }
@@ -108,6 +109,7 @@ void sld__gw_follow(sld_gateway_t *gw, const sld_runtime_t *rt) {
     char what[512];
     sld_gw_routes_change_t change;
     sld_gw_routes_change(now->g, next, &change, what, sizeof what);
+    atomic_store(&gw->access_log_on, next->access_log != NULL);
     atomic_store(&gw->current, s);
     pthread_mutex_unlock(&gw->lock);
     sld_info("gateway: %zu routes (%s) apply to the requests arriving from now on; those queued or in "

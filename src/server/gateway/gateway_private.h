@@ -51,6 +51,7 @@ struct sld_gateway {
     pthread_mutex_t lock;      /* current's swap and the holds taken of it, the metrics written */
     _Atomic(gw_shared_t *) current; /* the routes requests arriving now take */
     uint64_t followed;         /* the runtime generation last compared with current (under lock) */
+    atomic_bool access_log_on; /* current's section logs (its file is the start's) */
 };
 
 /* A listener of the gateway, as the server's front for it (its ctx). */

@@ -249,6 +249,8 @@ void sld__gw_gens_tick(gw_worker_t *w) {
         *at = gen->next;
         gen_dispose_proxies(w, gen, gen->path.handlers.size);
         gen_free(w->gw, gen);
+        sld_debug("gateway: worker %u let go of routes a reload replaced (their requests are over)",
+                  (unsigned)w->index);
     }
 }
 

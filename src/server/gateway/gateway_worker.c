@@ -168,7 +168,7 @@ static int configure(gw_worker_t *w, char *err, size_t err_len) {
     gw_filter_t *filter = (gw_filter_t *)h2o_create_filter(path, sizeof *filter);
     filter->super.on_setup_ostream = on_setup_ostream;
     filter->w = w;
-    return sld_gw_access_log_register(path, w->gw->g, &w->gw->d->stats, err, err_len);
+    return sld_gw_access_log_register(path, w->gw->g, &w->gw->d->stats, &w->gw->access_log_on, err, err_len);
 }
 
 /* ---- the front's hooks (net/front.h) ------------------------------------------------------------ */
