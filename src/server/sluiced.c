@@ -159,7 +159,8 @@ static int load_config(const char *path, sld_config_t **out, char *err, size_t e
 /* ---- main loop -------------------------------------------------------------------------- */
 
 /* Both ways to reload (SIGHUP, POST /v1/admin/reload) go through here, so
- * the gateway warns about a changed gateway: section after either. */
+ * the gateway takes a reload's routes (and names what needs a restart)
+ * after either. */
 static int reload(sld_daemon_t *d, char *err, size_t err_len, uint64_t *generation) {
     int rc = sld_runtime_reload(d, err, err_len, generation);
     if (rc == SL_OK && gateway)
