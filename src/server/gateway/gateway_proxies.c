@@ -14,6 +14,8 @@
  * and a disposed proxy's socket pool and client timeout, whose timers
  * libh2o closes and then frees at once, are freed here a tick later, once
  * the loop has closed those timers (libuv still touches a closing handle).
+ * Slots are not reused: the table keeps 8 bytes per upstream per reload
+ * that changed the routes, for the life of the process.
  *
  * A worker takes the routes in force for the first request after a reload
  * (and at its tick, when idle); the generation it leaves stays while
