@@ -6,9 +6,10 @@ upstreams that record what reached them, the file changed and SIGHUP sent
   - an added route serves at once, a removed one answers 404, a route whose
     upstream and policies changed goes to its new upstream under its new
     policy, and a route kept by name keeps its counters in /metrics;
-  - a concurrency limit lowered under load: the requests in flight finish,
-    nobody new is admitted until the in-flight count is below the new
-    limit, and the count returns to 0;
+  - a concurrency limit lowered under load, the route moved to another
+    upstream: the requests in flight finish at the old one, nobody new is
+    admitted until the in-flight count is below the new limit, the new
+    ones go to the new upstream, and the count returns to 0;
   - requests queued by excess: delay across a reload that removes their
     route are all answered, by their upstream;
   - the access log names the routes in force, stops when a reload turns
@@ -163,7 +164,10 @@ class ReloadRoutes(unittest.TestCase):
             self.assertEqual(len(re.findall(r"gateway: \d+ routes \(", d.output())), 3, d.output())
 
     def test_lowered_concurrency_limit_under_load(self):
-        one = self.one.port
+        """The limit lowered from 4 to 1 with 4 in flight, and the route moved
+        to the second upstream: the 4 end at the first, the new ones go to
+        the second one at a time."""
+        one, two = self.one.port, self.two.port
         conc = "concurrency: {limit: %d, max_wait: 20s}"
         with Daemon(config(route("c", "/c/", one, conc % 4))) as d:
             port, hp = gateway_port(d), http_port(d)
@@ -178,7 +182,7 @@ class ReloadRoutes(unittest.TestCase):
             while len(self.one.seen("/c/")) < 4 and time.time() < deadline:
                 time.sleep(0.01)
             self.assertEqual(len(self.one.seen("/c/")), 4)
-            self.reload(d, config(route("c", "/c/", one, conc % 1)), 2)
+            self.reload(d, config(route("c", "/c/", two, conc % 1)), 2)
             new = [threading.Thread(target=client, args=("/c/hold2/new%d" % i,)) for i in range(3)]
             for t in new:
                 t.start()
@@ -189,24 +193,26 @@ class ReloadRoutes(unittest.TestCase):
             self.assertEqual(metric(hp, "sluice_gateway_queue_depth", route="c"), 3)
             self.assertEqual(metric(hp, "sluice_gateway_inflight", route="c"), 4)
             self.assertEqual(len(self.one.seen("/c/")), 4)
+            self.assertEqual(self.two.seen("/c/"), [])
             # the old ones end: one new one is admitted, the others still wait
             self.one.gate.set()
             for t in old:
                 t.join(30)
             deadline = time.time() + 10
-            while len(self.one.seen("/c/")) < 5 and time.time() < deadline:
+            while len(self.two.seen("/c/")) < 1 and time.time() < deadline:
                 time.sleep(0.01)
             time.sleep(0.3)  # time enough for a wrongly admitted second one to arrive
-            self.assertEqual(len(self.one.seen("/c/")), 5, self.one.seen("/c/"))
+            self.assertEqual(len(self.two.seen("/c/")), 1, self.two.seen("/c/"))
+            self.assertEqual(sorted(self.one.seen("/c/")), ["/c/hold/old%d" % i for i in range(4)])
             self.assertEqual(metric(hp, "sluice_gateway_inflight", route="c"), 1)
             self.assertEqual(metric(hp, "sluice_gateway_queue_depth", route="c"), 2)
-            self.one.gate2.set()
+            self.two.gate2.set()
             for t in new:
                 t.join(30)
             self.assertEqual(sorted(s for _, s in results), [200] * 7, results)
-            with self.one.lock:
+            with self.two.lock:
                 for i in range(3):  # one at a time: each alone at the upstream
-                    self.assertEqual(self.one.at_arrival["/c/hold2/new%d" % i], 1, self.one.at_arrival)
+                    self.assertEqual(self.two.at_arrival["/c/hold2/new%d" % i], 1, self.two.at_arrival)
             deadline = time.time() + 5
             while metric(hp, "sluice_gateway_inflight", route="c") != 0 and time.time() < deadline:
                 time.sleep(0.01)
