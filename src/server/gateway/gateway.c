@@ -90,7 +90,10 @@ static bool decided(gw_call_t *call, int rc, const sld_runtime_t *rt, size_t ind
         sld__gw_send_text(call->w, call->req, 503, "the rate limiter cannot decide: %s\n", sl_strerror(rc));
         return false;
     }
-    if (!peeking(call, n) && (dec->allowed || route->excess == SLD_GW_SHADOW)) { /* what the fields say */
+    /* what the fields say, unless no one sees them (headers: off both ways): writing them
+     * is about 1,400 instructions, 5 % of a forwarded request (bench/README.md) */
+    if (!peeking(call, n) && (dec->allowed || route->excess == SLD_GW_SHADOW) &&
+        (route->headers.client || route->headers.upstream)) {
         const sld_policy_t *pc = sld_policies_config(rt->policies, index);
         sld_gw_fields_note(&call->fields, call->step % n, call->req, &call->w->reply, pc->name, p,
                            pc->mode == SL_MODE_SOFT ? pc->soft_percent : 0, dec, lr);
