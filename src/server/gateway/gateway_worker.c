@@ -85,6 +85,7 @@ static void on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t *
         o->sent = false;
         slot = &o->super.next;
     }
+    sld_http_server_name(req);
     h2o_setup_next_ostream(req, slot);
 }
 

@@ -45,11 +45,19 @@ static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: te
 
 void sld_http_server_config(h2o_globalconf_t *config, const sld_config_t *cfg) {
     h2o_config_init(config);
-    config->server_name = h2o_iovec_init(H2O_STRLIT("sluiced"));
+    /* No name for libh2o to write: its HTTP/1 head writes one with a
+     * sprintf of its own on every response, about 700 instructions
+     * (bench/README.md). sld_http_server_name() adds it as any header. */
+    config->server_name = h2o_iovec_init(H2O_STRLIT(""));
     config->max_request_entity_size = cfg->max_request_bytes;
     uint64_t idle_ms = cfg->idle_timeout > 0 ? (uint64_t)(cfg->idle_timeout / 1000) : FOREVER_MS;
     config->http1.req_timeout = idle_ms > 0 ? idle_ms : 1;
     config->http2.idle_timeout = config->http1.req_timeout;
+}
+
+void sld_http_server_name(h2o_req_t *req) {
+    if (h2o_find_header(&req->res.headers, H2O_TOKEN_SERVER, -1) == -1)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_SERVER, "Server", H2O_STRLIT("sluiced"));
 }
 
 /* ---- connections ---------------------------------------------------------------------------- */
@@ -228,6 +236,7 @@ static void add_header(h2o_req_t *req, const sld_http_header_t *h, const char *v
 void sld_http_send_reply(h2o_req_t *req, const sld_http_reply_t *r) {
     req->res.status = r->status;
     req->res.reason = sld_http_reason(r->status);
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_SERVER, "Server", H2O_STRLIT("sluiced"));
     if (r->content_type)
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, "Content-Type", r->content_type,
                        strlen(r->content_type));
