@@ -35,6 +35,39 @@
 
 #define DELAY_ATTEMPTS 32 /* excess: delay, several policies: peeks asked again at most this often */
 
+/* A call's block (over a kilobyte with its keys): the worker keeps up to
+ * SPARE_CALLS freed ones for its next requests, which a malloc and a free
+ * of that size cost about 550 instructions (bench/README.md). As many as
+ * the requests one turn of the loop starts: their calls are freed together
+ * at the next. */
+#define SPARE_CALLS 64
+
+static gw_call_t *call_alloc(gw_worker_t *w, size_t bytes, size_t *capacity) {
+    gw_call_t *call = w->spare_calls;
+    if (call != NULL) {
+        w->spare_calls = call->next;
+        w->nspare_calls--;
+        if (call->bytes >= bytes) {
+            *capacity = call->bytes;
+            return call;
+        }
+        free(call); /* a reload made keys longer */
+    }
+    *capacity = bytes;
+    return malloc(bytes);
+}
+
+static void call_free(gw_call_t *call) {
+    gw_worker_t *w = call->w;
+    if (w->nspare_calls >= SPARE_CALLS) {
+        free(call);
+        return;
+    }
+    call->next = w->spare_calls;
+    w->spare_calls = call;
+    w->nspare_calls++;
+}
+
 static void on_request_gone(void *arg) {
     gw_call_t *call = ((gw_link_t *)arg)->call;
     call->req = NULL;
@@ -43,7 +76,7 @@ static void on_request_gone(void *arg) {
         sld__gw_unwait(call);
     sld__gw_drop_place(call); /* a client gone while waiting gives its place back */
     if (!call->pending)
-        free(call);
+        call_free(call);
 }
 
 void sld__gw_send_text(gw_worker_t *w, h2o_req_t *req, int status, const char *fmt, ...) {
@@ -196,7 +229,7 @@ static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_lim
     gw_call_t *call = arg;
     call->pending = false;
     if (call->req == NULL) { /* the client went away meanwhile */
-        free(call);
+        call_free(call);
         return;
     }
     const sld_gw_route_t *route = route_of(call);
@@ -285,13 +318,14 @@ int sld__gw_on_req(h2o_handler_t *self, h2o_req_t *req) {
     const sld_runtime_t *rt = sld_runtime(w->gw->d);
     size_t cap = (size_t)rt->cfg->max_key_bytes + 1;
     size_t n = route->npolicies;
-    gw_call_t *call = malloc(sizeof *call + (n ? n : 1) * cap);
+    size_t bytes;
+    gw_call_t *call = call_alloc(w, sizeof *call + (n ? n : 1) * cap, &bytes);
     if (call == NULL) {
         sld__gw_send_text(w, req, 503, "out of memory\n");
         return 0;
     }
     *call = (gw_call_t){.req = req, .w = w, .route = (size_t)(route - g->routes), .keys = (char *)(call + 1),
-                        .key_cap = cap};
+                        .key_cap = cap, .bytes = bytes};
     gw_link_t *link = h2o_mem_alloc_shared(&req->pool, sizeof *link, on_request_gone);
     link->call = call; /* from now on the request's end frees call (or its answer does) */
     if (!build_keys(call, rt, req))

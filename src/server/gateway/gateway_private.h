@@ -70,6 +70,8 @@ struct gw_worker {
     bool timer_open, closing;
     uint64_t timer_due;        /* loop time the timer is set for, while it is */
     struct gw_call *first, *last; /* the waiters, in arrival order (all routes) */
+    struct gw_call *spare_calls;  /* calls freed, for the next requests (through next; gateway.c) */
+    size_t nspare_calls;
 };
 
 /* ---- one request ------------------------------------------------------------------------------ */
@@ -90,6 +92,7 @@ typedef struct gw_call {
     size_t key_len[SLD_GW_MAX_POLICIES];
     char *keys;                /* n keys of up to key_cap bytes, in this block */
     size_t key_cap;
+    size_t bytes;              /* of this block */
     bool waiting;              /* in the worker's waiters */
     bool delayed;              /* waiting: for its moment (excess: delay), not for a slot */
     bool place;                /* holds a place of the route's queue */

@@ -261,6 +261,10 @@ static void worker_dispose(void *arg) {
 
 static void worker_free(void *arg) {
     gw_worker_t *w = arg;
+    for (gw_call_t *c = w->spare_calls, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
     free(w->proxies);
     free(w->upstreams);
     free(w);
