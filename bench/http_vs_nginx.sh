@@ -12,40 +12,47 @@
 #             THREADS worker threads; a copy of randkey.lua that appends
 #             &key=<k> (written to the output directory).
 # Both allow every request, so this compares the cost of a decision over
-# HTTP/1.1 keep-alive. Every case runs RUNS times for DUR seconds; the median
-# is reported with its spread. Output: JSON lines, then a table with the
-# ratio sluiced/nginx (same thread count, same connections) and both p99s.
+# HTTP/1.1 keep-alive. Both servers run at the same time, with the same
+# count N of workers / threads (each N of THREADS); every case runs RUNS
+# times for DUR seconds, alternating nginx, sluiced, nginx, ... so that a
+# change in the machine's load falls on both; the median is reported with
+# its spread, and the requests answered per CPU second of the server (its
+# CPU time over the run, /proc; nginx's workers included), which moves far
+# less than requests per second on a shared machine. Output: JSON lines,
+# then a table with the ratios sluiced/nginx (same N, same connections).
 # Servers are started and stopped here (by PID, loopback only), with the
 # peer kit's helpers (../../shared/bench/peers/common.sh).
 #
 #   bench/http_vs_nginx.sh                       # everything (~5 min)
 #   RUNS=5 PIN=1 bench/http_vs_nginx.sh          # PIN=1: servers on CPU 0, wrk on CPU 1
-#   RUNS=1 DUR=2 CONNS=64 THREADS=1 WORKERS=1 bench/http_vs_nginx.sh   # smoke
+#   RUNS=1 DUR=2 CONNS=64 THREADS=1 bench/http_vs_nginx.sh   # smoke
 #
 # Knobs: RUNS (3), DUR (10, seconds), CONNS ("64 256"), KEYSPACE (100000),
-# PIN (0), THREADS ("1 2", sluiced), WORKERS ("1 2", nginx), WRK_THREADS (2),
+# PIN (0), THREADS ("1 2": sluiced's threads and nginx's workers), WRK_THREADS (2),
 # SLUICED (build/sluiced), NGINX (nginx on PATH, else /usr/sbin/nginx),
 # NGINX_PORT (18080), SLUICED_PORT (18091).
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="${PEERS:-$ROOT/../shared/bench/peers}"
+OUT=$(mktemp -d /tmp/http-vs-nginx.XXXXXX)
+export PEERBENCH_TMP="$OUT"   # the peer kit's pid files go here, not beside other runs'
 # shellcheck source=/dev/null
 source "$PEERS/common.sh"
 # shellcheck source=/dev/null
 source "$PEERS/wrk_common.sh"   # to_ms
+# shellcheck source=bench/bench_lib.sh
+source "$ROOT/bench/bench_lib.sh"   # wrk_run, cpu_ticks
 
 DUR=${DUR:-10}
 CONNS=${CONNS:-"64 256"}
 KEYSPACE=${KEYSPACE:-100000}
 PIN=${PIN:-0}
-THREADS=${THREADS:-"1 2"}
-WORKERS=${WORKERS:-"1 2"}
+THREADS=${THREADS:-${WORKERS:-"1 2"}}   # WORKERS: the former name of nginx's count
 WRK_THREADS=${WRK_THREADS:-2}
 SLUICED=${SLUICED:-$ROOT/build/sluiced}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 NGINX_PORT=${NGINX_PORT:-18080}
 SLUICED_PORT=${SLUICED_PORT:-18091}
-OUT=$(mktemp -d /tmp/http-vs-nginx.XXXXXX)
 
 SRV_PIN=(); CLI_PIN=()
 if [ "$PIN" = 1 ]; then SRV_PIN=(taskset -c 0); CLI_PIN=(taskset -c 1); fi
@@ -63,37 +70,39 @@ sed -e '1i -- written by bench/http_vs_nginx.sh: the peer kit randkey.lua, with 
 grep -q 'sep .. "key="' "$OUT/randkey_query.lua" && grep -q '^  sep = ' "$OUT/randkey_query.lua" \
   || { echo "could not adapt $PEERS/wrk/randkey.lua" >&2; exit 1; }
 
-# run_wrk SCRIPT URL CONNS LOG -> "rps p50_ms p99_ms total non2xx sockerr"
-run_wrk() {
-  local script=$1 url=$2 conns=$3 log=$4
-  "${CLI_PIN[@]}" wrk -t"$WRK_THREADS" -c"$conns" -d"${DUR}s" --latency -s "$script" "$url" -- "$KEYSPACE" >"$log" 2>&1
-  local rps p50 p99 total non2xx errs
-  rps=$(awk '/^Requests\/sec:/{print $2}' "$log")
-  p50=$(to_ms "$(awk '$1=="50%"{print $2}' "$log")")
-  p99=$(to_ms "$(awk '$1=="99%"{print $2}' "$log")")
-  total=$(awk '/requests in/{print $1}' "$log")
-  non2xx=$(awk '/Non-2xx or 3xx responses:/{print $NF}' "$log")
-  errs=$(awk '/Socket errors:/{sub(/.*Socket errors: /,""); gsub(/ /,""); print}' "$log")
-  echo "${rps:-NA} ${p50:-NA} ${p99:-NA} ${total:-0} ${non2xx:-0} ${errs:-none}"
+# one_run SERVER N CONNS I -> "rps p50_ms p99_ms total non2xx sockerr req_per_cpu_s"
+one_run() {
+  local server=$1 n=$2 conns=$3 i=$4 script url t0 t1 r
+  if [ "$server" = nginx ]; then script=$PEERS/wrk/randkey.lua url="http://127.0.0.1:$NGINX_PORT/pass"
+  else script=$OUT/randkey_query.lua url="http://127.0.0.1:$SLUICED_PORT/v1/check?policy=bench"; fi
+  t0=$(cpu_ticks "$(cat "$OUT/$server.pid")")
+  r=$(wrk_run "$OUT/wrk-$server-$n-$conns-$i.log" -t"$WRK_THREADS" -c"$conns" -d"${DUR}s" --latency -s "$script" "$url" -- "$KEYSPACE")
+  t1=$(cpu_ticks "$(cat "$OUT/$server.pid")")
+  read -r _ _ _ tot _ _ <<<"$r"
+  echo "$r $(awk -v n="$tot" -v d=$((t1 - t0)) -v hz="$HZ" 'BEGIN{ if (d > 0) printf "%d", n * hz / d; else print "NA" }')"
 }
 
-# measure SERVER THREADS SCRIPT URL CONNS: one JSON line
+# measure N CONNS: RUNS alternating runs of each server, one JSON line each
 measure() {
-  local server=$1 threads=$2 script=$3 url=$4 conns=$5
-  local rps=() p50=() p99=() bad=0 errs=none i r q50 q99 tot n2 er
+  local n=$1 conns=$2 i f r q50 q99 tot n2 er eff
+  declare -A R=()
   for i in $(seq "$RUNS"); do
-    read -r r q50 q99 tot n2 er <<<"$(run_wrk "$script" "$url" "$conns" "$OUT/wrk-$server-$threads-$conns-$i.log")"
-    rps+=("$r"); p50+=("$q50"); p99+=("$q99")
-    bad=$((bad + n2)); [ "$er" != none ] && errs=$er
+    for f in nginx sluiced; do
+      read -r r q50 q99 tot n2 er eff <<<"$(one_run "$f" "$n" "$conns" "$i")"
+      R[$f.rps]+="$r "; R[$f.p50]+="$q50 "; R[$f.p99]+="$q99 "; R[$f.eff]+="$eff "
+      R[$f.bad]=$(( ${R[$f.bad]:-0} + ${n2:-0} )); [ "$er" != none ] && R[$f.err]=$er
+      echo "  $f n=$n c=$conns run $i: $r req/s p50 $q50 ms p99 $q99 ms; $eff req per cpu-s" >&2
+    done
   done
-  local m lo hi m50 m99
-  read -r m lo hi <<<"$(printf '%s\n' "${rps[@]}" | grep -v NA | stats)"
-  read -r m50 _ _ <<<"$(printf '%s\n' "${p50[@]}" | grep -v NA | stats)"
-  read -r m99 _ _ <<<"$(printf '%s\n' "${p99[@]}" | grep -v NA | stats)"
-  [ "$bad" -gt 0 ] && echo "warning: $server threads=$threads c=$conns: $bad answers were not 2xx" >&2
-  [ "$errs" != none ] && echo "warning: $server threads=$threads c=$conns: socket errors $errs" >&2
-  printf '{"bench":"http","server":"%s","threads":%s,"case":"pass/spread","conns":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"non2xx":%s,"runs":%s,"dur_s":%s,"keyspace":%s}\n' \
-    "$server" "$threads" "$conns" "$m" "$lo" "$hi" "$m50" "$m99" "$bad" "$RUNS" "$DUR" "$KEYSPACE" | tee -a "$OUT/lines"
+  local m lo hi m50 m99 meff
+  for f in nginx sluiced; do
+    read -r m lo hi <<<"$(printf '%s\n' ${R[$f.rps]} | grep -v NA | stats)"
+    m50=$(printf '%s\n' ${R[$f.p50]} | med); m99=$(printf '%s\n' ${R[$f.p99]} | med); meff=$(printf '%s\n' ${R[$f.eff]} | med)
+    [ "${R[$f.bad]}" -gt 0 ] && echo "warning: $f n=$n c=$conns: ${R[$f.bad]} answers were not 2xx" >&2
+    [ -n "${R[$f.err]:-}" ] && echo "warning: $f n=$n c=$conns: socket errors ${R[$f.err]}" >&2
+    printf '{"bench":"http","server":"%s","threads":%s,"case":"pass/spread","conns":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"req_per_cpu_s":%s,"non2xx":%s,"runs":%s,"dur_s":%s,"keyspace":%s}\n' \
+      "$f" "$n" "$conns" "$m" "$lo" "$hi" "$m50" "$m99" "$meff" "${R[$f.bad]}" "$RUNS" "$DUR" "$KEYSPACE" | tee -a "$OUT/lines"
+  done
 }
 
 write_nginx_conf() {  # WORKERS
@@ -139,37 +148,29 @@ port_free "$NGINX_PORT" || exit 1
 port_free "$SLUICED_PORT" || exit 1
 
 {
-  echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cores; pin=$PIN conns=\"$CONNS\" keyspace=$KEYSPACE runs=$RUNS dur=${DUR}s wrk -t$WRK_THREADS"
+  echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cores; load $(cut -d" " -f1-3 /proc/loadavg); pin=$PIN conns=\"$CONNS\" keyspace=$KEYSPACE runs=$RUNS dur=${DUR}s wrk -t$WRK_THREADS"
   echo "# $("$NGINX" -v 2>&1); $("$SLUICED" --version); wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}')"
   echo "# nginx: limit_req burst=1000 nodelay on \$arg_key, empty_gif; sluiced: GET /v1/check, token_bucket 1000000/s"
 } | tee "$OUT/header"
 
-for w in $WORKERS; do
-  write_nginx_conf "$w"
+for n in $THREADS; do
+  write_nginx_conf "$n"
   "$NGINX" -t -p "$OUT/nginx/" -c "$OUT/nginx/nginx.conf" -e "$OUT/nginx/error.log" >/dev/null 2>&1 \
     || { "$NGINX" -t -p "$OUT/nginx/" -c "$OUT/nginx/nginx.conf" -e "$OUT/nginx/error.log"; exit 1; }
-  start_bg nginx "$OUT/nginx-$w.log" "${SRV_PIN[@]}" "$NGINX" -p "$OUT/nginx/" -c "$OUT/nginx/nginx.conf" -e "$OUT/nginx/error.log"
+  start_bg nginx "$OUT/nginx-$n.log" "${SRV_PIN[@]}" "$NGINX" -p "$OUT/nginx/" -c "$OUT/nginx/nginx.conf" -e "$OUT/nginx/error.log"
+  start_bg sluiced "$OUT/sluiced-$n.log" "${SRV_PIN[@]}" "$SLUICED" --snapshot off --config "$OUT/sluice.yaml" --threads "$n"
   wait_port 127.0.0.1 "$NGINX_PORT" || exit 1
-  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NGINX_PORT/pass?key=probe")
-  [ "$code" = 200 ] || { echo "nginx /pass answered $code, not 200" >&2; exit 1; }
-  for c in $CONNS; do
-    measure nginx "$w" "$PEERS/wrk/randkey.lua" "http://127.0.0.1:$NGINX_PORT/pass" "$c"
-  done
-  stop_named nginx
-done
-
-for t in $THREADS; do
-  start_bg sluiced "$OUT/sluiced-$t.log" "${SRV_PIN[@]}" "$SLUICED" --snapshot off --config "$OUT/sluice.yaml" --threads "$t"
   if ! wait_port 127.0.0.1 "$SLUICED_PORT"; then
     echo "sluiced did not open its HTTP port $SLUICED_PORT (no HTTP front in this build?):" >&2
-    cat "$OUT/sluiced-$t.log" >&2
+    cat "$OUT/sluiced-$n.log" >&2
     exit 1
   fi
+  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NGINX_PORT/pass?key=probe")
+  [ "$code" = 200 ] || { echo "nginx /pass answered $code, not 200" >&2; exit 1; }
   code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SLUICED_PORT/v1/check?policy=bench&key=probe")
   [ "$code" = 200 ] || { echo "sluiced /v1/check answered $code, not 200" >&2; exit 1; }
-  for c in $CONNS; do
-    measure sluiced "$t" "$OUT/randkey_query.lua" "http://127.0.0.1:$SLUICED_PORT/v1/check?policy=bench" "$c"
-  done
+  for c in $CONNS; do measure "$n" "$c"; done
+  stop_named nginx
   stop_named sluiced
 done
 
@@ -178,16 +179,20 @@ awk -F'[:,{}"]+' '
   { for (i = 2; i < NF; i += 2) v[$i] = $(i + 1)
     key = v["server"] "|" v["threads"] "|" v["conns"]
     rps[key] = v["rps"]; lo[key] = v["rps_min"]; hi[key] = v["rps_max"]
-    p50[key] = v["p50_ms"]; p99[key] = v["p99_ms"]; order[++n] = key }
+    p50[key] = v["p50_ms"]; p99[key] = v["p99_ms"]; eff[key] = v["req_per_cpu_s"]; order[++n] = key }
   END {
-    printf "%-8s %3s %5s %10s %22s %8s %8s %14s %14s\n", "server", "thr", "conns", "req/s", "[min..max]", "p50 ms", "p99 ms", "sluiced/nginx", "nginx p99 ms"
+    printf "%-8s %3s %5s %10s %22s %8s %8s %9s %14s %8s %9s\n", "server", "thr", "conns", "req/s", "[min..max]", "p50 ms", "p99 ms", "req/cpu-s", "sluiced/nginx", "p99 s/n", "cpu-s s/n"
     for (k = 1; k <= n; k++) {
       split(order[k], f, "|")
       ng = "nginx|" f[2] "|" f[3]
-      ratio = ""; np99 = ""
-      if (f[1] == "sluiced" && (ng in rps) && rps[ng] > 0) { ratio = sprintf("%.2fx", rps[order[k]] / rps[ng]); np99 = p99[ng] }
-      printf "%-8s %3s %5s %10d %22s %8s %8s %14s %14s\n", f[1], f[2], f[3], rps[order[k]],
-        "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]], ratio, np99 }
+      ratio = ""; pr = ""; er = ""
+      if (f[1] == "sluiced" && (ng in rps) && rps[ng] > 0) {
+        ratio = sprintf("%.2fx", rps[order[k]] / rps[ng])
+        if (p99[ng] > 0) pr = sprintf("%.2fx", p99[order[k]] / p99[ng])
+        if (eff[ng] > 0) er = sprintf("%.2fx", eff[order[k]] / eff[ng]) }
+      printf "%-8s %3s %5s %10d %22s %8s %8s %9s %14s %8s %9s\n", f[1], f[2], f[3], rps[order[k]],
+        "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]], eff[order[k]], ratio, pr, er }
   }' "$OUT/lines"
-echo "# thr: nginx worker processes / sluiced threads; the ratio compares equal thread counts and connections"
+echo "# thr: nginx worker processes / sluiced threads; medians of $RUNS alternating runs; req/cpu-s: requests"
+echo "# answered per CPU second of the server; the ratios compare equal thread counts and connections"
 echo "# raw: $OUT"

@@ -20,6 +20,7 @@ The daemon runs on the test clock (nothing waits for a window); the slow
 upstream sleeps 0.3 s before its answer, which is the latency measured.
 """
 import re
+import subprocess
 import threading
 import time
 import unittest
@@ -201,6 +202,25 @@ class Headers(unittest.TestCase):
         status, h, body = curl(self.port, "/dead/x")
         self.assertEqual(status, 502, body)
         self.assertRegex(h["ratelimit"], r'^"per_ip_dead";r=4;t=\d+$')
+
+    def test_server_field_once(self):
+        """sluiced writes its Server field itself (libh2o's is off, bench/README.md):
+        exactly one, on forwarded answers (the upstream's own not passed on, as
+        libh2o's proxy did), the gateway's own answers and the HTTP front's,
+        over HTTP/1.1 and HTTP/2."""
+        def servers(port, path, *args):
+            out = subprocess.run(["curl", "-s", "-i", "--max-time", "10"] + list(args) +
+                                 ["http://127.0.0.1:%d%s" % (port, path)],
+                                 stdout=subprocess.PIPE, check=True).stdout.decode()
+            head = out.replace("\r\n", "\n").partition("\n\n")[0].split("\n")
+            return head[0].split()[1], [l.split(":", 1)[1].strip() for l in head[1:]
+                                        if l.lower().startswith("server:")]
+        for args in ((), ("--http2-prior-knowledge",)):
+            self.assertEqual(servers(self.port, "/slow/x", *args), ("200", ["sluiced"]))  # forwarded
+            self.assertEqual(servers(self.port, "/nowhere", *args), ("404", ["sluiced"]))  # no route
+            self.assertEqual(servers(self.http_port, "/v1/check?policy=per_ip&key=s", *args),
+                             ("200", ["sluiced"]))
+        self.assertEqual(servers(self.port, "/dead/x"), ("502", ["sluiced"]))  # libh2o's, rewritten
 
     def test_upstream_latency_histogram(self):
         before = self.metric("sluice_gateway_upstream_seconds_count", route="slow")

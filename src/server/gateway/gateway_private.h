@@ -108,6 +108,8 @@ struct gw_worker {
     bool timer_open, closing;
     uint64_t timer_due;        /* loop time the timer is set for, while it is */
     struct gw_call *first, *last; /* the waiters, in arrival order (all routes) */
+    struct gw_call *spare_calls;  /* calls freed, for the next requests (through next; gateway.c) */
+    size_t nspare_calls;
 };
 
 /* ---- one request ------------------------------------------------------------------------------ */
@@ -129,6 +131,7 @@ typedef struct gw_call {
     size_t key_len[SLD_GW_MAX_POLICIES];
     char *keys;                /* n keys of up to key_cap bytes, in this block */
     size_t key_cap;
+    size_t bytes;              /* of this block */
     bool waiting;              /* in the worker's waiters */
     bool delayed;              /* waiting: for its moment (excess: delay), not for a slot */
     bool place;                /* holds a place of the route's queue */
@@ -176,8 +179,6 @@ void sld__gw_gens_tick(gw_worker_t *w);
 void sld__gw_gens_dispose(gw_worker_t *w);
 /* Once the loop is closed: the generations themselves. */
 void sld__gw_gens_free(gw_worker_t *w);
-/* call is done with: its generation unpinned, its memory freed. */
-void sld__gw_call_free(gw_call_t *call);
 
 /* gateway.c */
 int sld__gw_on_req(h2o_handler_t *self, h2o_req_t *req);

@@ -276,9 +276,3 @@ void sld__gw_gens_free(gw_worker_t *w) {
     free(w->graveyard);
     w->graveyard = NULL;
 }
-
-void sld__gw_call_free(gw_call_t *call) {
-    if (call->gen)
-        sld__gw_gen_unpin(call->gen);
-    free(call);
-}

@@ -84,6 +84,7 @@ static void on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t *
         o->sent = false;
         slot = &o->super.next;
     }
+    sld_http_server_name(req);
     h2o_setup_next_ostream(req, slot);
 }
 
@@ -222,6 +223,10 @@ static void worker_dispose(void *arg) {
 static void worker_free(void *arg) {
     gw_worker_t *w = arg;
     sld__gw_gens_free(w);
+    for (gw_call_t *c = w->spare_calls, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
     free(w);
 }
 

@@ -45,11 +45,25 @@ static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: te
 
 void sld_http_server_config(h2o_globalconf_t *config, const sld_config_t *cfg) {
     h2o_config_init(config);
-    config->server_name = h2o_iovec_init(H2O_STRLIT("sluiced"));
+    /* No name for libh2o to write: its HTTP/1 head writes one with a
+     * sprintf of its own on every response, about 700 instructions
+     * (bench/README.md). sld_http_server_name() adds it as any header. */
+    config->server_name = h2o_iovec_init(H2O_STRLIT(""));
     config->max_request_entity_size = cfg->max_request_bytes;
     uint64_t idle_ms = cfg->idle_timeout > 0 ? (uint64_t)(cfg->idle_timeout / 1000) : FOREVER_MS;
     config->http1.req_timeout = idle_ms > 0 ? idle_ms : 1;
     config->http2.idle_timeout = config->http1.req_timeout;
+}
+
+/* "Server: sluiced" (not through h2o_add_header(), which copies "Server" each time) */
+static const h2o_header_t server_field = {(h2o_iovec_t *)&H2O_TOKEN_SERVER->buf, "Server", {(char *)"sluiced", 7}};
+
+void sld_http_server_name(h2o_req_t *req) {
+    h2o_headers_t *hs = &req->res.headers;
+    if (h2o_find_header(hs, H2O_TOKEN_SERVER, -1) != -1)
+        return;
+    h2o_vector_reserve(&req->pool, hs, hs->size + 1);
+    hs->entries[hs->size++] = server_field;
 }
 
 /* ---- connections ---------------------------------------------------------------------------- */
@@ -198,41 +212,54 @@ void sld_http_server_dispose(sld_http_server_t *s) {
 
 /* ---- replies ------------------------------------------------------------------------------- */
 
-/* The wire forms of sluiced's response headers: the lower-case names
- * HTTP/2 needs, h2o's token where it has one; nothing is looked up per
- * request. */
-static const struct wire_header {
-    const char *lower;
-    size_t len;
-    const h2o_token_t *token;
-} wire[SLD_H_COUNT] = {
-    [SLD_H_RATELIMIT_POLICY] = {"ratelimit-policy", 16, NULL},
-    [SLD_H_RATELIMIT] = {"ratelimit", 9, NULL},
-    [SLD_H_X_RATELIMIT_LIMIT] = {"x-ratelimit-limit", 17, NULL},
-    [SLD_H_X_RATELIMIT_REMAINING] = {"x-ratelimit-remaining", 21, NULL},
-    [SLD_H_X_RATELIMIT_RESET] = {"x-ratelimit-reset", 17, NULL},
-    [SLD_H_RETRY_AFTER] = {"retry-after", 11, H2O_TOKEN_RETRY_AFTER},
-    [SLD_H_ALLOW] = {"allow", 5, H2O_TOKEN_ALLOW},
-    [SLD_H_WWW_AUTHENTICATE] = {"www-authenticate", 16, H2O_TOKEN_WWW_AUTHENTICATE},
+/* The wire forms of sluiced's response headers: the name as libh2o's
+ * header lists hold it (h2o's token where it has one, else the lower-case
+ * name HTTP/2 needs) beside the one HTTP/1 writes (sld_http_header_names).
+ * sld_http_send_reply() puts a reply's headers into the list itself: one
+ * reservation, one copy of all the values, names never copied. Through
+ * h2o_add_header() each header cost a copy of its value, a copy of its
+ * name (libh2o duplicates orig_name) and a growth of the list: about 2,000
+ * of a /v1/check's 12,500 instructions (bench/README.md). */
+#define WIRE(lit) {(char *)(lit), sizeof(lit) - 1}
+static const h2o_iovec_t lower[SLD_H_COUNT] = {
+    [SLD_H_RATELIMIT_POLICY] = WIRE("ratelimit-policy"),
+    [SLD_H_RATELIMIT] = WIRE("ratelimit"),
+    [SLD_H_X_RATELIMIT_LIMIT] = WIRE("x-ratelimit-limit"),
+    [SLD_H_X_RATELIMIT_REMAINING] = WIRE("x-ratelimit-remaining"),
+    [SLD_H_X_RATELIMIT_RESET] = WIRE("x-ratelimit-reset"),
 };
 
-static void add_header(h2o_req_t *req, const sld_http_header_t *h, const char *value) {
-    h2o_iovec_t v = h2o_strdup(&req->pool, value, h->len);
-    const struct wire_header *w = &wire[h->id];
-    if (w->token)
-        h2o_add_header(&req->pool, &req->res.headers, w->token, h->name, v.base, v.len);
-    else
-        h2o_add_header_by_str(&req->pool, &req->res.headers, w->lower, w->len, 0, h->name, v.base, v.len);
+static h2o_iovec_t *wire_name(sld_http_header_id_t id) {
+    switch (id) {
+    case SLD_H_RETRY_AFTER:
+        return (h2o_iovec_t *)&H2O_TOKEN_RETRY_AFTER->buf;
+    case SLD_H_ALLOW:
+        return (h2o_iovec_t *)&H2O_TOKEN_ALLOW->buf;
+    case SLD_H_WWW_AUTHENTICATE:
+        return (h2o_iovec_t *)&H2O_TOKEN_WWW_AUTHENTICATE->buf;
+    default:
+        return (h2o_iovec_t *)&lower[id]; /* libh2o only reads a header's name */
+    }
 }
 
 void sld_http_send_reply(h2o_req_t *req, const sld_http_reply_t *r) {
     req->res.status = r->status;
     req->res.reason = sld_http_reason(r->status);
+    h2o_headers_t *hs = &req->res.headers;
+    h2o_vector_reserve(&req->pool, hs, hs->size + 2 + r->nheaders);
+    hs->entries[hs->size++] = server_field;
     if (r->content_type)
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, "Content-Type", r->content_type,
-                       strlen(r->content_type));
-    for (size_t i = 0; i < r->nheaders; i++)
-        add_header(req, &r->headers[i], r->values.data + r->headers[i].off);
+        hs->entries[hs->size++] = (h2o_header_t){(h2o_iovec_t *)&H2O_TOKEN_CONTENT_TYPE->buf, "Content-Type",
+                                                 {(char *)r->content_type, strlen(r->content_type)}};
+    /* the values in the request's pool: r is the worker's, reused at the
+     * next request, and HTTP/2 may write the head later */
+    char *values = NULL;
+    if (r->nheaders > 0 && (values = h2o_mem_alloc_pool(&req->pool, r->values.len)) != NULL)
+        memcpy(values, r->values.data, r->values.len);
+    for (size_t i = 0; values != NULL && i < r->nheaders; i++) {
+        const sld_http_header_t *h = &r->headers[i];
+        hs->entries[hs->size++] = (h2o_header_t){wire_name(h->id), h->name, {values + h->off, h->len}};
+    }
     req->res.content_length = r->body.len;
     h2o_send_inline(req, r->body.len ? r->body.data : "", r->body.len);
 }

@@ -51,11 +51,16 @@ typedef struct sld_http_server {
 } sld_http_server_t;
 
 /* Initialises an h2o configuration with what every HTTP listener shares:
- * the server name, a body up to max_request_bytes, a request (and an idle
+ * no server name of libh2o's (sld_http_server_name), a body up to max_request_bytes, a request (and an idle
  * keep-alive or HTTP/2 connection) closed after idle_timeout. The caller
  * registers its handlers and disposes it (h2o_config_dispose) once every
  * context using it is disposed. */
 void sld_http_server_config(h2o_globalconf_t *config, const sld_config_t *cfg);
+
+/* Adds "Server: sluiced" to req's response unless it has a Server field:
+ * for a response not written by sld_http_send_reply() (which adds it), such
+ * as one a proxy passes on. */
+void sld_http_server_name(h2o_req_t *req);
 
 /* Serves the listening socket fd (taken over: closed on failure) on `loop`
  * with `config` (which must outlive the server), into s (zeroed memory,
