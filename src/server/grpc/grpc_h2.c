@@ -183,7 +183,6 @@ void sld_grpc_h2_answer(sld_grpc_call_t *c, int status, const char *message, con
             call_free(c);
         return;
     }
-    sld_grpc_msg_free(&c->msg);
     if (status == SLD_GRPC_OK && body != NULL) {
         if ((c->out = malloc(5 + len)) == NULL) {
             trailers_only(c, SLD_GRPC_RESOURCE_EXHAUSTED, "out of memory");
@@ -195,6 +194,7 @@ void sld_grpc_h2_answer(sld_grpc_call_t *c, int status, const char *message, con
             c->out[4] = (uint8_t)len;
             memcpy(c->out + 5, body, len);
             c->out_len = 5 + len;
+            sld_grpc_msg_free(&c->msg); /* the body may have been made from it */
             try_send(c);
         }
     } else {
@@ -320,6 +320,17 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user_
     return 0;
 }
 
+/* A stream's last frame went out while its client still sends: a reset
+ * with NO_ERROR tells it to stop (RFC 9113 8.1) and closes the stream, so a
+ * request never ended holds no place among MAX_STREAMS. */
+static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user_data) {
+    (void)user_data;
+    if (f->hd.type == NGHTTP2_HEADERS && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+        nghttp2_session_get_stream_remote_close(s, f->hd.stream_id) == 0)
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
+    return 0;
+}
+
 static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t error, void *user_data) {
     (void)error;
     (void)user_data;
@@ -343,6 +354,7 @@ static nghttp2_session_callbacks *callbacks(void) {
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
     nghttp2_session_callbacks *none = NULL;
     if (!atomic_compare_exchange_strong(&shared, &none, cb)) {
         nghttp2_session_callbacks_del(cb);

@@ -1,6 +1,6 @@
 /* grpc_h2.h -- one gRPC connection's HTTP/2 session, on nghttp2: bytes in,
  * calls out to the front, answers in, bytes out. No socket, no loop: the
- * front (grpc_front.c) reads and writes, and a fuzzer feeds it bytes.
+ * front (grpc_server.c) reads and writes, and a fuzzer feeds it bytes.
  *
  * nghttp2 keeps HTTP/2's state (streams, SETTINGS, HPACK, flow control,
  * the limits on what a client may open or send); this module maps streams
@@ -23,7 +23,7 @@
  * A call handed to the front stays valid until answered, even when its
  * stream or connection goes first (it is then freed by the answer).
  *
- * Not here: the socket, TLS, counting connections (grpc_front.c), the
+ * Not here: the socket, TLS, counting connections (grpc_server.c), the
  * protobuf messages and deciding (grpc_messages.c, grpc_decide.c).
  */
 #ifndef SL_SERVER_GRPC_H2_H
