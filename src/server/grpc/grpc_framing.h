@@ -8,7 +8,7 @@
  * never indexed and never Huffman-coded: they leave the connection's HPACK
  * tables as they were, so grpc_h2.c may put this block in place of the
  * one nghttp2 encoded, and a client or a test reads the status as plain
- * bytes (the gRPC C core writes them the same way).
+ * bytes, as the gRPC C core writes them.
  *
  * Not here: HTTP/2 itself (nghttp2, grpc_h2.c), protobuf (grpc_messages.c).
  */

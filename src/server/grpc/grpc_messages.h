@@ -8,7 +8,7 @@
  * (owning its memory) or a message saying what is wrong, for the client's
  * INVALID_ARGUMENT.
  *
- * Not here: the gRPC calls (grpc_front.c), deciding (grpc_decide.c).
+ * Not here: the gRPC calls (grpc_h2.c, grpc_server.c), deciding (grpc_decide.c).
  */
 #ifndef SL_SERVER_GRPC_MESSAGES_H
 #define SL_SERVER_GRPC_MESSAGES_H
