@@ -13,6 +13,7 @@
  * plain literals (grpc_framing.h).
  */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,102 @@ struct sld_grpc_call {
     sld_grpc_call_t *prev, *next;
 };
 
+/* nghttp2's allocations for one session (nghttp2_mem): blocks up to
+ * 1 KiB come in five size classes (64 .. 1024 bytes) and a few of each
+ * class are kept for reuse. A call makes and frees the same handful of
+ * small blocks (its stream, frames, queue items), in bursts of as many
+ * calls as a client has in flight: more than malloc's per-thread cache
+ * keeps, so without this most of them would go through its slow path.
+ * Kept blocks are freed when no call is open at a sweep, and with the
+ * session. */
+#define POOL_CLASSES 5
+#define POOL_KEEP 32
+
+typedef struct pool_hdr {
+    size_t cap;     /* usable bytes after the header */
+    size_t pad_;    /* keeps what follows aligned for anything */
+} pool_hdr_t;
+
+typedef struct pool {
+    void *free[POOL_CLASSES]; /* blocks (their headers), linked through their first word */
+    unsigned n[POOL_CLASSES];
+} pool_t;
+
+static int pool_class(size_t size) {
+    for (int c = 0; c < POOL_CLASSES; c++)
+        if (size <= (size_t)64 << c)
+            return c;
+    return -1;
+}
+
+static void *pool_malloc(size_t size, void *user_data) {
+    pool_t *p = user_data;
+    int c = pool_class(size);
+    if (c >= 0 && p->free[c] != NULL) {
+        pool_hdr_t *b = p->free[c];
+        memcpy(&p->free[c], b + 1, sizeof(void *));
+        p->n[c]--;
+        return b + 1;
+    }
+    size_t cap = c >= 0 ? (size_t)64 << c : size;
+    if (cap > SIZE_MAX - sizeof(pool_hdr_t))
+        return NULL;
+    pool_hdr_t *b = malloc(sizeof *b + cap);
+    if (b == NULL)
+        return NULL;
+    b->cap = cap;
+    return b + 1;
+}
+
+static void pool_free(void *ptr, void *user_data) {
+    pool_t *p = user_data;
+    if (ptr == NULL)
+        return;
+    pool_hdr_t *b = (pool_hdr_t *)ptr - 1;
+    int c = pool_class(b->cap);
+    if (c >= 0 && b->cap == (size_t)64 << c && p->n[c] < POOL_KEEP) {
+        memcpy(ptr, &p->free[c], sizeof(void *));
+        p->free[c] = b;
+        p->n[c]++;
+        return;
+    }
+    free(b);
+}
+
+static void *pool_calloc(size_t n, size_t size, void *user_data) {
+    if (size != 0 && n > SIZE_MAX / size)
+        return NULL;
+    void *ptr = pool_malloc(n * size, user_data);
+    if (ptr != NULL)
+        memset(ptr, 0, n * size);
+    return ptr;
+}
+
+static void *pool_realloc(void *ptr, size_t size, void *user_data) {
+    if (ptr == NULL)
+        return pool_malloc(size, user_data);
+    pool_hdr_t *b = (pool_hdr_t *)ptr - 1;
+    if (size <= b->cap)
+        return ptr;
+    void *bigger = pool_malloc(size, user_data);
+    if (bigger == NULL)
+        return NULL;
+    memcpy(bigger, ptr, b->cap);
+    pool_free(ptr, user_data);
+    return bigger;
+}
+
+static void pool_trim(pool_t *p) {
+    for (int c = 0; c < POOL_CLASSES; c++) {
+        while (p->free[c] != NULL) {
+            pool_hdr_t *b = p->free[c];
+            memcpy(&p->free[c], b + 1, sizeof(void *));
+            free(b);
+        }
+        p->n[c] = 0;
+    }
+}
+
 struct sld_grpc_h2 {
     nghttp2_session *s;
     const sld_grpc_h2_hooks_t *hooks;
@@ -60,6 +157,8 @@ struct sld_grpc_h2 {
     bool in_feed;
     bool broken;
     bool stopping;
+    pool_t pool;            /* nghttp2's blocks kept for reuse */
+    nghttp2_mem mem;
 };
 
 /* ---- calls ---------------------------------------------------------------------------------- */
@@ -379,17 +478,22 @@ sld_grpc_h2_t *sld_grpc_h2_new(const sld_grpc_h2_hooks_t *hooks, void *ctx, uint
         return NULL;
     }
     nghttp2_option_set_max_reserved_remote_streams(opt, 0);
-    int rc = nghttp2_session_server_new2(&h->s, cb, h, opt);
+    h->mem = (nghttp2_mem){&h->pool, pool_malloc, pool_free, pool_calloc, pool_realloc};
+    int rc = nghttp2_session_server_new3(&h->s, cb, h, opt, &h->mem);
     nghttp2_option_del(opt);
     nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, MAX_STREAMS},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST},
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+        /* gRPC has no use for RFC 7540's priority tree, which nghttp2 would
+         * otherwise keep up for every stream (RFC 9218) */
+        {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
     };
-    if (rc != 0 || nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, settings, 3) != 0 ||
+    if (rc != 0 || nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, settings, 4) != 0 ||
         nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, CONN_WINDOW) != 0) {
         if (rc == 0)
             nghttp2_session_del(h->s);
+        pool_trim(&h->pool);
         free(h);
         return NULL;
     }
@@ -518,6 +622,8 @@ void sld_grpc_h2_sweep(sld_grpc_h2_t *h, int64_t now_ms, int64_t idle_ms) {
                                                       "limits.idle_timeout");
         }
     }
+    if (h->ncalls == 0) /* an idle connection keeps no spare blocks */
+        pool_trim(&h->pool);
     if (idle_ms > 0 && h->ncalls == 0 && now_ms - h->idle_since >= idle_ms && !h->stopping) {
         h->stopping = true;
         nghttp2_session_terminate_session(h->s, NGHTTP2_NO_ERROR);
@@ -542,5 +648,6 @@ void sld_grpc_h2_free(sld_grpc_h2_t *h) {
         detach(h->calls);
     free_closed(h);
     nghttp2_session_del(h->s);
+    pool_trim(&h->pool);
     free(h);
 }

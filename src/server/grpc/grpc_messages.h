@@ -49,7 +49,7 @@ typedef struct sld_grpc_rls_request {
     sld_span_t domain;            /* not empty */
     sld_grpc_descriptor_t *descriptors;
     size_t ndescriptors;          /* 1..SLD_GRPC_MAX_DESCRIPTORS */
-    void *owner_;                 /* the unpacked message the spans point into */
+    void *owner_;                 /* the memory of it all (the unpacked message the spans point into) */
     sld_grpc_entry_t *entries_;
 } sld_grpc_rls_request_t;
 
