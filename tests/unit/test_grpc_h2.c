@@ -99,7 +99,8 @@ static void frame(wire_t *w, uint8_t type, uint8_t flags, uint32_t stream, const
     uint8_t hd[9] = {(uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len, type, flags,
                      (uint8_t)(stream >> 24), (uint8_t)(stream >> 16), (uint8_t)(stream >> 8), (uint8_t)stream};
     memcpy(w->b + w->n, hd, 9);
-    memcpy(w->b + w->n + 9, payload, len);
+    if (len > 0) /* an empty SETTINGS has no payload to copy */
+        memcpy(w->b + w->n + 9, payload, len);
     w->n += 9 + len;
 }
 
