@@ -13,8 +13,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 # apt-get install --no-install-recommends brings gcc without the C library's
 # headers and start files: libc6-dev is named. libssl-dev: h2o.h includes
 # <openssl/ssl.h>, yet Debian's libh2o-dev does not depend on it. The gRPC
-# front: the gRPC C core and protobuf-c (protoc-c generates its messages).
-build="cmake make gcc libc6-dev pkg-config libxxhash-dev libuv1-dev libcyaml-dev libyaml-dev libh2o-dev libssl-dev libhiredis-dev libgrpc-dev protobuf-c-compiler libprotobuf-c-dev"
+# front: nghttp2 (its HTTP/2) and protobuf-c (protoc-c generates its
+# messages).
+build="cmake make gcc libc6-dev pkg-config libxxhash-dev libuv1-dev libcyaml-dev libyaml-dev libh2o-dev libssl-dev libhiredis-dev libnghttp2-dev protobuf-c-compiler libprotobuf-c-dev"
 # The status page is tested in a headless Chromium driven by selenium
 # (test_status_page.py).
 # CPack's DEB generator needs `file` to find the ELF files and dpkg-shlibdeps

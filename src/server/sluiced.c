@@ -40,7 +40,7 @@
 #include "server/gateway/gateway.h"
 #include "server/gateway/gateway_config.h"
 #include "server/grpc/grpc_config.h"
-#include "server/grpc/grpc_front.h"
+#include "server/grpc/grpc_server.h"
 #include "server/rls/rls_section.h"
 #include "server/http/http.h"
 #include "server/http/http_config.h"
@@ -68,7 +68,7 @@ static sld_resp_front_t resp_front;
 static sld_http_t *http_front;  /* NULL when the HTTP front is off */
 static sld_gateway_t *gateway;  /* NULL when the configuration has no gateway: */
 static int gateway_port;
-static sld_grpc_t *grpc_front;  /* NULL when the gRPC front is off */
+static sld_grpc_server_t *grpc_front;  /* NULL when the gRPC front is off */
 static int grpc_port;
 
 static overrides_t overrides = {.threads = -1};
@@ -342,12 +342,10 @@ static int start_server(const sld_config_t *cfg, char *err, size_t err_len) {
             fronts[n++] = sld_gateway_front(gateway, i, i == 0 ? &gateway_port : NULL);
     }
     if (sld_grpc_listen(cfg)[0] != '\0') {
-        int rc = sld_grpc_new(&D, cfg->threads, cfg->max_request_bytes, &grpc_front, err, err_len);
+        int rc = sld_grpc_server_new(&D, cfg->threads, cfg->max_request_bytes, &grpc_front, err, err_len);
         if (rc != SL_OK)
             return rc;
-        /* with TLS the C core listens itself: the workers only decide */
-        const char *accept_on = sld_grpc_accept_address(grpc_front, &grpc_port);
-        fronts[n++] = (sld_front_t){&sld_grpc_front_ops, grpc_front, accept_on, accept_on ? &grpc_port : NULL};
+        fronts[n++] = (sld_front_t){&sld_grpc_server_ops, grpc_front, sld_grpc_listen(cfg), &grpc_port};
     }
     return sld_server_start(&D, fronts, n, cfg->threads, &server, err, err_len);
 }
@@ -493,7 +491,7 @@ int main(int argc, char **argv) {
     http_front = NULL;
     sld_gateway_free(gateway);
     gateway = NULL;
-    sld_grpc_free(grpc_front);
+    sld_grpc_server_free(grpc_front);
     grpc_front = NULL;
     sld_write_back_stop(D.write_back);
     sld_persist_finish(&D);

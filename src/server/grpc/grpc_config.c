@@ -59,7 +59,7 @@ static void grpc_free(void *value) {
 }
 
 /* The PEM file at path, NUL-terminated, in *out; an error about `what`
- * (grpc.tls.cert) otherwise. Whether the C core takes it is known when the
+ * (grpc.tls.cert) otherwise. Whether OpenSSL takes it is known when the
  * front starts: this catches a missing, unreadable or plainly wrong file. */
 static int read_pem(sld_config_ctx_t *c, const char *what, const char *path, char **out) {
     char shown[64];

@@ -11,7 +11,7 @@
  * The files are read with the rest of the file (at start, on reload, by
  * --check-config); the front takes them at start only.
  *
- * Not here: the front (grpc_front.c).
+ * Not here: the front (grpc_server.c).
  */
 #ifndef SL_SERVER_GRPC_CONFIG_H
 #define SL_SERVER_GRPC_CONFIG_H

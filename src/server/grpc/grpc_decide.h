@@ -18,7 +18,7 @@
  * (gateway.c), and with its one gap: two requests racing between the peeks
  * and the charges may both be charged.
  *
- * Not here: the gRPC calls (grpc_front.c), the protobuf bytes
+ * Not here: the gRPC calls (grpc_h2.c, grpc_server.c), the protobuf bytes
  * (grpc_messages.c).
  */
 #ifndef SL_SERVER_GRPC_DECIDE_H

@@ -1,4 +1,6 @@
 /* grpc_messages.c -- protobuf messages <-> plain structs (see grpc_messages.h). */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,66 @@ typedef Envoy__Config__Core__V3__HeaderValue pb_header_t;
 
 static sld_span_t span_of(const char *s) { return (sld_span_t){s, s ? strlen(s) : 0}; }
 
+/* A request's memory: protobuf-c's unpacked message and the plain structs
+ * come from one block sized from the message (a dozen mallocs less per
+ * call); what does not fit is allocated on its own and chained. Freed as
+ * one, never piece by piece. */
+#define ARENA_MAX ((size_t)64 * 1024)
+
+typedef struct arena_big {
+    struct arena_big *next;
+    max_align_t data[];
+} arena_big_t;
+
+typedef struct arena {
+    size_t used, cap;
+    arena_big_t *big;
+    max_align_t data[];
+} arena_t;
+
+static void *arena_alloc(void *user_data, size_t size) {
+    arena_t *a = user_data;
+    size_t align = _Alignof(max_align_t);
+    if (size > SIZE_MAX - sizeof(arena_big_t) - align)
+        return NULL;
+    size = (size + align - 1) & ~(align - 1);
+    if (size <= a->cap - a->used) {
+        void *p = (char *)a->data + a->used;
+        a->used += size;
+        return p;
+    }
+    arena_big_t *b = malloc(sizeof *b + size);
+    if (b == NULL)
+        return NULL;
+    b->next = a->big;
+    a->big = b;
+    return b->data;
+}
+
+static void arena_keep(void *user_data, void *pointer) {
+    (void)user_data;
+    (void)pointer; /* freed with the arena */
+}
+
+static arena_t *arena_new(size_t len) {
+    size_t cap = len < (ARENA_MAX - 512) / 8 ? 512 + 8 * len : ARENA_MAX;
+    arena_t *a = malloc(sizeof *a + cap);
+    if (a != NULL)
+        *a = (arena_t){.used = 0, .cap = cap, .big = NULL};
+    return a;
+}
+
+static void arena_free(arena_t *a) {
+    if (a == NULL)
+        return;
+    while (a->big) {
+        arena_big_t *b = a->big;
+        a->big = b->next;
+        free(b);
+    }
+    free(a);
+}
+
 static int bad(sld_grpc_rls_request_t *out, char *err, size_t err_len, const char *fmt, size_t a, size_t b) {
     snprintf(err, err_len, fmt, a, b);
     sld_grpc_rls_request_free(out);
@@ -25,10 +87,16 @@ static int bad(sld_grpc_rls_request_t *out, char *err, size_t err_len, const cha
 int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *out, char *err,
                         size_t err_len) {
     memset(out, 0, sizeof *out);
-    pb_request_t *m = envoy__service__ratelimit__v3__rate_limit_request__unpack(NULL, len, buf);
+    arena_t *arena = arena_new(len);
+    if (arena == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return SL_ENOMEM;
+    }
+    out->owner_ = arena;
+    ProtobufCAllocator alloc = {.alloc = arena_alloc, .free = arena_keep, .allocator_data = arena};
+    pb_request_t *m = envoy__service__ratelimit__v3__rate_limit_request__unpack(&alloc, len, buf);
     if (m == NULL)
         return bad(out, err, err_len, "the request is not a RateLimitRequest (malformed protobuf)", 0, 0);
-    out->owner_ = m;
     out->domain = span_of(m->domain);
     if (out->domain.len == 0)
         return bad(out, err, err_len, "the domain is empty", 0, 0);
@@ -49,13 +117,14 @@ int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *
                 return bad(out, err, err_len, "descriptor %zu: entry %zu has an empty key", i, k);
         nentries += d->n_entries;
     }
-    out->descriptors = calloc(m->n_descriptors, sizeof *out->descriptors);
-    out->entries_ = calloc(nentries, sizeof *out->entries_);
+    out->descriptors = arena_alloc(arena, m->n_descriptors * sizeof *out->descriptors);
+    out->entries_ = arena_alloc(arena, nentries * sizeof *out->entries_);
     if (out->descriptors == NULL || out->entries_ == NULL) {
         sld_grpc_rls_request_free(out);
         snprintf(err, err_len, "out of memory");
         return SL_ENOMEM;
     }
+    memset(out->descriptors, 0, m->n_descriptors * sizeof *out->descriptors);
     out->ndescriptors = m->n_descriptors;
     uint64_t request_hits = m->hits_addend ? m->hits_addend : 1;
     sld_grpc_entry_t *e = out->entries_;
@@ -81,25 +150,31 @@ int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *
 }
 
 void sld_grpc_rls_request_free(sld_grpc_rls_request_t *r) {
-    if (r->owner_)
-        envoy__service__ratelimit__v3__rate_limit_request__free_unpacked(r->owner_, NULL);
-    free(r->descriptors);
-    free(r->entries_);
+    arena_free(r->owner_); /* the message, descriptors and entries with it */
     memset(r, 0, sizeof *r);
 }
+
+/* statuses or headers up to this many are encoded from the stack */
+#define ENCODE_ON_STACK 8
 
 int sld_grpc_rls_encode(int overall_code, const sld_grpc_status_t *statuses, size_t n,
                         const sld_grpc_header_t *headers, size_t nheaders, uint8_t **out,
                         size_t *out_len) {
     pb_response_t m = ENVOY__SERVICE__RATELIMIT__V3__RATE_LIMIT_RESPONSE__INIT;
-    /* one block: the statuses, their limits and durations, the headers,
-     * and the pointer arrays protobuf-c wants */
-    pb_status_t *st = calloc(n ? n : 1, sizeof *st);
-    pb_status_t **stp = calloc(n ? n : 1, sizeof *stp);
-    pb_limit_t *lim = calloc(n ? n : 1, sizeof *lim);
-    Google__Protobuf__Duration *dur = calloc(n ? n : 1, sizeof *dur);
-    pb_header_t *hv = calloc(nheaders ? nheaders : 1, sizeof *hv);
-    pb_header_t **hvp = calloc(nheaders ? nheaders : 1, sizeof *hvp);
+    /* the statuses, their limits and durations, the headers, and the
+     * pointer arrays protobuf-c wants: on the stack for an answer of a few
+     * (every answer of Envoy's), else allocated */
+    pb_status_t st_s[ENCODE_ON_STACK], *stp_s[ENCODE_ON_STACK];
+    pb_limit_t lim_s[ENCODE_ON_STACK];
+    Google__Protobuf__Duration dur_s[ENCODE_ON_STACK];
+    pb_header_t hv_s[ENCODE_ON_STACK], *hvp_s[ENCODE_ON_STACK];
+    bool heap_st = n > ENCODE_ON_STACK, heap_hv = nheaders > ENCODE_ON_STACK;
+    pb_status_t *st = heap_st ? calloc(n, sizeof *st) : st_s;
+    pb_status_t **stp = heap_st ? calloc(n, sizeof *stp) : stp_s;
+    pb_limit_t *lim = heap_st ? calloc(n, sizeof *lim) : lim_s;
+    Google__Protobuf__Duration *dur = heap_st ? calloc(n, sizeof *dur) : dur_s;
+    pb_header_t *hv = heap_hv ? calloc(nheaders, sizeof *hv) : hv_s;
+    pb_header_t **hvp = heap_hv ? calloc(nheaders, sizeof *hvp) : hvp_s;
     int rc = SL_ENOMEM;
     *out = NULL;
     if (st == NULL || stp == NULL || lim == NULL || dur == NULL || hv == NULL || hvp == NULL)
@@ -141,12 +216,16 @@ int sld_grpc_rls_encode(int overall_code, const sld_grpc_status_t *statuses, siz
     *out_len = envoy__service__ratelimit__v3__rate_limit_response__pack(&m, *out);
     rc = SL_OK;
 done:
-    free(st);
-    free(stp);
-    free(lim);
-    free(dur);
-    free(hv);
-    free(hvp);
+    if (heap_st) {
+        free(st);
+        free(stp);
+        free(lim);
+        free(dur);
+    }
+    if (heap_hv) {
+        free(hv);
+        free(hvp);
+    }
     return rc;
 }
 

@@ -8,7 +8,7 @@
  * (owning its memory) or a message saying what is wrong, for the client's
  * INVALID_ARGUMENT.
  *
- * Not here: the gRPC calls (grpc_front.c), deciding (grpc_decide.c).
+ * Not here: the gRPC calls (grpc_h2.c, grpc_server.c), deciding (grpc_decide.c).
  */
 #ifndef SL_SERVER_GRPC_MESSAGES_H
 #define SL_SERVER_GRPC_MESSAGES_H
@@ -49,7 +49,7 @@ typedef struct sld_grpc_rls_request {
     sld_span_t domain;            /* not empty */
     sld_grpc_descriptor_t *descriptors;
     size_t ndescriptors;          /* 1..SLD_GRPC_MAX_DESCRIPTORS */
-    void *owner_;                 /* the unpacked message the spans point into */
+    void *owner_;                 /* the memory of it all (the unpacked message the spans point into) */
     sld_grpc_entry_t *entries_;
 } sld_grpc_rls_request_t;
 

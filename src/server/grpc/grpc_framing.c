@@ -1,0 +1,119 @@
+/* grpc_framing.c -- gRPC's framing over HTTP/2 (see grpc_framing.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/grpc/grpc_framing.h"
+
+#define MESSAGE_MAX 300
+
+int sld_grpc_msg_feed(sld_grpc_msg_t *m, const uint8_t *data, size_t len, uint32_t max) {
+    if (m->state != SLD_GRPC_MSG_MORE)
+        return m->state;
+    while (m->have_prefix < 5 && len > 0) {
+        m->prefix[m->have_prefix++] = *data++;
+        len--;
+    }
+    if (m->have_prefix < 5)
+        return m->state;
+    if (m->buf == NULL) {
+        m->len = (uint32_t)m->prefix[1] << 24 | (uint32_t)m->prefix[2] << 16 | (uint32_t)m->prefix[3] << 8 |
+                 m->prefix[4];
+        if (m->prefix[0] != 0)
+            return m->state = SLD_GRPC_MSG_COMPRESSED;
+        if (m->len > max)
+            return m->state = SLD_GRPC_MSG_TOO_LARGE;
+        /* one byte more: an empty message is a valid request too */
+        if ((m->buf = malloc(m->len ? m->len : 1)) == NULL)
+            return m->state = SLD_GRPC_MSG_NOMEM;
+    }
+    size_t take = m->len - m->have < len ? m->len - m->have : len;
+    memcpy(m->buf + m->have, data, take);
+    m->have += take;
+    if (m->have == m->len)
+        m->state = SLD_GRPC_MSG_DONE;
+    return m->state;
+}
+
+void sld_grpc_msg_free(sld_grpc_msg_t *m) {
+    free(m->buf);
+    memset(m, 0, sizeof *m);
+}
+
+bool sld_grpc_timeout_parse(const uint8_t *v, size_t len, uint64_t *usec) {
+    if (len < 2 || len > 9)
+        return false;
+    uint64_t n = 0;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return false;
+        n = n * 10 + (uint64_t)(v[i] - '0');
+    }
+    switch (v[len - 1]) {
+    case 'H': *usec = n * 3600 * 1000000; return true;
+    case 'M': *usec = n * 60 * 1000000; return true;
+    case 'S': *usec = n * 1000000; return true;
+    case 'm': *usec = n * 1000; return true;
+    case 'u': *usec = n; return true;
+    case 'n': *usec = (n + 999) / 1000; return true;
+    default: return false;
+    }
+}
+
+/* An HPACK string, raw (RFC 7541 5.2: H clear, a 7-bit prefix length). */
+static size_t put_string(uint8_t *out, const uint8_t *s, size_t len) {
+    size_t n = 0;
+    if (len < 127) {
+        out[n++] = (uint8_t)len;
+    } else {
+        out[n++] = 127;
+        size_t rest = len - 127;
+        while (rest >= 128) {
+            out[n++] = (uint8_t)(0x80 | (rest & 0x7f));
+            rest >>= 7;
+        }
+        out[n++] = (uint8_t)rest;
+    }
+    memcpy(out + n, s, len);
+    return n + len;
+}
+
+/* A literal never indexed with a new name (RFC 7541 6.2.3). */
+static size_t put_field(uint8_t *out, const char *name, const uint8_t *value, size_t len) {
+    size_t n = 0;
+    out[n++] = 0x10;
+    n += put_string(out + n, (const uint8_t *)name, strlen(name));
+    return n + put_string(out + n, value, len);
+}
+
+static const char hex[] = "0123456789ABCDEF";
+
+size_t sld_grpc_trailers(uint8_t *out, bool trailers_only, int status, const char *message) {
+    size_t n = 0;
+    if (trailers_only) {
+        out[n++] = 0x88; /* :status 200, static table index 8 */
+        n += put_field(out + n, "content-type", (const uint8_t *)"application/grpc", 16);
+    }
+    uint8_t digits[4];
+    size_t nd = 0;
+    unsigned s = status < 0 || status > 99 ? 2 : (unsigned)status; /* 2 UNKNOWN */
+    if (s >= 10)
+        digits[nd++] = (uint8_t)('0' + s / 10);
+    digits[nd++] = (uint8_t)('0' + s % 10);
+    n += put_field(out + n, "grpc-status", digits, nd);
+    if (message != NULL) {
+        /* gRPC's percent-encoding: printable ASCII but '%' as is */
+        uint8_t enc[MESSAGE_MAX];
+        size_t e = 0;
+        for (const uint8_t *p = (const uint8_t *)message; *p && e + 3 <= sizeof enc; p++) {
+            if (*p >= 0x20 && *p <= 0x7e && *p != '%') {
+                enc[e++] = *p;
+            } else {
+                enc[e++] = '%';
+                enc[e++] = (uint8_t)hex[*p >> 4];
+                enc[e++] = (uint8_t)hex[*p & 15];
+            }
+        }
+        n += put_field(out + n, "grpc-message", enc, e);
+    }
+    return n;
+}

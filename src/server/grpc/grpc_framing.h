@@ -1,0 +1,71 @@
+/* grpc_framing.h -- gRPC's framing over HTTP/2, as plain functions of
+ * bytes: a request's length-prefixed message gathered from its DATA
+ * (the 5-byte prefix: a compressed flag and a 32-bit length), the
+ * grpc-timeout header read, and the trailers' header block written.
+ *
+ * The trailers (grpc-status, grpc-message; for a Trailers-Only answer
+ * also :status 200 and content-type) are written here as HPACK literals
+ * never indexed and never Huffman-coded: they leave the connection's HPACK
+ * tables as they were, so grpc_h2.c may put this block in place of the
+ * one nghttp2 encoded, and a client or a test reads the status as plain
+ * bytes, as the gRPC C core writes them.
+ *
+ * Not here: HTTP/2 itself (nghttp2, grpc_h2.c), protobuf (grpc_messages.c).
+ */
+#ifndef SL_SERVER_GRPC_FRAMING_H
+#define SL_SERVER_GRPC_FRAMING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* gRPC status codes that the front answers with */
+enum {
+    SLD_GRPC_OK = 0,
+    SLD_GRPC_CANCELLED = 1,
+    SLD_GRPC_INVALID_ARGUMENT = 3,
+    SLD_GRPC_DEADLINE_EXCEEDED = 4,
+    SLD_GRPC_NOT_FOUND = 5,
+    SLD_GRPC_RESOURCE_EXHAUSTED = 8,
+    SLD_GRPC_UNIMPLEMENTED = 12,
+    SLD_GRPC_INTERNAL = 13,
+    SLD_GRPC_UNAVAILABLE = 14,
+};
+
+/* One request message being gathered. */
+typedef struct sld_grpc_msg {
+    uint8_t prefix[5];
+    uint8_t have_prefix;
+    uint32_t len;         /* the message's length, once the prefix is in */
+    uint8_t *buf;         /* malloc'd, len bytes */
+    size_t have;
+    int state;            /* SLD_GRPC_MSG_* */
+} sld_grpc_msg_t;
+
+enum {
+    SLD_GRPC_MSG_MORE,        /* not complete yet */
+    SLD_GRPC_MSG_DONE,        /* buf[0..len) is the message; later bytes are ignored */
+    SLD_GRPC_MSG_TOO_LARGE,   /* its length is over the bound */
+    SLD_GRPC_MSG_COMPRESSED,  /* compressed: no encoding is offered */
+    SLD_GRPC_MSG_NOMEM,
+};
+
+/* Takes the next DATA bytes of a request: the message's state after them.
+ * Once not MORE, further bytes change nothing. */
+int sld_grpc_msg_feed(sld_grpc_msg_t *m, const uint8_t *data, size_t len, uint32_t max);
+void sld_grpc_msg_free(sld_grpc_msg_t *m);
+
+/* grpc-timeout ("1S", "250m": at most 8 digits and a unit of H M S m u n)
+ * in microseconds, rounded up; false when malformed. */
+bool sld_grpc_timeout_parse(const uint8_t *v, size_t len, uint64_t *usec);
+
+/* The largest block sld_grpc_trailers writes. */
+#define SLD_GRPC_TRAILERS_MAX 512
+
+/* The trailers' header block into out (SLD_GRPC_TRAILERS_MAX bytes):
+ * grpc-status and, when message is not NULL, grpc-message (percent-encoded,
+ * cut to 300 bytes); with trailers_only also :status 200 and
+ * content-type: application/grpc first. Returns its length. */
+size_t sld_grpc_trailers(uint8_t *out, bool trailers_only, int status, const char *message);
+
+#endif

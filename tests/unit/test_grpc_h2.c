@@ -1,0 +1,414 @@
+/* test_grpc_h2.c -- the gRPC front's framing (server/grpc/grpc_framing.c)
+ * and its HTTP/2 session (server/grpc/grpc_h2.c), with bytes: a client's
+ * frames built here (HPACK literals, as test_grpc_hostile.py builds them),
+ * the session's output read back frame by frame. Calls are answered by the
+ * test, now or later; time is the test's (milliseconds passed in). */
+#define _GNU_SOURCE /* memmem */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "server/grpc/grpc_framing.h"
+#include "server/grpc/grpc_h2.h"
+
+/* ---- framing -------------------------------------------------------------------------------- */
+
+static void message_in_pieces(void **state) {
+    (void)state;
+    const uint8_t wire[] = {0, 0, 0, 0, 3, 'a', 'b', 'c', 'x', 'y'};
+    sld_grpc_msg_t m = {0};
+    for (size_t i = 0; i < 7; i++)
+        assert_int_equal(sld_grpc_msg_feed(&m, wire + i, 1, 100), SLD_GRPC_MSG_MORE);
+    assert_int_equal(sld_grpc_msg_feed(&m, wire + 7, 3, 100), SLD_GRPC_MSG_DONE);
+    assert_int_equal(m.len, 3);
+    assert_memory_equal(m.buf, "abc", 3);
+    assert_int_equal(sld_grpc_msg_feed(&m, wire, 5, 100), SLD_GRPC_MSG_DONE);
+    sld_grpc_msg_free(&m);
+    const uint8_t empty[] = {0, 0, 0, 0, 0};
+    assert_int_equal(sld_grpc_msg_feed(&m, empty, 5, 100), SLD_GRPC_MSG_DONE);
+    assert_int_equal(m.len, 0);
+    sld_grpc_msg_free(&m);
+    const uint8_t big[] = {0, 0, 0, 0, 101};
+    assert_int_equal(sld_grpc_msg_feed(&m, big, 5, 100), SLD_GRPC_MSG_TOO_LARGE);
+    sld_grpc_msg_free(&m);
+    const uint8_t huge[] = {0, 0xff, 0xff, 0xff, 0xff};
+    assert_int_equal(sld_grpc_msg_feed(&m, huge, 5, UINT32_MAX - 1), SLD_GRPC_MSG_TOO_LARGE);
+    sld_grpc_msg_free(&m);
+    const uint8_t packed[] = {1, 0, 0, 0, 1, 'z'};
+    assert_int_equal(sld_grpc_msg_feed(&m, packed, 6, 100), SLD_GRPC_MSG_COMPRESSED);
+    sld_grpc_msg_free(&m);
+}
+
+static void timeouts(void **state) {
+    (void)state;
+    uint64_t us;
+    assert_true(sld_grpc_timeout_parse((const uint8_t *)"1S", 2, &us));
+    assert_int_equal(us, 1000000);
+    assert_true(sld_grpc_timeout_parse((const uint8_t *)"250m", 4, &us));
+    assert_int_equal(us, 250000);
+    assert_true(sld_grpc_timeout_parse((const uint8_t *)"2H", 2, &us));
+    assert_int_equal(us, 7200000000ull);
+    assert_true(sld_grpc_timeout_parse((const uint8_t *)"1500n", 5, &us));
+    assert_int_equal(us, 2);
+    assert_true(sld_grpc_timeout_parse((const uint8_t *)"99999999u", 9, &us));
+    assert_int_equal(us, 99999999);
+    assert_false(sld_grpc_timeout_parse((const uint8_t *)"S", 1, &us));
+    assert_false(sld_grpc_timeout_parse((const uint8_t *)"123456789S", 10, &us)); /* 9 digits */
+    assert_false(sld_grpc_timeout_parse((const uint8_t *)"1s", 2, &us));
+    assert_false(sld_grpc_timeout_parse((const uint8_t *)"-1S", 3, &us));
+}
+
+static void trailers_are_plain_literals(void **state) {
+    (void)state;
+    uint8_t b[SLD_GRPC_TRAILERS_MAX];
+    size_t n = sld_grpc_trailers(b, false, 0, NULL);
+    const uint8_t ok[] = "\x10\x0bgrpc-status\x01" "0";
+    assert_int_equal(n, sizeof ok - 1);
+    assert_memory_equal(b, ok, n);
+    n = sld_grpc_trailers(b, true, 14, "50% gone\n");
+    const uint8_t only[] = "\x88\x10\x0c" "content-type\x10" "application/grpc"
+                           "\x10\x0bgrpc-status\x02" "14\x10\x0cgrpc-message\x0d" "50%25 gone%0A";
+    assert_int_equal(n, sizeof only - 1);
+    assert_memory_equal(b, only, n);
+    /* a long message: cut (short of 300 bytes, no escape split), its length an
+     * HPACK integer past 127: 0x7f and two more bytes */
+    char lng[1000];
+    memset(lng, 'x', sizeof lng - 1);
+    lng[sizeof lng - 1] = '\0';
+    n = sld_grpc_trailers(b, true, 3, lng);
+    assert_true(n <= SLD_GRPC_TRAILERS_MAX);
+    assert_int_equal(b[n - 298 - 3], 0x7f);
+    assert_memory_equal(b + n - 298 - 3 - 12, "grpc-message", 12);
+}
+
+/* ---- a client in bytes ---------------------------------------------------------------------- */
+
+enum { DATA = 0, HEADERS = 1, RST_STREAM = 3, SETTINGS = 4, GOAWAY = 7, WINDOW_UPDATE = 8 };
+
+typedef struct wire {
+    uint8_t b[1 << 16];
+    size_t n;
+} wire_t;
+
+static void frame(wire_t *w, uint8_t type, uint8_t flags, uint32_t stream, const void *payload, size_t len) {
+    uint8_t hd[9] = {(uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len, type, flags,
+                     (uint8_t)(stream >> 24), (uint8_t)(stream >> 16), (uint8_t)(stream >> 8), (uint8_t)stream};
+    memcpy(w->b + w->n, hd, 9);
+    if (len > 0) /* an empty SETTINGS has no payload to copy */
+        memcpy(w->b + w->n + 9, payload, len);
+    w->n += 9 + len;
+}
+
+static size_t literal(uint8_t *out, const char *name, const char *value) {
+    size_t nl = strlen(name), vl = strlen(value);
+    out[0] = 0;
+    out[1] = (uint8_t)nl;
+    memcpy(out + 2, name, nl);
+    out[2 + nl] = (uint8_t)vl;
+    memcpy(out + 3 + nl, value, vl);
+    return 3 + nl + vl;
+}
+
+static void preface(wire_t *w, const void *settings, size_t len) {
+    memcpy(w->b + w->n, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
+    w->n += 24;
+    frame(w, SETTINGS, 0, 0, settings, len);
+}
+
+static void open_call(wire_t *w, uint32_t stream, const char *path, const char *timeout) {
+    uint8_t block[512];
+    size_t n = 0;
+    n += literal(block + n, ":method", "POST");
+    n += literal(block + n, ":scheme", "http");
+    n += literal(block + n, ":path", path);
+    n += literal(block + n, ":authority", "x");
+    n += literal(block + n, "content-type", "application/grpc");
+    n += literal(block + n, "te", "trailers");
+    if (timeout)
+        n += literal(block + n, "grpc-timeout", timeout);
+    frame(w, HEADERS, 0x4, stream, block, n);
+}
+
+static void send_message(wire_t *w, uint32_t stream, const char *body, bool end) {
+    uint8_t m[256];
+    size_t len = strlen(body);
+    m[0] = 0;
+    m[1] = m[2] = m[3] = 0;
+    m[4] = (uint8_t)len;
+    memcpy(m + 5, body, len);
+    frame(w, DATA, end ? 0x1 : 0, stream, m, 5 + len);
+}
+
+/* ---- the session under test ----------------------------------------------------------------- */
+
+typedef struct seen {
+    sld_grpc_call_t *calls[16];
+    int methods[16];
+    char bodies[16][64];
+    int n;
+    int outputs;
+    bool answer_now; /* answer each call with its request as the reply */
+} seen_t;
+
+static void on_request(void *ctx, sld_grpc_call_t *call, int method, const uint8_t *msg, size_t len) {
+    seen_t *s = ctx;
+    s->calls[s->n] = call;
+    s->methods[s->n] = method;
+    memcpy(s->bodies[s->n], msg, len < 63 ? len : 63);
+    s->n++;
+    if (s->answer_now)
+        sld_grpc_h2_answer(call, 0, NULL, msg, len);
+}
+
+static void on_output(void *ctx) { ((seen_t *)ctx)->outputs++; }
+
+static const sld_grpc_h2_hooks_t hooks = {on_request, on_output};
+
+/* The frames of `stream` in out: its DATA bytes appended to data, its
+ * last HEADERS block (END_STREAM) to trailers; whether it ended. */
+static bool stream_end(const sld_buf_t *out, uint32_t stream, sld_buf_t *data, sld_buf_t *trailers, int *rst) {
+    const uint8_t *p = (const uint8_t *)out->data;
+    bool ended = false;
+    for (size_t i = 0; i + 9 <= out->len;) {
+        size_t len = (size_t)p[i] << 16 | (size_t)p[i + 1] << 8 | p[i + 2];
+        uint32_t id = ((uint32_t)p[i + 5] << 24 | (uint32_t)p[i + 6] << 16 | (uint32_t)p[i + 7] << 8 | p[i + 8]) &
+                      0x7fffffff;
+        assert_true(i + 9 + len <= out->len);
+        if (id == stream && p[i + 3] == DATA && data)
+            sld_buf_append(data, p + i + 9, len);
+        if (id == stream && p[i + 3] == HEADERS && (p[i + 4] & 0x1)) {
+            if (trailers)
+                sld_buf_append(trailers, p + i + 9, len);
+            ended = true;
+        }
+        if (id == stream && p[i + 3] == RST_STREAM) {
+            if (rst)
+                *rst = p[i + 12];
+            ended = true;
+        }
+        i += 9 + len;
+    }
+    return ended;
+}
+
+static bool has(const sld_buf_t *b, const char *lit, size_t len) {
+    return b->len >= len && memmem(b->data, b->len, lit, len) != NULL;
+}
+#define HAS(b, lit) has((b), (lit), sizeof(lit) - 1)
+
+static void a_call_answered(void **state) {
+    (void)state;
+    seen_t s = {.answer_now = true};
+    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &s, 1024, 0);
+    assert_non_null(h);
+    static wire_t w;
+    w.n = 0;
+    preface(&w, NULL, 0);
+    open_call(&w, 1, SLD_GRPC_RLS_METHOD, NULL);
+    send_message(&w, 1, "hello", false); /* whole, the stream not ended: answered */
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.methods[0], SLD_GRPC_M_RLS);
+    assert_string_equal(s.bodies[0], "hello");
+    assert_int_equal(s.outputs, 0); /* answered within the feed: the caller writes after it */
+    sld_buf_t out = {0}, data = {0}, tr = {0};
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    assert_true(stream_end(&out, 1, &data, &tr, NULL));
+    assert_int_equal(data.len, 10);
+    assert_memory_equal(data.data, "\0\0\0\0\5hello", 10);
+    assert_true(HAS(&tr, "grpc-status\x01" "0"));
+    /* the client had not ended its side: told to stop (RST_STREAM NO_ERROR), the call is over */
+    int rst = -1;
+    sld_buf_t none = {0};
+    stream_end(&out, 1, NULL, &none, &rst);
+    assert_int_equal(rst, 0);
+    assert_false(sld_grpc_h2_busy(h));
+    sld_buf_free(&none);
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+    sld_buf_free(&data);
+    sld_buf_free(&tr);
+}
+
+static void errors_are_trailers_only(void **state) {
+    (void)state;
+    seen_t s = {0};
+    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &s, 8, 0);
+    static wire_t w;
+    w.n = 0;
+    preface(&w, NULL, 0);
+    open_call(&w, 1, "/nope/Nope", NULL);
+    send_message(&w, 1, "x", true);
+    open_call(&w, 3, SLD_GRPC_RLS_METHOD, NULL);
+    send_message(&w, 3, "more than eight", true);
+    open_call(&w, 5, SLD_GRPC_HEALTH_METHOD, NULL);
+    frame(&w, DATA, 0x1, 5, "\0\0\0", 3); /* the stream ends within the prefix */
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    assert_int_equal(s.n, 0);
+    sld_buf_t out = {0}, t1 = {0}, t3 = {0}, t5 = {0}, d = {0};
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    assert_true(stream_end(&out, 1, &d, &t1, NULL));
+    assert_true(stream_end(&out, 3, &d, &t3, NULL));
+    assert_true(stream_end(&out, 5, &d, &t5, NULL));
+    assert_int_equal(d.len, 0);
+    assert_true(HAS(&t1, "grpc-status\x02" "12"));
+    assert_true(HAS(&t1, "unknown method"));
+    assert_true(HAS(&t3, "grpc-status\x01" "8"));
+    assert_true(HAS(&t5, "grpc-status\x01" "3"));
+    assert_false(sld_grpc_h2_busy(h));
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+    sld_buf_free(&t1);
+    sld_buf_free(&t3);
+    sld_buf_free(&t5);
+    sld_buf_free(&d);
+}
+
+static void later_answers_and_gone_streams(void **state) {
+    (void)state;
+    seen_t s = {0};
+    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &s, 1024, 0);
+    static wire_t w;
+    w.n = 0;
+    preface(&w, NULL, 0);
+    open_call(&w, 1, SLD_GRPC_RLS_METHOD, NULL);
+    send_message(&w, 1, "one", true);
+    open_call(&w, 3, SLD_GRPC_RLS_METHOD, NULL);
+    send_message(&w, 3, "two", true);
+    open_call(&w, 5, SLD_GRPC_RLS_METHOD, NULL);
+    send_message(&w, 5, "three", true);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    assert_int_equal(s.n, 3);
+    /* the client resets stream 3 while it is being decided */
+    w.n = 0;
+    frame(&w, RST_STREAM, 0, 3, "\0\0\0\x8", 4);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 1));
+    sld_grpc_h2_answer(s.calls[0], 0, NULL, (const uint8_t *)"A", 1);
+    assert_int_equal(s.outputs, 1);
+    sld_grpc_h2_answer(s.calls[1], 0, NULL, (const uint8_t *)"B", 1); /* freed: nothing sent */
+    sld_buf_t out = {0}, d1 = {0};
+    assert_true(sld_grpc_h2_output(h, &out, 2));
+    assert_true(stream_end(&out, 1, &d1, NULL, NULL));
+    assert_false(stream_end(&out, 3, NULL, NULL, NULL));
+    /* the connection goes with stream 5 still being decided; its answer frees it */
+    sld_grpc_h2_free(h);
+    sld_grpc_h2_answer(s.calls[2], 0, NULL, (const uint8_t *)"C", 1);
+    sld_buf_free(&out);
+    sld_buf_free(&d1);
+}
+
+static void deadlines(void **state) {
+    (void)state;
+    seen_t s = {0};
+    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &s, 1024, 0);
+    /* SETTINGS_INITIAL_WINDOW_SIZE 0: no answer can go out */
+    static wire_t v;
+    v.n = 0;
+    preface(&v, "\x00\x04\x00\x00\x00\x00", 6);
+    open_call(&v, 1, SLD_GRPC_RLS_METHOD, NULL);
+    frame(&v, DATA, 0, 1, "\0\0\0\0\4pa", 7); /* 2 bytes of a 4-byte message */
+    open_call(&v, 3, SLD_GRPC_RLS_METHOD, NULL);
+    send_message(&v, 3, "windowless", true);
+    open_call(&v, 5, SLD_GRPC_RLS_METHOD, "200m");
+    send_message(&v, 5, "late", true);
+    assert_true(sld_grpc_h2_feed(h, v.b, v.n, 0));
+    assert_int_equal(s.n, 2);
+    sld_grpc_h2_answer(s.calls[0], 0, NULL, (const uint8_t *)"ok", 2); /* waits for a window */
+    sld_buf_t out = {0};
+    assert_true(sld_grpc_h2_output(h, &out, 100));
+    assert_false(stream_end(&out, 3, NULL, NULL, NULL));
+    /* 250 ms: stream 5 is past its grpc-timeout while being decided */
+    sld_grpc_h2_sweep(h, 250, 1000);
+    sld_buf_t t5 = {0};
+    assert_true(sld_grpc_h2_output(h, &out, 250));
+    assert_true(stream_end(&out, 5, NULL, &t5, NULL));
+    assert_true(HAS(&t5, "grpc-status\x01" "4"));
+    sld_grpc_h2_answer(s.calls[1], 0, NULL, (const uint8_t *)"late", 4); /* after its deadline: dropped */
+    /* past idle_timeout: stream 1 never got its message, stream 3 no window */
+    sld_grpc_h2_sweep(h, 1200, 1000);
+    sld_buf_t d1 = {0}, t1 = {0}, d3 = {0}, t3 = {0};
+    assert_true(sld_grpc_h2_output(h, &out, 1200));
+    assert_true(stream_end(&out, 1, &d1, &t1, NULL));
+    assert_true(stream_end(&out, 3, &d3, &t3, NULL));
+    assert_int_equal(d1.len + d3.len, 0);
+    assert_true(HAS(&t1, "grpc-status\x01" "4"));
+    assert_true(HAS(&t1, "no complete request within limits.idle_timeout"));
+    assert_true(HAS(&t3, "grpc-status\x02" "14"));
+    /* and with no call left, the connection is let go an idle_timeout later */
+    sld_grpc_h2_sweep(h, 1300, 1000);
+    assert_false(sld_grpc_h2_done(h));
+    sld_grpc_h2_sweep(h, 2300, 1000);
+    sld_buf_reset(&out);
+    assert_true(sld_grpc_h2_output(h, &out, 2300));
+    bool goaway = false;
+    for (size_t i = 0; i + 9 <= out.len; i += 9 + ((size_t)(uint8_t)out.data[i + 1] << 8 | (uint8_t)out.data[i + 2]))
+        goaway = goaway || (uint8_t)out.data[i + 3] == GOAWAY;
+    assert_true(goaway);
+    assert_true(sld_grpc_h2_done(h));
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+    sld_buf_free(&t5);
+    sld_buf_free(&d1);
+    sld_buf_free(&t1);
+    sld_buf_free(&d3);
+    sld_buf_free(&t3);
+}
+
+static void not_http2(void **state) {
+    (void)state;
+    seen_t s = {0};
+    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &s, 1024, 0);
+    const char get[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_false(sld_grpc_h2_feed(h, (const uint8_t *)get, sizeof get - 1, 0));
+    sld_buf_t out = {0};
+    sld_grpc_h2_output(h, &out, 0);
+    assert_true(sld_grpc_h2_done(h));
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+}
+
+static void stopping(void **state) {
+    (void)state;
+    seen_t s = {0};
+    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &s, 1024, 0);
+    static wire_t w;
+    w.n = 0;
+    preface(&w, NULL, 0);
+    open_call(&w, 1, SLD_GRPC_RLS_METHOD, NULL); /* no message yet */
+    open_call(&w, 3, SLD_GRPC_RLS_METHOD, NULL);
+    send_message(&w, 3, "decide", true);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    sld_grpc_h2_shutdown(h);
+    sld_buf_t out = {0}, t1 = {0};
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    assert_true(stream_end(&out, 1, NULL, &t1, NULL));
+    assert_true(HAS(&t1, "grpc-status\x02" "14"));
+    assert_false(sld_grpc_h2_done(h)); /* stream 3 is owed its answer */
+    sld_grpc_h2_answer(s.calls[0], 0, NULL, (const uint8_t *)"yes", 3);
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    assert_true(stream_end(&out, 3, NULL, NULL, NULL));
+    assert_true(sld_grpc_h2_done(h));
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+    sld_buf_free(&t1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(message_in_pieces),
+        cmocka_unit_test(timeouts),
+        cmocka_unit_test(trailers_are_plain_literals),
+        cmocka_unit_test(a_call_answered),
+        cmocka_unit_test(errors_are_trailers_only),
+        cmocka_unit_test(later_answers_and_gone_streams),
+        cmocka_unit_test(deadlines),
+        cmocka_unit_test(not_http2),
+        cmocka_unit_test(stopping),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
