@@ -24,6 +24,82 @@ end
 -- kept as the batch writes them; nil: one GET per evaluation.
 local cache = nil
 
+-- Writes the key's value back when a state changed (the memory store
+-- would have written that slot or changed that block): every state the
+-- key had or a step touched, without the states of limits no longer in
+-- the policy, the key set to expire when every state has recovered.
+local function write_back(key, limits, states, now)
+    local n = #limits
+    local value, changed = '', false
+    local maxexp = 0
+    for i = 1, n do
+        local l, st = limits[i], states[i]
+        local old = st.old
+        local new = nil
+        if st.keep then -- not read by this call (a refund's other limits)
+            new = old
+        elseif old or st.touched or st.dirty then -- a new state left alone stays unwritten
+            local kind = l.kind
+            -- a state holding reservations says so in one more byte;
+            -- others keep the layout they always had
+            if kind == 0 then
+                new = struct.pack('<I7I7', st.exp, st.word)
+                if st.held then
+                    new = new .. '\1'
+                end
+            elseif kind == 1 then
+                new = struct.pack('<I7I5', st.exp, st.word)
+                if st.held then
+                    new = new .. '\1'
+                end
+            elseif kind == 4 then
+                new = struct.pack('<I7I4I4', st.exp, st.word, st.c)
+            else
+                new = l.mod.encode(l, st)
+            end
+        end
+        if new ~= old then
+            changed = true
+        end
+        if new then
+            local len = #new
+            if len < 255 then
+                value = value .. l.id .. string.char(len) .. new
+            else
+                value = value .. l.id .. '\255' .. struct.pack('<I4', len) .. new
+            end
+            if st.exp > maxexp then
+                maxexp = st.exp
+            end
+        end
+    end
+    if changed then
+        if value == '' then
+            redis.call('DEL', key)
+            if cache then
+                cache[key] = false
+            end
+        else
+            -- Relative, so that a caller's clock that is not Redis's still
+            -- gives each key the lifetime its states need.
+            local ttl = 1
+            if maxexp > now then
+                ttl = ceil_div(maxexp - now, 1000)
+            end
+            redis.call('SET', key, value, 'PX', ttl)
+            if cache then
+                cache[key] = value
+            end
+        end
+    end
+end
+
+-- What the last admitted reservation held for later (policy.c: the
+-- sl__held_t it fills), for a refund (65_refund.lua): when it runs
+-- (held_at, 0: nothing held) and where each limit's state ended.
+local held_at = 0
+local held_exp = {}
+
 -- Reads the states of `limits` from `key`, evaluates, writes the value back
 -- when a state changed (without the states of limits no longer in the
 -- policy) and sets the key to expire when every state has recovered.
@@ -40,6 +116,7 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply, wait, floor
     else
         raw = redis.call('GET', key)
     end
+    held_at = 0
     local n = #limits
     local states = {}
     local all = true
@@ -151,66 +228,11 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply, wait, floor
         end
     end
 
-    -- Write back: the whole value, when any state changed (the memory
-    -- store would have written that slot or changed that block).
-    local value, changed = '', false
-    local maxexp = 0
-    for i = 1, n do
-        local l, st = limits[i], states[i]
-        local old = st.old
-        local new = nil
-        if old or st.touched or st.dirty then -- a new state left alone stays unwritten
-            local kind = l.kind
-            -- a state holding reservations says so in one more byte;
-            -- others keep the layout they always had
-            if kind == 0 then
-                new = struct.pack('<I7I7', st.exp, st.word)
-                if st.held then
-                    new = new .. '\1'
-                end
-            elseif kind == 1 then
-                new = struct.pack('<I7I5', st.exp, st.word)
-                if st.held then
-                    new = new .. '\1'
-                end
-            elseif kind == 4 then
-                new = struct.pack('<I7I4I4', st.exp, st.word, st.c)
-            else
-                new = l.mod.encode(l, st)
-            end
-        end
-        if new ~= old then
-            changed = true
-        end
-        if new then
-            local len = #new
-            if len < 255 then
-                value = value .. l.id .. string.char(len) .. new
-            else
-                value = value .. l.id .. '\255' .. struct.pack('<I4', len) .. new
-            end
-            if st.exp > maxexp then
-                maxexp = st.exp
-            end
-        end
-    end
-    if changed then
-        if value == '' then
-            redis.call('DEL', key)
-            if cache then
-                cache[key] = false
-            end
-        else
-            -- Relative, so that a caller's clock that is not Redis's still
-            -- gives each key the lifetime its states need.
-            local ttl = 1
-            if maxexp > now then
-                ttl = ceil_div(maxexp - now, 1000)
-            end
-            redis.call('SET', key, value, 'PX', ttl)
-            if cache then
-                cache[key] = value
-            end
+    write_back(key, limits, states, now)
+    if reserving and all and not peek and common > 0 then
+        held_at = now + common
+        for i = 1, n do
+            held_exp[i] = states[i].exp
         end
     end
 
