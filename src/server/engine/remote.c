@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/policy.h"
 #include "server/base/log.h"
 #include "server/engine/remote.h"
 #include "store/redis/client.h"
@@ -358,6 +359,28 @@ static void on_check(uv_check_t *h) {
 int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
                         size_t key_len, uint64_t cost, bool peek, sl_usec_t max_wait,
                         sl_usec_t not_before, sl_usec_t now, sld_remote_fn fn, void *arg) {
+    return sld_remote_reserve(r, worker, p, key, key_len, cost, peek, max_wait, not_before, now, NULL, fn,
+                              arg);
+}
+
+static void on_refunded(void *arg, sl__redis_status_t status, bool ok, uint32_t changed) {
+    (void)status, (void)changed;
+    if (!ok)
+        atomic_fetch_add_explicit(&((sld_remote_t *)arg)->failures, 1, memory_order_relaxed);
+}
+
+int sld_remote_refund(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
+                      size_t key_len, uint64_t cost, sl_usec_t now, const sl__held_t *held) {
+    remote_worker_t *w = &r->workers[worker];
+    if (w->client == NULL || atomic_load_explicit(&w->breaker_open, memory_order_relaxed))
+        return SL_EIO;
+    return sl__redis_refund_send(w->client, p, key, key_len, cost, now, held, on_refunded, r) == 0 ? SL_OK
+                                                                                                   : SL_EIO;
+}
+
+int sld_remote_reserve(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
+                       size_t key_len, uint64_t cost, bool peek, sl_usec_t max_wait, sl_usec_t not_before,
+                       sl_usec_t now, sl__held_t *held, sld_remote_fn fn, void *arg) {
     remote_worker_t *w = &r->workers[worker];
     atomic_fetch_add_explicit(&r->calls, 1, memory_order_relaxed);
     /* an open breaker answers at once, without a trip through the batch */
@@ -372,7 +395,7 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
     }
     memcpy(q->key, key, key_len);
     q->req = (sl__redis_eval_req_t){.p = p, .key = q->key, .key_len = key_len, .cost = cost, .peek = peek,
-                                    .max_wait = max_wait, .not_before = not_before};
+                                    .max_wait = max_wait, .not_before = not_before, .held = held};
     q->fn = fn;
     q->arg = arg;
     /* one batch: one instant, and in a Cluster one slot. With the daemon's
