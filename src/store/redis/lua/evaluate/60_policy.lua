@@ -292,6 +292,79 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply, wait, floor
     return false, true, limits[by + 1].nominal, remaining, reset, retry, 0, by
 end
 
+-- The common case alone: a plain decision (no peek, shadow, pool or
+-- reservation) of a policy of one rate limit whose key holds that state
+-- alone, as the general path would decide it, with the same rate_step,
+-- but without its tables: the state lives in one scratch table reused by
+-- every call, the value is read once and written once, and the reply is
+-- filled directly. false (nothing done): another layout (a state holding
+-- reservations, records of other limits), for the general path.
+local one_st = {exp = 0, word = 0, held = false, dirty = nil, debt = 0, delay = 0, retry = 0,
+                allowed = false, rem_now = 0, reset_now = 0, rem_ch = 0, reset_ch = 0}
+local function rate_one(key, l, now, cost, reply)
+    local raw
+    if cache then
+        raw = cache[key]
+    else
+        raw = redis.call('GET', key)
+    end
+    local pre, st = l.pre, one_st
+    if raw then
+        if #raw ~= 23 or string.sub(raw, 1, 9) ~= pre then
+            return false
+        end
+        st.exp, st.word = struct.unpack('<I7I7', raw, 10)
+    else
+        st.exp, st.word = 0, 0
+    end
+    st.held, st.dirty = false, nil
+    rate_step(l, st, now, cost, false)
+    local allowed, touched = st.allowed, false
+    if cost > 0 and (allowed or l.cd) then
+        rate_step(l, st, now, cost, true)
+        touched = true
+        if not allowed then -- a counted deny moved the state: report it as it now is
+            rate_step(l, st, now, cost, false)
+        end
+    end
+    -- a plain charge never leaves a debt past dmax: the state holds nothing
+    if raw or touched or st.dirty then
+        local exp = st.exp
+        local value = pre .. struct.pack('<I7I7', exp, st.word)
+        if value ~= raw then
+            local ttl = 1
+            if exp > now then
+                ttl = ceil_div(exp - now, 1000)
+            end
+            redis.call('SET', key, value, 'PX', ttl)
+            if cache then
+                cache[key] = value
+            end
+        end
+    end
+    held_at = 0
+    local tol, nominal = l.cap - l.nominal, l.nominal
+    local rem, rs = st.rem_now, st.reset_now
+    if allowed then
+        rem, rs = st.rem_ch, st.reset_ch
+    end
+    rem = rem > tol and rem - tol or 0
+    reply[10], reply[11], reply[12] = nominal, rem, rs
+    if allowed then
+        reply[1], reply[2], reply[6], reply[7] = 1, st.rem_ch < tol and 1 or 0, 0, st.delay
+        reply[9], reply[13] = 1, 0
+    else
+        local r = st.retry
+        if r == NEVER then
+            r = -1
+        end
+        reply[1], reply[2], reply[6], reply[7] = 0, 1, r, 0
+        reply[9], reply[13] = 0, r
+    end
+    reply[3], reply[4], reply[5], reply[8] = nominal, rem, rs, 0
+    return true
+end
+
 -- One request: the reply of a single call, in `reply` when given (every
 -- field is written). flags: 1 peek, 2 shadow, 4 elastic (then pool_key and
 -- pool_limits are the pool's), 8 a reservation within wait us (an elastic
@@ -303,6 +376,9 @@ local function decide(key, limits, pool_key, pool_limits, now, cost, flags, repl
         else
             reply = {0, 0, 0, 0, 0, 0, 0, 0}
         end
+    end
+    if flags == 0 and limits[2] == nil and limits[1].kind == 0 and rate_one(key, limits[1], now, cost, reply) then
+        return reply
     end
     local peek = flags % 2 == 1 -- flags < 16: exact
     if flags < 8 then
