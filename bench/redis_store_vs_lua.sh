@@ -23,9 +23,14 @@
 #   bench/redis_store_vs_lua.sh                 # everything (~4 min)
 #   PIN=1 bench/redis_store_vs_lua.sh           # redis on CPU 0, sluiced and client on CPU 1
 #
+# Redis's own figures for each case too (INFO commandstats, reset before
+# each run): its script calls per decision and usec_per_call of EVALSHA,
+# so that the time per decision can be split into per call and per key.
+#
 # Knobs: RUNS (3), DUR (5), CLIENTS (64), KEYSPACE (100000), PIN (0),
-# THREADS ("1 2"), MEMKEYS (100000), SLUICED (build/sluiced),
-# REDIS_PORT (16379), SLUICED_PORT (16390).
+# THREADS ("1 2"), MODES ("strict write_back": which sluiced cases),
+# MEMORY (1: the memory per key part; 0 skips it), MEMKEYS (100000),
+# SLUICED (build/sluiced), REDIS_PORT (16379), SLUICED_PORT (16390).
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="${PEERS:-$ROOT/../shared/bench/peers}"
@@ -37,6 +42,8 @@ CLIENTS=${CLIENTS:-64}
 KEYSPACE=${KEYSPACE:-100000}
 PIN=${PIN:-0}
 THREADS=${THREADS:-"1 2"}
+MODES=${MODES:-"strict write_back"}
+MEMORY=${MEMORY:-1}
 MEMKEYS=${MEMKEYS:-100000}
 SLUICED=${SLUICED:-$ROOT/build/sluiced}
 REDIS_PORT=${REDIS_PORT:-16379}
@@ -62,6 +69,11 @@ redis_cpu_us() {
   redis-cli -p "$REDIS_PORT" INFO cpu | awk -F: '/^used_cpu_(user|sys):/{gsub(/\r/,"",$2); t += $2} END{printf "%d", t * 1e6}'
 }
 
+# EVALSHA's calls and microseconds since the last CONFIG RESETSTAT.
+evalsha_stats() {
+  redis-cli -p "$REDIS_PORT" INFO commandstats | awk -F'[:=,]' '/^cmdstat_evalsha:/{print $3, $5; f=1} END{if(!f) print 0, 0}'
+}
+
 # measure SERVER THREADS CASE PORT ARGS...: one JSON line. redis_us is
 # Redis's CPU per decision: what a shared Redis spends on each, the figure
 # that says how many decisions one Redis can serve when it is the limit.
@@ -70,23 +82,29 @@ measure() {
   local probe; probe=$(rb "$port" 50000 "$@")
   [ -n "$probe" ] || { echo "no figures from port $port; stopping" >&2; exit 1; }
   local n; n=$(awk -v r="${probe%% *}" -v d="$DUR" 'BEGIN{n=int(r*d); if(n<50000)n=50000; print n}')
-  local rps=() p50=() p99=() cpu=() i line r avg mn q50 q95 q99 mx c0 c1
+  local rps=() p50=() p99=() cpu=() cpc=() upc=() i line r avg mn q50 q95 q99 mx c0 c1 calls usec
   for i in $(seq "$RUNS"); do
+    redis-cli -p "$REDIS_PORT" CONFIG RESETSTAT >/dev/null
     c0=$(redis_cpu_us)
     line=$(rb "$port" "$n" "$@")
     [ -n "$line" ] || { echo "no figures from port $port; stopping" >&2; exit 1; }
     c1=$(redis_cpu_us)
+    read -r calls usec <<<"$(evalsha_stats)"
     read -r r avg mn q50 q95 q99 mx <<<"$line"
     rps+=("$r"); p50+=("$q50"); p99+=("$q99")
     cpu+=("$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN{printf "%.2f", (b - a) / n}')")
+    cpc+=("$(awk -v c="$calls" -v n="$n" 'BEGIN{printf "%.3f", c / n}')")
+    upc+=("$(awk -v c="$calls" -v u="$usec" 'BEGIN{printf "%.2f", c ? u / c : 0}')")
   done
-  local m lo hi m50 m99 mcpu
+  local m lo hi m50 m99 mcpu mcpc mupc
   read -r m lo hi <<<"$(printf '%s\n' "${rps[@]}" | stats)"
   read -r m50 _ _ <<<"$(printf '%s\n' "${p50[@]}" | stats)"
   read -r m99 _ _ <<<"$(printf '%s\n' "${p99[@]}" | stats)"
   read -r mcpu _ _ <<<"$(printf '%s\n' "${cpu[@]}" | stats)"
-  printf '{"bench":"redis_store","server":"%s","threads":%s,"case":"%s","clients":%s,"ops_per_sec":%s,"ops_min":%s,"ops_max":%s,"p50_ms":%s,"p99_ms":%s,"redis_us":%s,"runs":%s,"requests":%s}\n' \
-    "$server" "$threads" "$name" "$CLIENTS" "$m" "$lo" "$hi" "$m50" "$m99" "$mcpu" "$RUNS" "$n" | tee -a "$OUT/lines"
+  read -r mcpc _ _ <<<"$(printf '%s\n' "${cpc[@]}" | stats)"
+  read -r mupc _ _ <<<"$(printf '%s\n' "${upc[@]}" | stats)"
+  printf '{"bench":"redis_store","server":"%s","threads":%s,"case":"%s","clients":%s,"ops_per_sec":%s,"ops_min":%s,"ops_max":%s,"p50_ms":%s,"p99_ms":%s,"redis_us":%s,"evalsha_per_decision":%s,"evalsha_usec_per_call":%s,"runs":%s,"requests":%s}\n' \
+    "$server" "$threads" "$name" "$CLIENTS" "$m" "$lo" "$hi" "$m50" "$m99" "$mcpu" "$mcpc" "$mupc" "$RUNS" "$n" | tee -a "$OUT/lines"
 }
 
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
@@ -119,6 +137,7 @@ policies:
   - name: bench
     limits: [{algorithm: gcra, limit: 100, period: 1s, burst: 99}]
 EOF
+  if [[ " $MODES " == *" strict "* ]]; then
   rcli FLUSHALL >/dev/null
   start_bg sluiced "$OUT/sluiced-$t.log" "${OTHER_PIN[@]}" "$SLUICED" --snapshot off --config "$OUT/sluice-$t.yaml" --threads "$t"
   wait_port 127.0.0.1 "$SLUICED_PORT" || exit 1
@@ -126,6 +145,8 @@ EOF
   rcli FLUSHALL >/dev/null
   measure sluiced "$t" cl.throttle/hot "$SLUICED_PORT" CL.THROTTLE "rl:hot" 99 100 1
   stop_named sluiced
+  fi
+  [[ " $MODES " == *" write_back "* ]] || continue
   sed 's/timeout: 1s}/timeout: 1s, sync: write_back, sync_interval: 10ms}/' "$OUT/sluice-$t.yaml" >"$OUT/sluice-wb-$t.yaml"
   rcli FLUSHALL >/dev/null
   start_bg sluiced "$OUT/sluiced-wb-$t.log" "${OTHER_PIN[@]}" "$SLUICED" --snapshot off --config "$OUT/sluice-wb-$t.yaml" --threads "$t"
@@ -150,7 +171,8 @@ policies:
   - {name: sliding_log, limits: [{algorithm: sliding_log, limit: 100, period: 1d}]}
 EOF
 sed 's/timeout: 2s}/timeout: 2s, sync: write_back}/' "$OUT/sluice-mem.yaml" >"$OUT/sluice-mem-wb.yaml"
-for mode in strict write_back; do
+[ "$MEMORY" = 1 ] || MODES=""
+for mode in $MODES; do
   cfg="$OUT/sluice-mem.yaml"; [ "$mode" = write_back ] && cfg="$OUT/sluice-mem-wb.yaml"
   start_bg sluiced "$OUT/sluiced-mem-$mode.log" "$SLUICED" --snapshot off --config "$cfg" --threads 2
   wait_port 127.0.0.1 "$SLUICED_PORT" || exit 1
@@ -179,18 +201,19 @@ awk -F'[:,{}"]+' '
   v["bench"] == "redis_store" {
     key = v["server"] "|" v["threads"] "|" v["case"]
     ops[key] = v["ops_per_sec"]; p99[key] = v["p99_ms"]; p50[key] = v["p50_ms"]; rus[key] = v["redis_us"]
-    lo[key] = v["ops_min"]; hi[key] = v["ops_max"]; order[++n] = key }
+    lo[key] = v["ops_min"]; hi[key] = v["ops_max"]; order[++n] = key
+    cpc[key] = v["evalsha_per_decision"]; upc[key] = v["evalsha_usec_per_call"] }
   v["bench"] == "redis_memory" { mem[++m] = sprintf("%-10s %-16s %4s entries/key %12.1f B/key", v["mode"], v["algorithm"], v["entries_per_key"], v["bytes_per_key"]) }
   END {
-    printf "%-10s %3s %-20s %12s %22s %9s %9s %12s %12s %12s\n", "server", "thr", "case", "ops/s", "[min..max]", "p50 ms", "p99 ms", "/direct Lua", "Redis us/op", "capacity"
+    printf "%-10s %3s %-20s %12s %22s %9s %9s %12s %12s %12s %10s %10s\n", "server", "thr", "case", "ops/s", "[min..max]", "p50 ms", "p99 ms", "/direct Lua", "Redis us/op", "capacity", "calls/op", "us/call"
     for (k = 1; k <= n; k++) {
       split(order[k], f, "|")
       d = "direct|0|gcra-lua/" (f[3] ~ /hot/ ? "hot" : "spread")
       lua = ops[d]
-      printf "%-10s %3s %-20s %12d %22s %9s %9s %12s %12s %12s\n", f[1], f[2], f[3], ops[order[k]],
+      printf "%-10s %3s %-20s %12d %22s %9s %9s %12s %12s %12s %10s %10s\n", f[1], f[2], f[3], ops[order[k]],
         "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]],
         (f[1] ~ /^sluiced/ && lua > 0) ? sprintf("%.2fx", ops[order[k]] / lua) : "", rus[order[k]],
-        (f[1] ~ /^sluiced/ && rus[order[k]] > 0) ? sprintf("%.2fx", rus[d] / rus[order[k]]) : "" }
+        (f[1] ~ /^sluiced/ && rus[order[k]] > 0) ? sprintf("%.2fx", rus[d] / rus[order[k]]) : "", cpc[order[k]], upc[order[k]] }
     print ""
     for (k = 1; k <= m; k++) print mem[k]
   }' "$OUT/lines"

@@ -51,6 +51,12 @@ policies:
     on_store_failure: local
     limits:
       - {algorithm: gcra, limit: 10, period: 1s}
+  - name: slow
+    limits:
+      - {algorithm: gcra, limit: 1, period: 60s}
+  - name: slowwin
+    limits:
+      - {algorithm: fixed_window, limit: 1, period: 60s}
 """
 
 
@@ -135,6 +141,91 @@ class AcquireRedis(unittest.TestCase):
         self.assertEqual(check[3], 1100)
         sa.close()
         sb.close()
+
+    def wait_for_peek(self, client, policy, key, field, want):
+        deadline = time.time() + 5
+        while client.execute_command("SL.PEEK", policy, key)[field] != want and time.time() < deadline:
+            time.sleep(0.005)
+        self.assertEqual(client.execute_command("SL.PEEK", policy, key)[field], want)
+
+    def test_disconnected_waiter_gives_its_place_to_the_next(self):
+        # as test_acquire.py's on the memory store: gcra 1 per minute, the
+        # first now, the second held a minute in Redis. Its client leaves:
+        # its place goes back in Redis, and the next waiter (on the other
+        # daemon) gets it (60 s, not 120 s).
+        a, b = self.daemon(), self.daemon()
+        ca, cb = a.client(), b.client()
+        self.assertEqual(ca.execute_command("SL.ACQUIRE", "slow", "g", "TIMEOUT", 0)[0], 1)
+        s = a.raw()
+        s.sendall(command("SL.ACQUIRE", "slow", "g", "TIMEOUT", 600000))
+        self.wait_for_peek(cb, "slow", "g", 3, 120000)
+        s.close()
+        self.wait_for_peek(cb, "slow", "g", 3, 60000)
+        s2 = b.raw()
+        s2.sendall(command("SL.ACQUIRE", "slow", "g", "TIMEOUT", 600000))
+        self.wait_for_peek(ca, "slow", "g", 3, 120000)  # the place at 60 s
+        s2.close()
+        self.wait_for_peek(ca, "slow", "g", 3, 60000)
+
+    def test_disconnected_waiter_gives_back_a_fixed_window_place(self):
+        # 1 per window of 60 s, full: a waiter holds the next window's
+        # place in Redis; its client leaves and the window is uncounted, so
+        # a check in that window passes (it would be denied otherwise)
+        a = self.daemon()
+        c = a.client()
+        self.assertEqual(c.execute_command("SL.CHECK", "slowwin", "w")[0], 1)
+        before = self.state("slowwin", "w")
+        s = a.raw()
+        s.sendall(command("SL.ACQUIRE", "slowwin", "w", "TIMEOUT", 600000))
+        deadline = time.time() + 5
+        while self.state("slowwin", "w") == before and time.time() < deadline:
+            time.sleep(0.005)
+        reserved = self.state("slowwin", "w")
+        self.assertNotEqual(reserved, before)
+        s.close()
+        deadline = time.time() + 5
+        while self.state("slowwin", "w") == reserved and time.time() < deadline:
+            time.sleep(0.005)
+        self.assertNotEqual(self.state("slowwin", "w"), reserved)
+        a.clock(c, "SET", T0 + 60 * S)  # the window it had been charged to
+        self.assertEqual(c.execute_command("SL.CHECK", "slowwin", "w")[0], 1)
+        self.assertEqual(c.execute_command("SL.CHECK", "slowwin", "w")[0], 0)
+
+    def test_gateway_client_gone_gives_the_place_back(self):
+        # a gateway route with excess: delay on Redis, gcra 1 per minute:
+        # the first now, the second held a minute; its client leaves and
+        # the place goes back in Redis (as test_acquire_gateway.py's)
+        import socket
+        import http.client
+        import upstream
+
+        class Up(upstream.Upstream):
+            def answer(self, request, body):
+                return 200, b"ok\n"
+        up = Up()
+        try:
+            gw = ("gateway:\n  listen: 127.0.0.1:0\n  routes:\n    - name: line\n"
+                  "      upstream: http://127.0.0.1:%d\n      policies: [slowroute]\n"
+                  "      excess: delay\n      max_delay: 600s\n" % up.port)
+            cfg = ("listen:\n  resp: 127.0.0.1:0\n  http: 127.0.0.1:0\nthreads: 2\n"
+                   "store:\n  type: redis\n  url: %s\n  clock: local\n" % self.redis.url + gw + POLICIES
+                   + "  - name: slowroute\n    key: [route]\n    limits:\n"
+                   "      - {algorithm: gcra, limit: 1, period: 60s}\n")
+            d = Daemon(cfg, test_clock=T0)
+            self.daemons.append(d)
+            port = int(re.search(r" gateway_port=(\d+)", d.output()).group(1))
+            c = d.client()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("GET", "/line/0")
+            self.assertEqual(conn.getresponse().status, 200)
+            conn.close()
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(b"GET /line/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.wait_for_peek(c, "slowroute", "route=line", 3, 120000)
+            s.close()  # the gateway looks at a held client's socket every 100 ms
+            self.wait_for_peek(c, "slowroute", "route=line", 3, 60000)
+        finally:
+            up.close()
 
     def test_fixed_window_across_daemons(self):
         # 3 per window of 1 s, half way through a full window: 4 waiters on

@@ -2,7 +2,8 @@
  * run one trace through the Redis scripts and through the library
  * (test_redis_script.c, test_reserve_redis.c): a memory limiter on a fake
  * clock, a policy the Redis store must support, and how two decisions are
- * compared and shown; the redis-server both run against. Header-only; include after rig.h and redis_rig.h.
+ * compared and shown; the redis-server both run against, and one call
+ * sent to it with its keys frozen. Header-only; include after rig.h and redis_rig.h.
  */
 #ifndef SL_TEST_SCRIPT_RIG_H
 #define SL_TEST_SCRIPT_RIG_H
@@ -32,6 +33,24 @@ static int script_rig_teardown(void **state) {
         redisFree(ctx);
     redis_rig_stop(&server);
     return 0;
+}
+
+/* One call, its keys made persistent in the same MULTI: expiry runs on the
+ * real clock and the traces on a fake one (as test_redis_script.c). */
+static inline redisReply *send_frozen(sl__redis_call_t *call, int nkeys) {
+    redisAppendCommand(ctx, "MULTI");
+    redisAppendCommandArgv(ctx, call->argc, (const char **)call->argv, call->argvlen);
+    for (int k = 0; k < nkeys; k++)
+        redisAppendCommand(ctx, "PERSIST %b", call->argv[3 + k], call->argvlen[3 + k]);
+    redisAppendCommand(ctx, "EXEC");
+    redisReply *r = NULL;
+    for (int i = 0; i < 3 + nkeys; i++) {
+        if (r)
+            freeReplyObject(r);
+        assert_int_equal(redisGetReply(ctx, (void **)&r), REDIS_OK);
+    }
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    return r;
 }
 
 typedef struct mem {

@@ -34,24 +34,6 @@ static int setup(void **state) {
 }
 
 
-/* One call, its keys made persistent in the same MULTI: expiry runs on the
- * real clock and the traces on a fake one (as test_redis_script.c). */
-static redisReply *send_frozen(sl__redis_call_t *call, int nkeys) {
-    redisAppendCommand(ctx, "MULTI");
-    redisAppendCommandArgv(ctx, call->argc, (const char **)call->argv, call->argvlen);
-    for (int k = 0; k < nkeys; k++)
-        redisAppendCommand(ctx, "PERSIST %b", call->argv[3 + k], call->argvlen[3 + k]);
-    redisAppendCommand(ctx, "EXEC");
-    redisReply *r = NULL;
-    for (int i = 0; i < 3 + nkeys; i++) {
-        if (r)
-            freeReplyObject(r);
-        assert_int_equal(redisGetReply(ctx, (void **)&r), REDIS_OK);
-    }
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    return r;
-}
-
 static void redis_ex(const sl_policy_t *p, const char *key, uint64_t cost, sl_usec_t now,
                      sl_usec_t wait, sl_usec_t not_before, bool peek, sl_decision_t *out,
                      sl_limit_report_t *limits) {

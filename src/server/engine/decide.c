@@ -296,14 +296,28 @@ static int redis_decide(void *ctx, uint32_t worker, const sld_request_t *r, sl_d
     sl_usec_t now = sld_remote_clock_local(d->remote) ? d->rt.now(d->rt.ctx) : SL__REDIS_SERVER_TIME;
     d->rt.pin(r->origin.rt, +1);
     const sld_request_t *kr = sld_job_request(kept);
-    if (sld_remote_evaluate(d->remote, worker, kr->p, kr->key, kr->key_len, kr->cost,
-                            (kr->flags & SL_DECIDE_PEEK) != 0, wait ? kr->max_wait : 0,
-                            wait ? kr->not_before : 0, now, on_remote, kept) == SL_OK)
+    /* the place's held (a front's, valid until its callback) is filled by the answer */
+    if (sld_remote_reserve(d->remote, worker, kr->p, kr->key, kr->key_len, kr->cost,
+                           (kr->flags & SL_DECIDE_PEEK) != 0, wait ? kr->max_wait : 0,
+                           wait ? kr->not_before : 0, now, wait ? kr->held : NULL, on_remote, kept) == SL_OK)
         return SLD_PENDING;
     /* not even sent (breaker open, no connection): the fallback answers now */
     d->rt.pin(r->origin.rt, -1);
     sld_job_drop(kept);
     return fall_back(d, r, out, limits);
+}
+
+/* A left waiter's place, given back in Redis (evaluate.lua's refund) on
+ * the clock it was reserved on. A place the fallback held (held->at 0)
+ * has nothing to give back. */
+static int redis_refund(void *ctx, uint32_t worker, const sld_request_t *r) {
+    sld_decide_ctx_t *d = ctx;
+    if (r->p->write_back)
+        return SL_ENOTSUP; /* held no place */
+    if (r->held == NULL || r->held->at <= 0)
+        return SL_OK;
+    sl_usec_t now = sld_remote_clock_local(d->remote) ? d->rt.now(d->rt.ctx) : SL__REDIS_SERVER_TIME;
+    return sld_remote_refund(d->remote, worker, r->p, r->key, r->key_len, r->cost, now, r->held);
 }
 
 static void on_reset(void *arg, int rc) {
@@ -386,6 +400,7 @@ const sld_store_kind_t sld_kind_redis = {
     .name = "redis",
     .decide = redis_decide,
     .reset = redis_reset,
+    .refund = redis_refund,
     .defers = redis_defers,
     .supports = redis_supports,
     .attach = redis_attach,
@@ -463,6 +478,7 @@ const sld_store_kind_t sld_kind_write_back = {
     .name = "write_back",
     .decide = write_back_decide,
     .reset = write_back_reset,
+    .refund = redis_refund,
     .defers = redis_defers,
     .supports = redis_supports,
     .attach = redis_attach,

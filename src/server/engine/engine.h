@@ -74,7 +74,9 @@ typedef struct sld_request {
                                      SL_DECIDE_PEEK: where the place is, nothing charged */
     struct sl__held *held;        /* SLD_DECIDE_WAIT, may be NULL: gets what a place held for
                                      later left (at 0: none, or a store that cannot give it
-                                     back), for sld_engine_refund */
+                                     back), for sld_engine_refund; a store that answers
+                                     later fills it then: valid until the callback
+                                     (server/state/held_place.h: sld_held_place_pending) */
 } sld_request_t;
 
 /* sld_request_t.flags: a reservation (sl_reserve) within max_wait; an

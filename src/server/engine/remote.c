@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/policy.h"
 #include "server/base/log.h"
 #include "server/engine/remote.h"
 #include "store/redis/client.h"
@@ -26,6 +27,13 @@
 
 #define PUBLISH_MS 100   /* how fresh the state other threads read is */
 #define BATCH_SPREAD_US 1000  /* clock local: arrivals one batch may span */
+/* Script calls a worker keeps in flight before it holds the next batch
+ * back until one is answered (a full batch still goes): under load the
+ * decisions that arrive during a round trip share the next call, so
+ * Redis pays its per-call cost (the command, the script's setup, the
+ * MGET, the reply, two system calls) once for many; idle, a decision
+ * goes at the end of its loop turn as before (bench/README.md). */
+#define MAX_IN_FLIGHT 1
 
 typedef struct remote_worker {
     sl__redis_client_t *client;
@@ -38,6 +46,7 @@ typedef struct remote_worker {
     struct queued *queue[SL__REDIS_MAX_BATCH];
     struct queued *unsent;     /* could not be sent: answered at the end of the turn */
     size_t nqueued;
+    uint32_t in_flight;        /* batches sent, not yet answered */
     sl_usec_t batch_now;
     unsigned batch_slot;
     void (*detached)(void *arg);
@@ -296,8 +305,14 @@ static void on_batch_answer(void *arg, size_t i, sl__redis_status_t status, int 
                   why ? why : "?");
     bool last = i + 1 == b->n;
     answer(r, b->items[i], rc, d, limits);
-    if (last)
-        free(b);
+    if (!last)
+        return;
+    remote_worker_t *w = b->w;
+    free(b);
+    /* what was held back while it was on its way goes now (not while the
+     * worker detaches: what is queued then is answered there) */
+    if (--w->in_flight < MAX_IN_FLIGHT && w->nqueued > 0 && w->detached == NULL)
+        flush_batch(r, w, false);
 }
 
 /* Sends what the worker has gathered as one EVALSHA. What cannot be sent is
@@ -323,8 +338,10 @@ static void flush_batch(sld_remote_t *r, remote_worker_t *w, bool answer_now) {
         memcpy(b->items, items, n * sizeof *b->items);
         b->sent_ns = uv_hrtime();
         int st = sl__redis_evaluate_send(w->client, reqs, n, w->batch_now, on_batch_answer, b);
-        if (st == 0)
+        if (st == 0) {
+            w->in_flight++;
             return;
+        }
         if (st > 0) /* not sent: the client's state tells why */
             publish(w);
     }
@@ -351,13 +368,36 @@ static void answer_unsent(sld_remote_t *r, remote_worker_t *w) {
  * out together. */
 static void on_check(uv_check_t *h) {
     remote_worker_t *w = h->data;
-    flush_batch(w->r, w, true);
+    if (w->in_flight < MAX_IN_FLIGHT) /* else it goes when one is answered */
+        flush_batch(w->r, w, true);
     answer_unsent(w->r, w);
 }
 
 int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
                         size_t key_len, uint64_t cost, bool peek, sl_usec_t max_wait,
                         sl_usec_t not_before, sl_usec_t now, sld_remote_fn fn, void *arg) {
+    return sld_remote_reserve(r, worker, p, key, key_len, cost, peek, max_wait, not_before, now, NULL, fn,
+                              arg);
+}
+
+static void on_refunded(void *arg, sl__redis_status_t status, bool ok, uint32_t changed) {
+    (void)status, (void)changed;
+    if (!ok)
+        atomic_fetch_add_explicit(&((sld_remote_t *)arg)->failures, 1, memory_order_relaxed);
+}
+
+int sld_remote_refund(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
+                      size_t key_len, uint64_t cost, sl_usec_t now, const sl__held_t *held) {
+    remote_worker_t *w = &r->workers[worker];
+    if (w->client == NULL || atomic_load_explicit(&w->breaker_open, memory_order_relaxed))
+        return SL_EIO;
+    return sl__redis_refund_send(w->client, p, key, key_len, cost, now, held, on_refunded, r) == 0 ? SL_OK
+                                                                                                   : SL_EIO;
+}
+
+int sld_remote_reserve(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
+                       size_t key_len, uint64_t cost, bool peek, sl_usec_t max_wait, sl_usec_t not_before,
+                       sl_usec_t now, sl__held_t *held, sld_remote_fn fn, void *arg) {
     remote_worker_t *w = &r->workers[worker];
     atomic_fetch_add_explicit(&r->calls, 1, memory_order_relaxed);
     /* an open breaker answers at once, without a trip through the batch */
@@ -372,7 +412,7 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
     }
     memcpy(q->key, key, key_len);
     q->req = (sl__redis_eval_req_t){.p = p, .key = q->key, .key_len = key_len, .cost = cost, .peek = peek,
-                                    .max_wait = max_wait, .not_before = not_before};
+                                    .max_wait = max_wait, .not_before = not_before, .held = held};
     q->fn = fn;
     q->arg = arg;
     /* one batch: one instant, and in a Cluster one slot. With the daemon's

@@ -77,6 +77,21 @@ int sld_remote_evaluate(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, 
                         size_t key_len, uint64_t cost, bool peek, sl_usec_t max_wait,
                         sl_usec_t not_before, sl_usec_t now, sld_remote_fn fn, void *arg);
 
+struct sl__held; /* core/policy.h */
+
+/* The same for a reservation whose place may be given back: *held (valid
+ * until fn is called) gets what the place held before fn is called (at 0:
+ * none). */
+int sld_remote_reserve(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
+                       size_t key_len, uint64_t cost, bool peek, sl_usec_t max_wait, sl_usec_t not_before,
+                       sl_usec_t now, struct sl__held *held, sld_remote_fn fn, void *arg);
+
+/* Gives back the place a reservation held (held as its answer filled it;
+ * now on the same clock): store/redis/script.h, sl__redis_build_refund.
+ * Nothing is answered; SL_EIO when it could not be sent. */
+int sld_remote_refund(sld_remote_t *r, uint32_t worker, const sl_policy_t *p, const void *key,
+                      size_t key_len, uint64_t cost, sl_usec_t now, const struct sl__held *held);
+
 /* A transaction's n evaluations from worker `worker` follow at once: they
  * go in one script call (Redis runs it with no other command in between)
  * when they fit in one (SL__REDIS_MAX_BATCH, and in a Cluster one slot:

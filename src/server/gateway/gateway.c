@@ -215,10 +215,18 @@ static void advance(gw_call_t *call) {
         sl_limit_report_t lr[SL_MAX_LIMITS];
         sl__held_t held = {0};
         r.held = &held; /* filled by a store that answers now and can give places back */
+        if ((r.flags & SLD_DECIDE_WAIT) && !(r.flags & SL_DECIDE_PEEK) && call->held[i] == NULL &&
+            sld_engine_defers(d->engine, p) && (call->coming = sld_held_place_pending(&r)) != NULL)
+            r.held = sld_held_place_held(call->coming); /* one that answers later: until then */
         int rc = sld_engine_decide(d->engine, call->w->index, &r, &dec, lr, on_decided, call);
         if (rc == SLD_PENDING) {
             call->pending = true;
             return;
+        }
+        if (call->coming) { /* answered now after all */
+            held = *sld_held_place_held(call->coming);
+            sld_held_place_free(call->coming);
+            call->coming = NULL;
         }
         if (rc == SL_OK && dec.allowed && !(r.flags & SL_DECIDE_PEEK) && call->held[i] == NULL)
             call->held[i] = sld_held_place_new(&r, &held);
@@ -235,13 +243,20 @@ static void advance(gw_call_t *call) {
 static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *lr) {
     gw_call_t *call = arg;
     call->pending = false;
-    if (call->req == NULL) { /* the client went away meanwhile */
+    sld_held_place_t *coming = call->coming;
+    call->coming = NULL;
+    if (call->req == NULL) { /* the client went away meanwhile: so does its place */
+        sld_held_place_give_back(call->w->gw->d, call->w->index, coming);
         call_free(call);
         return;
     }
     const sld_gw_route_t *route = route_of(call);
     const sld_runtime_t *rt = sld_runtime(call->w->gw->d);
     size_t i = call->step % route->npolicies, index = 0;
+    if (rc == SL_OK && dec->allowed && call->held[i] == NULL)
+        call->held[i] = coming; /* what Redis said the place held */
+    else
+        sld_held_place_free(coming);
     const char *name = route->policies[i];
     const sl_policy_t *p = sld_policies_find(rt->policies, name, strlen(name), call->keys + i * call->key_cap,
                                              call->key_len[i], NULL, &index);

@@ -128,6 +128,7 @@ typedef struct gw_call {
     sld_held_place_t *held[SLD_GW_MAX_POLICIES]; /* delay: places to give back if it leaves */
     unsigned attempts;         /* delay, several policies: peeks asked again after a lost place */
     bool pending;              /* a decision is on its way */
+    sld_held_place_t *coming;  /* its place, filled by the answer (a store that answers later) */
     size_t key_len[SLD_GW_MAX_POLICIES];
     char *keys;                /* n keys of up to key_cap bytes, in this block */
     size_t key_cap;

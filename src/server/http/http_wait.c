@@ -94,10 +94,13 @@ static void on_reserved(void *arg, int rc, const sl_decision_t *dec, const sl_li
         wait_error(reply, rc);
     else
         sld_http_finish(reply, &held->f, rc, dec, lr);
-    if (rc == SL_OK && dec->allowed && dec->delay > 0 && held->loop)
-        hold(held, dec->delay);
-    else
-        sld_http_pending_deliver(held->pd);
+    if (rc == SL_OK && dec->allowed && dec->delay > 0 && held->loop) {
+        hold(held, dec->delay); /* held->place: what Redis said the place held */
+        return;
+    }
+    sld_held_place_free(held->place);
+    held->place = NULL;
+    sld_http_pending_deliver(held->pd);
 }
 
 
@@ -123,7 +126,10 @@ void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f
             return;
         }
         held_t *held = sld_http_pending_extra(pd);
-        *held = (held_t){.pd = pd, .worker = c->worker, .loop = loop, .f = *f};
+        *held = (held_t){.pd = pd, .worker = c->worker, .loop = loop, .f = *f,
+                         .place = sld_held_place_pending(&req), .daemon = c->d};
+        /* the answer fills the place's held: it outlives this call */
+        req.held = held->place ? sld_held_place_held(held->place) : NULL;
     }
     int rc = sld_engine_decide(c->d->engine, c->worker, &req, &dec, lr, pd ? on_reserved : NULL,
                                pd ? sld_http_pending_extra(pd) : NULL);
@@ -131,7 +137,14 @@ void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f
         *c->later = pd;
         return;
     }
-    free(pd); /* answered now after all (the breaker is open: the fallback's) */
+    if (pd) { /* answered now after all (the breaker is open: the fallback's) */
+        held_t *was = sld_http_pending_extra(pd);
+        if (was->place)
+            place = *sld_held_place_held(was->place);
+        sld_held_place_free(was->place);
+        req.held = &place;
+    }
+    free(pd);
     pd = NULL;
     if (rc == SL_ENOWAIT || rc == SL_ENOTSUP) {
         wait_error(c->reply, rc);

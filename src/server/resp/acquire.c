@@ -66,9 +66,10 @@ static void on_reserved(void *arg, int rc, const sl_decision_t *d, const sl_limi
     waiter_t *w = arg;
     if (rc == SL_OK && d->allowed && d->delay > 0 && w->loop) {
         w->d = *d;
-        hold(w);
+        hold(w); /* w->place: what Redis said the place held */
         return;
     }
+    sld_held_place_free(w->place);
     if (rc == SL_ENOTSUP)
         sld_reply_error(sld_reply_buf(w->slot), NO_WAIT);
     else
@@ -121,7 +122,10 @@ void sld_acquire(sld_client_t *c, sld_request_t *r, sl_usec_t wait, int kind,
             sld_reply_error(c->out, "ERR out of memory");
             return;
         }
-        *later = (waiter_t){.slot = slot, .write = write, .kind = kind, .loop = c->loop};
+        *later = (waiter_t){.slot = slot, .write = write, .kind = kind, .loop = c->loop,
+                            .place = sld_held_place_pending(r), .daemon = c->d, .worker = c->worker};
+        /* the answer fills the place's held: it outlives this call */
+        r->held = later->place ? sld_held_place_held(later->place) : NULL;
         c->out = sld_reply_queue_tail(c->replies); /* later replies wait behind it */
     }
     int rc = sld_engine_decide(c->d->engine, c->worker, r, &d, NULL, later ? on_reserved : NULL, later);
@@ -130,6 +134,10 @@ void sld_acquire(sld_client_t *c, sld_request_t *r, sl_usec_t wait, int kind,
     if (later) { /* answered now after all (the breaker is open: the fallback's) */
         sld_reply_undefer(c->replies, later->slot);
         c->out = sld_reply_queue_tail(c->replies);
+        if (later->place) /* what it held, for the place made below */
+            held = *sld_held_place_held(later->place);
+        sld_held_place_free(later->place);
+        r->held = &held;
         free(later);
     }
     if (rc == SL_ENOTSUP) {

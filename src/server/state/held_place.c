@@ -15,8 +15,21 @@ struct sld_held_place {
     char key[];
 };
 
+static sld_held_place_t *place_of(const sld_request_t *r, const sl__held_t *held);
+
 sld_held_place_t *sld_held_place_new(const sld_request_t *r, const sl__held_t *held) {
-    if (held->at <= 0 || r->origin.rt == NULL || r->origin.index == SIZE_MAX)
+    return held->at > 0 ? place_of(r, held) : NULL;
+}
+
+sld_held_place_t *sld_held_place_pending(const sld_request_t *r) {
+    const sl__held_t none = {0};
+    return place_of(r, &none);
+}
+
+sl__held_t *sld_held_place_held(sld_held_place_t *hp) { return &hp->held; }
+
+static sld_held_place_t *place_of(const sld_request_t *r, const sl__held_t *held) {
+    if (r->origin.rt == NULL || r->origin.index == SIZE_MAX)
         return NULL;
     const sld_policy_t *pc = sld_policies_config(r->origin.rt->policies, r->origin.index);
     size_t name_len = pc ? strlen(pc->name) : 0;
@@ -35,8 +48,10 @@ sld_held_place_t *sld_held_place_new(const sld_request_t *r, const sl__held_t *h
 }
 
 void sld_held_place_give_back(sld_daemon_t *d, uint32_t worker, sld_held_place_t *hp) {
-    if (hp == NULL)
+    if (hp == NULL || hp->held.at <= 0) { /* nothing was held (an answer without a place) */
+        free(hp);
         return;
+    }
     const sld_runtime_t *rt = sld_runtime(d);
     size_t index = 0;
     const sl_policy_t *p = sld_policies_find(rt->policies, hp->policy, strlen(hp->policy), hp->key,

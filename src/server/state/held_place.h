@@ -27,6 +27,14 @@ typedef struct sld_held_place sld_held_place_t;
  * policy not named in the configuration: CL.ACQUIRE's) or no memory. */
 sld_held_place_t *sld_held_place_new(const sld_request_t *r, const sl__held_t *held);
 
+/* For a reservation the store answers later (sld_engine_defers): a place
+ * with nothing held yet, made before the decision, whose held the request
+ * points to (r->held = sld_held_place_held(hp)) so that the answer fills
+ * it; freed by the front whatever the answer. NULL: no place to keep (as
+ * sld_held_place_new), or no memory. */
+sld_held_place_t *sld_held_place_pending(const sld_request_t *r);
+sl__held_t *sld_held_place_held(sld_held_place_t *hp);
+
 /* Gives the place back through d's engine on worker `worker`'s thread,
  * and frees hp. */
 void sld_held_place_give_back(sld_daemon_t *d, uint32_t worker, sld_held_place_t *hp);

@@ -10,7 +10,9 @@
 #ifndef SL_STORE_REDIS_EVALUATE_CALL_H
 #define SL_STORE_REDIS_EVALUATE_CALL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sluice.h"
 #include "store/redis/client.h"
@@ -38,5 +40,20 @@ typedef void (*sl__redis_eval_fn)(void *arg, size_t i, sl__redis_status_t status
  * the script does not support): then fn is not called. */
 int sl__redis_evaluate_send(sl__redis_client_t *c, const sl__redis_eval_req_t *reqs, size_t n,
                             sl_usec_t now, sl__redis_eval_fn fn, void *arg);
+
+/* The answer to a refund: ok when the script answered, with the limits
+ * it changed (bit i: limit i; 0: nothing could be given back exactly). */
+typedef void (*sl__redis_refund_fn)(void *arg, sl__redis_status_t status, bool ok, uint32_t changed);
+
+struct sl__held;
+
+/* Sends the refund of a reservation of `p` on `key` (sl__redis_build_refund:
+ * held as its reply left it, now on the reservation's clock). fn may be
+ * NULL. Returns 0, an sl__redis_status_t when it could not be sent, or -1
+ * when it could not be built (nothing held, out of memory): then fn is not
+ * called. */
+int sl__redis_refund_send(sl__redis_client_t *c, const sl_policy_t *p, const void *key, size_t key_len,
+                          uint64_t cost, sl_usec_t now, const struct sl__held *held, sl__redis_refund_fn fn,
+                          void *arg);
 
 #endif

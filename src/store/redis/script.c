@@ -359,6 +359,50 @@ int sl__redis_build_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n, s
     return SL_OK;
 }
 
+/* Refund: EVALSHA sha 1 <key> now "r" <limits> <cost, at, each limit's
+ * exp: I7 each>. The pool of an elastic policy is not touched: a place
+ * is held by the key's own limits (a borrowed request never waits). */
+int sl__redis_build_refund(const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
+                           sl_usec_t now, const sl__held_t *held, sl__redis_call_t *call) {
+    if (p == NULL || call == NULL || held == NULL || held->at <= 0 || held->at > MAX_TIME ||
+        (key == NULL && key_len > 0))
+        return SL_EINVAL;
+    for (size_t i = 0; i < p->nlimits; i++)
+        if (held->exp[i] < 0 || held->exp[i] > 2 * MAX_TIME)
+            return SL_EINVAL;
+    size_t total = 48 + 24 + 2 + key_bytes(p, key_len) + LIMIT_BYTES * p->nlimits + 7 * (2 + p->nlimits);
+    int rc = reserve(call, total);
+    if (rc != SL_OK)
+        return rc;
+    push_str(call, "EVALSHA");
+    push(call, sl__redis_evaluate_lua_sha1, 40);
+    push_str(call, "1");
+    push_key(call, p, key, key_len);
+    if (now == SL__REDIS_SERVER_TIME) {
+        push(call, "", 0);
+    } else {
+        now = now < 0 ? 0 : now > MAX_TIME ? MAX_TIME : now;
+        push_u64(call, (uint64_t)now);
+    }
+    push(call, "r", 1);
+    bool ok = strchr(p->name, '}') == NULL;
+    unsigned char *blob = (unsigned char *)take(call, LIMIT_BYTES * p->nlimits);
+    for (size_t i = 0; i < p->nlimits; i++)
+        ok &= put_limit(blob + LIMIT_BYTES * i, &p->limits[i]) == NULL;
+    push(call, (const char *)blob, LIMIT_BYTES * p->nlimits);
+    unsigned char *h = (unsigned char *)take(call, 7 * (2 + p->nlimits));
+    put_le(h, cost < MAX_COST ? cost : MAX_COST, 7);
+    put_le(h + 7, (uint64_t)held->at, 7);
+    for (size_t i = 0; i < p->nlimits; i++)
+        put_le(h + 14 + 7 * i, (uint64_t)held->exp[i], 7);
+    push(call, (const char *)h, 7 * (2 + p->nlimits));
+    if (!ok) {
+        sl__redis_call_free(call);
+        return SL_EINVAL;
+    }
+    return SL_OK;
+}
+
 unsigned sl__redis_slot_of(const sl_policy_t *p, const void *key, size_t key_len) {
     sl__redis_call_t c;
     if (sl__redis_build_reset(p, key, key_len, &c) != SL_OK)
@@ -457,6 +501,7 @@ int sl__redis_parse_evaluate(const sl_policy_t *p, const struct redisReply *r, s
 #define REPLY_DECISION 40 /* allowed 1, limited 1, limit 7, remaining 7, reset 7, retry 8
                            * (signed, -1 never), delay 7, limit_index 2 (signed) */
 #define REPLY_REPORT 30   /* allowed 1, limit 7, remaining 7, reset 7, retry 8 (signed) */
+#define REPLY_HELD 7      /* status 2: when it runs, then each limit's state's end, 7 each */
 
 static uint64_t get_le(const unsigned char *in, int bytes) {
     uint64_t v = 0;
@@ -519,9 +564,12 @@ int sl__redis_batch_offsets(const sl__redis_eval_req_t *reqs, size_t n, const st
     const unsigned char *s = (const unsigned char *)r->str;
     size_t len = r->len, at = 0;
     for (size_t j = 0; j < n; j++) {
-        if (at >= len || s[at] > 1)
+        if (at >= len || s[at] > 2)
             return bad(why, "not a reply of evaluate.lua for this batch");
-        size_t size = s[at] ? 1 + REPLY_DECISION + REPLY_REPORT * reqs[j].p->nlimits : 1;
+        size_t nl = reqs[j].p->nlimits;
+        size_t size = s[at] == 0 ? 1
+                      : s[at] == 1 ? 1 + REPLY_DECISION + REPLY_REPORT * nl
+                                   : 1 + REPLY_DECISION + REPLY_REPORT * nl + REPLY_HELD * (1 + nl);
         if (size > len - at)
             return bad(why, "a batch reply cut short");
         offsets[j] = at;
@@ -539,6 +587,19 @@ int sl__redis_parse_evaluate_at(const sl__redis_eval_req_t *req, const struct re
     if (s[at] == 0)
         return bad(why, "the script failed for this request");
     return decode_decision(req->p, s + at + 1, out, limits, why);
+}
+
+void sl__redis_parse_held_at(const sl__redis_eval_req_t *req, const struct redisReply *r, size_t at,
+                             sl__held_t *held) {
+    const unsigned char *s = (const unsigned char *)r->str;
+    held->at = 0;
+    if (s[at] != 2)
+        return;
+    size_t nl = req->p->nlimits;
+    const unsigned char *h = s + at + 1 + REPLY_DECISION + REPLY_REPORT * nl;
+    held->at = (sl_usec_t)get_le(h, 7);
+    for (size_t i = 0; i < nl; i++)
+        held->exp[i] = (sl_usec_t)get_le(h + REPLY_HELD * (1 + i), 7);
 }
 
 int sl__redis_parse_evaluate_batch(const sl__redis_eval_req_t *reqs, size_t n,

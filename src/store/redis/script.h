@@ -15,6 +15,7 @@
 #include "sluice.h"
 
 struct redisReply;
+struct sl__held; /* core/policy.h */
 
 /* `now` meaning "read the Redis server's TIME inside the script". */
 #define SL__REDIS_SERVER_TIME ((sl_usec_t)-1)
@@ -77,6 +78,9 @@ typedef struct sl__redis_eval_req {
     bool peek;
     sl_usec_t max_wait;  /* > 0: a reservation (sl__redis_build_reserve) */
     sl_usec_t not_before; /* a reservation: the earliest it may run */
+    struct sl__held *held; /* a reservation, may be NULL: gets what its place
+                              held (at 0: none), for sl__redis_build_refund;
+                              it then goes in a batch call even alone */
 } sl__redis_eval_req_t;
 
 /* One EVALSHA deciding reqs[0..n) in order, as n single evaluations would,
@@ -108,6 +112,22 @@ int sl__redis_batch_offsets(const sl__redis_eval_req_t *reqs, size_t n, const st
 int sl__redis_parse_evaluate_at(const sl__redis_eval_req_t *req, const struct redisReply *r,
                                 size_t at, sl_decision_t *out, sl_limit_report_t *limits,
                                 const char **why);
+
+/* What the decision at `at` (from sl__redis_batch_offsets) of request req
+ * held for later (an admitted reservation's place: core/refund.h), into
+ * *held; held->at 0 when nothing. */
+void sl__redis_parse_held_at(const sl__redis_eval_req_t *req, const struct redisReply *r, size_t at,
+                             struct sl__held *held);
+
+/* The refund of a reservation of `p` on `key` whose waiter left before its
+ * moment (core/refund.h: sl__policy_refund), at `now` (or
+ * SL__REDIS_SERVER_TIME: the clock of the reservation): EVALSHA of
+ * evaluate.lua, answered by an integer, the limits changed (bit i: limit
+ * i). held as the reservation's reply left it (sl__redis_parse_held_at).
+ * SL_OK, SL_EINVAL (held->at 0: nothing to give back; a policy the script
+ * does not support) or SL_ENOMEM. */
+int sl__redis_build_refund(const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
+                           sl_usec_t now, const struct sl__held *held, sl__redis_call_t *call);
 
 /* The Cluster slot (0..16383) the Redis keys of `key` under `p` live in:
  * the CRC16 of their hash tag (sl__redis_key_slot). */

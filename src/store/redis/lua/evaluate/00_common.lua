@@ -37,8 +37,16 @@
 --          I4 max_wait and I4 not_before (us, read with flag 8)
 -- ARGV[4.. the limits of each distinct policy (and of its pool)
 -- Reply: one string; per request a status byte, then for 1 (decided) the
--- reply above packed as '<BBI7I7I7i8I7i2' .. per limit 'BI7I7I7i8', for 0
--- (failed inside the script, the others still decided) nothing.
+-- reply above packed as '<BBI7I7I7i8I7i2' .. per limit 'BI7I7I7i8', for 2
+-- (decided, and an admitted reservation holds a place for later) the same
+-- then I7 when it runs and per limit I7 where its state ended (what a
+-- refund needs), for 0 (failed inside the script, the others still
+-- decided) nothing.
+--
+-- A refund (ARGV[2] is "r"; script.c: sl__redis_build_refund): KEYS[1] the
+-- key, ARGV[1] now, ARGV[3] the limits, ARGV[4] I7 cost, I7 when the place
+-- was, per limit I7 where its state ended. Reply: the limits changed, bit
+-- i for limit i (65_refund.lua).
 --
 -- State values (little-endian; exp = when the state has recovered):
 --   rate           I7 exp, I7 frac (units of g/rate us, g = gcd(rate, period))

@@ -2,8 +2,8 @@
 
 -- The limits of a policy, 41 bytes each (script.c: put_limit). A limit of
 -- the rate family, a fixed window or a sliding window of precision 1 is a
--- table of 8 fields (tau and dmax are computed where used): 9 would double
--- its size.
+-- table of 9 fields (tau and dmax are computed where used), built once per
+-- policy per call.
 local function parse_limits(blob)
     local limits = {}
     for pos = 1, #blob, 41 do
@@ -15,8 +15,9 @@ local function parse_limits(blob)
         end
         local l
         if kind < 2 or kind == 4 then
+            -- pre: a lone rate state's record head (id, length 14), for rate_one
             l = {kind = kind, shaper = b % 32 >= 16, cd = b >= 32, nominal = nominal, cap = cap,
-                 rate = rate, period = period, id = id}
+                 rate = rate, period = period, id = id, pre = kind == 0 and id .. '\14' or nil}
         else
             l = {kind = kind, shaper = false, cd = b >= 32, nominal = nominal, cap = cap,
                  rate = rate, period = period, id = id, prec = prec, mod = module_of(kind),

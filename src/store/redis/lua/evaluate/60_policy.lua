@@ -24,6 +24,82 @@ end
 -- kept as the batch writes them; nil: one GET per evaluation.
 local cache = nil
 
+-- Writes the key's value back when a state changed (the memory store
+-- would have written that slot or changed that block): every state the
+-- key had or a step touched, without the states of limits no longer in
+-- the policy, the key set to expire when every state has recovered.
+local function write_back(key, limits, states, now)
+    local n = #limits
+    local value, changed = '', false
+    local maxexp = 0
+    for i = 1, n do
+        local l, st = limits[i], states[i]
+        local old = st.old
+        local new = nil
+        if st.keep then -- not read by this call (a refund's other limits)
+            new = old
+        elseif old or st.touched or st.dirty then -- a new state left alone stays unwritten
+            local kind = l.kind
+            -- a state holding reservations says so in one more byte;
+            -- others keep the layout they always had
+            if kind == 0 then
+                new = struct.pack('<I7I7', st.exp, st.word)
+                if st.held then
+                    new = new .. '\1'
+                end
+            elseif kind == 1 then
+                new = struct.pack('<I7I5', st.exp, st.word)
+                if st.held then
+                    new = new .. '\1'
+                end
+            elseif kind == 4 then
+                new = struct.pack('<I7I4I4', st.exp, st.word, st.c)
+            else
+                new = l.mod.encode(l, st)
+            end
+        end
+        if new ~= old then
+            changed = true
+        end
+        if new then
+            local len = #new
+            if len < 255 then
+                value = value .. l.id .. string.char(len) .. new
+            else
+                value = value .. l.id .. '\255' .. struct.pack('<I4', len) .. new
+            end
+            if st.exp > maxexp then
+                maxexp = st.exp
+            end
+        end
+    end
+    if changed then
+        if value == '' then
+            redis.call('DEL', key)
+            if cache then
+                cache[key] = false
+            end
+        else
+            -- Relative, so that a caller's clock that is not Redis's still
+            -- gives each key the lifetime its states need.
+            local ttl = 1
+            if maxexp > now then
+                ttl = ceil_div(maxexp - now, 1000)
+            end
+            redis.call('SET', key, value, 'PX', ttl)
+            if cache then
+                cache[key] = value
+            end
+        end
+    end
+end
+
+-- What the last admitted reservation held for later (policy.c: the
+-- sl__held_t it fills), for a refund (65_refund.lua): when it runs
+-- (held_at, 0: nothing held) and where each limit's state ended.
+local held_at = 0
+local held_exp = {}
+
 -- Reads the states of `limits` from `key`, evaluates, writes the value back
 -- when a state changed (without the states of limits no longer in the
 -- policy) and sets the key to expire when every state has recovered.
@@ -40,6 +116,7 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply, wait, floor
     else
         raw = redis.call('GET', key)
     end
+    held_at = 0
     local n = #limits
     local states = {}
     local all = true
@@ -151,66 +228,11 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply, wait, floor
         end
     end
 
-    -- Write back: the whole value, when any state changed (the memory
-    -- store would have written that slot or changed that block).
-    local value, changed = '', false
-    local maxexp = 0
-    for i = 1, n do
-        local l, st = limits[i], states[i]
-        local old = st.old
-        local new = nil
-        if old or st.touched or st.dirty then -- a new state left alone stays unwritten
-            local kind = l.kind
-            -- a state holding reservations says so in one more byte;
-            -- others keep the layout they always had
-            if kind == 0 then
-                new = struct.pack('<I7I7', st.exp, st.word)
-                if st.held then
-                    new = new .. '\1'
-                end
-            elseif kind == 1 then
-                new = struct.pack('<I7I5', st.exp, st.word)
-                if st.held then
-                    new = new .. '\1'
-                end
-            elseif kind == 4 then
-                new = struct.pack('<I7I4I4', st.exp, st.word, st.c)
-            else
-                new = l.mod.encode(l, st)
-            end
-        end
-        if new ~= old then
-            changed = true
-        end
-        if new then
-            local len = #new
-            if len < 255 then
-                value = value .. l.id .. string.char(len) .. new
-            else
-                value = value .. l.id .. '\255' .. struct.pack('<I4', len) .. new
-            end
-            if st.exp > maxexp then
-                maxexp = st.exp
-            end
-        end
-    end
-    if changed then
-        if value == '' then
-            redis.call('DEL', key)
-            if cache then
-                cache[key] = false
-            end
-        else
-            -- Relative, so that a caller's clock that is not Redis's still
-            -- gives each key the lifetime its states need.
-            local ttl = 1
-            if maxexp > now then
-                ttl = ceil_div(maxexp - now, 1000)
-            end
-            redis.call('SET', key, value, 'PX', ttl)
-            if cache then
-                cache[key] = value
-            end
+    write_back(key, limits, states, now)
+    if reserving and all and not peek and common > 0 then
+        held_at = now + common
+        for i = 1, n do
+            held_exp[i] = states[i].exp
         end
     end
 
@@ -270,6 +292,79 @@ local function evaluate(key, limits, now, cost, peek, shadow, reply, wait, floor
     return false, true, limits[by + 1].nominal, remaining, reset, retry, 0, by
 end
 
+-- The common case alone: a plain decision (no peek, shadow, pool or
+-- reservation) of a policy of one rate limit whose key holds that state
+-- alone, as the general path would decide it, with the same rate_step,
+-- but without its tables: the state lives in one scratch table reused by
+-- every call, the value is read once and written once, and the reply is
+-- filled directly. false (nothing done): another layout (a state holding
+-- reservations, records of other limits), for the general path.
+local one_st = {exp = 0, word = 0, held = false, dirty = nil, debt = 0, delay = 0, retry = 0,
+                allowed = false, rem_now = 0, reset_now = 0, rem_ch = 0, reset_ch = 0}
+local function rate_one(key, l, now, cost, reply)
+    local raw
+    if cache then
+        raw = cache[key]
+    else
+        raw = redis.call('GET', key)
+    end
+    local pre, st = l.pre, one_st
+    if raw then
+        if #raw ~= 23 or string.sub(raw, 1, 9) ~= pre then
+            return false
+        end
+        st.exp, st.word = struct.unpack('<I7I7', raw, 10)
+    else
+        st.exp, st.word = 0, 0
+    end
+    st.held, st.dirty = false, nil
+    rate_step(l, st, now, cost, false)
+    local allowed, touched = st.allowed, false
+    if cost > 0 and (allowed or l.cd) then
+        rate_step(l, st, now, cost, true)
+        touched = true
+        if not allowed then -- a counted deny moved the state: report it as it now is
+            rate_step(l, st, now, cost, false)
+        end
+    end
+    -- a plain charge never leaves a debt past dmax: the state holds nothing
+    if raw or touched or st.dirty then
+        local exp = st.exp
+        local value = pre .. struct.pack('<I7I7', exp, st.word)
+        if value ~= raw then
+            local ttl = 1
+            if exp > now then
+                ttl = ceil_div(exp - now, 1000)
+            end
+            redis.call('SET', key, value, 'PX', ttl)
+            if cache then
+                cache[key] = value
+            end
+        end
+    end
+    held_at = 0
+    local tol, nominal = l.cap - l.nominal, l.nominal
+    local rem, rs = st.rem_now, st.reset_now
+    if allowed then
+        rem, rs = st.rem_ch, st.reset_ch
+    end
+    rem = rem > tol and rem - tol or 0
+    reply[10], reply[11], reply[12] = nominal, rem, rs
+    if allowed then
+        reply[1], reply[2], reply[6], reply[7] = 1, st.rem_ch < tol and 1 or 0, 0, st.delay
+        reply[9], reply[13] = 1, 0
+    else
+        local r = st.retry
+        if r == NEVER then
+            r = -1
+        end
+        reply[1], reply[2], reply[6], reply[7] = 0, 1, r, 0
+        reply[9], reply[13] = 0, r
+    end
+    reply[3], reply[4], reply[5], reply[8] = nominal, rem, rs, 0
+    return true
+end
+
 -- One request: the reply of a single call, in `reply` when given (every
 -- field is written). flags: 1 peek, 2 shadow, 4 elastic (then pool_key and
 -- pool_limits are the pool's), 8 a reservation within wait us (an elastic
@@ -281,6 +376,9 @@ local function decide(key, limits, pool_key, pool_limits, now, cost, flags, repl
         else
             reply = {0, 0, 0, 0, 0, 0, 0, 0}
         end
+    end
+    if flags == 0 and limits[2] == nil and limits[1].kind == 0 and rate_one(key, limits[1], now, cost, reply) then
+        return reply
     end
     local peek = flags % 2 == 1 -- flags < 16: exact
     if flags < 8 then

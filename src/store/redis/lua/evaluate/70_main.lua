@@ -13,6 +13,19 @@ elseif now > MAX_TIME then
     now = MAX_TIME
 end
 
+if ARGV[2] == 'r' then
+    -- A refund (script.c: sl__redis_build_refund): ARGV[3] the limits,
+    -- ARGV[4] the cost, when the place was (at) and where each limit's
+    -- state ended, I7 each. Reply: the limits changed, as bits.
+    local limits, blob = parse_limits(ARGV[3]), ARGV[4]
+    local cost, at = struct.unpack('<I7I7', blob)
+    local exps = {}
+    for i = 1, #limits do
+        exps[i] = struct.unpack('<I7', blob, 15 + 7 * (i - 1))
+    end
+    return refund(KEYS[1], limits, now, cost, at, exps)
+end
+
 if ARGV[2] ~= 'b' then
     -- The common costs and flags without tonumber(), which is not cheap.
     local cost = ARGV[2] == '1' and 1 or tonumber(ARGV[2])
@@ -69,7 +82,9 @@ end
 
 -- The reply: one string, per request a status byte, then for 1 (decided)
 -- the decision and its reports packed (script.c: REPLY_DECISION, _REPORT),
--- for 0 (failed) nothing more: thousands of integer replies would cost
+-- for 2 (decided, a place held for later) the same then when it runs and
+-- where each limit's state ended (I7 each: REPLY_HELD), for 0 (failed)
+-- nothing more: thousands of integer replies would cost
 -- Redis and the caller more than the decisions.
 local formats = {}
 local out = {}
@@ -91,7 +106,15 @@ for i = 1, #reqs / BATCH_BYTES do
             f = '<BBBI7I7I7i8I7i2' .. string.rep('BI7I7I7i8', n)
             formats[n] = f
         end
-        out[i] = struct.pack(f, 1, unpack(r))
+        if held_at > 0 then -- 2: and what its place held, for a refund
+            local h = struct.pack('<I7', held_at)
+            for x = 1, n do
+                h = h .. struct.pack('<I7', held_exp[x])
+            end
+            out[i] = struct.pack(f, 2, unpack(r)) .. h
+        else
+            out[i] = struct.pack(f, 1, unpack(r))
+        end
     else
         out[i] = '\0'
     end
