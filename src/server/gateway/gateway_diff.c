@@ -36,16 +36,6 @@ bool sld_gw_routes_equal(const sld_gw_config_t *a, const sld_gw_config_t *b) {
     return true;
 }
 
-bool sld_gw_config_equal(const sld_gw_config_t *a, const sld_gw_config_t *b) {
-    if (a->nlistens != b->nlistens || a->timeout != b->timeout || !same_str(a->access_log, b->access_log))
-        return false;
-    for (size_t i = 0; i < a->nlistens; i++)
-        if (strcmp(a->listens[i].addr, b->listens[i].addr) != 0 || !same_str(a->listens[i].cert, b->listens[i].cert) ||
-            !same_str(a->listens[i].key, b->listens[i].key))
-            return false;
-    return sld_gw_routes_equal(a, b);
-}
-
 /* ---- text ----------------------------------------------------------------------------------- */
 
 typedef struct text {

@@ -24,9 +24,6 @@ bool sld_gw_route_equal(const sld_gw_route_t *a, const sld_gw_route_t *b);
  * (the section's timeout and headers are in each route already). */
 bool sld_gw_routes_equal(const sld_gw_config_t *a, const sld_gw_config_t *b);
 
-/* Whether a and b are the same section, value for value. */
-bool sld_gw_config_equal(const sld_gw_config_t *a, const sld_gw_config_t *b);
-
 /* What changed from the routes of a to those of b, by name. */
 typedef struct sld_gw_routes_change {
     size_t added;        /* in b only */

@@ -50,11 +50,6 @@ static void error_do_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec_t *bufs
     }
 }
 
-typedef struct gw_filter {
-    h2o_filter_t super;
-    gw_worker_t *w;
-} gw_filter_t;
-
 static void on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot) {
     (void)self;
     const h2o_iovec_t *why = req->res.status == 502 ? sld_gw_proxy_error(req) : NULL;
@@ -166,9 +161,7 @@ static int configure(gw_worker_t *w, char *err, size_t err_len) {
     gw_handler_t *handler = (gw_handler_t *)h2o_create_handler(path, sizeof *handler);
     handler->super.on_req = sld__gw_on_req;
     handler->w = w;
-    gw_filter_t *filter = (gw_filter_t *)h2o_create_filter(path, sizeof *filter);
-    filter->super.on_setup_ostream = on_setup_ostream;
-    filter->w = w;
+    h2o_create_filter(path, sizeof(h2o_filter_t))->on_setup_ostream = on_setup_ostream;
     return sld_gw_access_log_register(path, w->gw->g, &w->gw->d->stats, &w->gw->access_log_on, err, err_len);
 }
 

@@ -77,12 +77,6 @@ void sld_http_server_tick(void *worker, uint64_t now);
 void sld_http_server_force_close(void *worker);
 bool sld_http_server_idle(void *worker);
 
-/* Those four in a front's table: {.name = ..., .start = ...,
- * SLD_HTTP_SERVER_HOOKS, .dispose = ..., .free = ...}. */
-#define SLD_HTTP_SERVER_HOOKS                                                                           \
-    .begin_stop = sld_http_server_begin_stop, .tick = sld_http_server_tick,                             \
-    .force_close = sld_http_server_force_close, .idle = sld_http_server_idle
-
 /* Once the loop has stopped running: closes the listener, disposes the
  * context and closes what still lingers. Idempotent. The front then
  * disposes its configuration and frees its worker. */
