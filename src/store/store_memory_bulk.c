@@ -63,12 +63,10 @@ int sl__mem_save(sl_store_t *s, const char *path, sl_usec_t now) {
         pthread_mutex_lock(&sh->lock);
         for (uint32_t k = 0; rc == SL_OK && k < sh->cap; k++) {
             const slot_t *slot = &sh->slots[k];
-            if (slot->tag == 0 || slot->expire_at <= now)
+            if (slot->tag == 0 || slot_expire(sh, slot) <= now)
                 continue;
-            sl__record_t r = {ident(slot->tag) | SLOT_USED, slot->expire_at, slot->word,
+            sl__record_t r = {ident(slot->tag) | SLOT_USED, slot_expire(sh, slot), slot_word(slot),
                               slot_block(slot)};
-            if (r.block)
-                r.word = 0;
             rc = sl__snapshot_add(w, &r);
         }
         pthread_mutex_unlock(&sh->lock);
@@ -126,17 +124,28 @@ int sl__mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded)
             if (at >= 0)
                 sl__mem_remove_at(sh, (uint32_t)at);
             rc = sl__mem_make_room(m, sh, now, r->tag);
-            if (rc == SL_OK && r->block)
-                rc = sl__mem_make_bytes(m, sh, sl__mem_block_cost(r->block), now);
             if (rc != SL_OK)
                 break;
-            slot_t slot = {ident(r->tag) | SLOT_USED, r->expire_at, r->word};
+            if (sh->count == 0) /* nothing is packed against the old epoch */
+                sh->epoch = epoch_for(now);
+            uint64_t v;
+            if (r->block)
+                rc = sl__mem_make_bytes(m, sh, sl__mem_block_cost(r->block), now);
+            else if (!slot_pack(sh, r->expire_at, r->word, &v))
+                rc = sl__mem_make_bytes(m, sh, sl__mem_ext_cost(), now);
+            if (rc != SL_OK)
+                break;
+            slot_t slot = {ident(r->tag) | SLOT_USED, V_OUT};
             if (r->block) {
-                slot.tag |= SLOT_BLOCK;
-                slot.word = (uint64_t)(uintptr_t)r->block;
-                sh->block_bytes += sl__mem_block_cost(r->block);
-                r->block = NULL;
+                if (!sl__mem_adopt_block(sh, &slot, r->block, r->expire_at))
+                    rc = SL_ENOMEM;
+                else
+                    r->block = NULL;
+            } else {
+                rc = sl__mem_set_state(sh, &slot, r->expire_at, r->word);
             }
+            if (rc != SL_OK)
+                break;
             sl__mem_place(sh, slot);
         }
     }

@@ -37,11 +37,35 @@
  * states stay for their keys to reuse (64 MiB over 256 shards). */
 #define SWEEP_BEFORE_GROW_BYTES (256u * 1024u)
 
+/* A state in 16 bytes: the tag, and `v`, which holds expire_at and the word
+ * packed (below) or, with V_OUT, points at them out of line. */
 typedef struct slot {
-    uint64_t tag;         /* 0 = empty */
-    sl_usec_t expire_at;  /* recovered at and after this instant */
-    uint64_t word;        /* inline state, or the sl__block_t pointer */
+    uint64_t tag;  /* 0 = empty */
+    uint64_t v;    /* packed state, or V_OUT | the out-of-line record */
 } slot_t;
+
+/* v, packed: bits 17-62 expire_at - the shard's epoch (46 bits, 2.2
+ * years), bits 0-16 the word: below 2^16 as is, or with bit 16 set two
+ * 32-bit halves below 2^8 each (a sliding_window's two counters). Any state
+ * outside that (a word of a large limit, a reservation's SL__HELD, an
+ * expire_at before the epoch or 2.2 years past it) goes out of line, as
+ * exact as ever; v == V_OUT alone is the zero state {0, 0}. */
+#define V_OUT (UINT64_C(1) << 63)
+#define V_CODE_BITS 17
+#define V_CODE_MASK ((UINT64_C(1) << V_CODE_BITS) - 1)
+#define V_PAIR (UINT64_C(1) << 16)
+#define V_OFF_LIMIT (INT64_C(1) << 46)
+/* How far before the first state placed in an empty shard its epoch lies:
+ * a clock stepping back further than that stores out of line. */
+#define EPOCH_BACK (INT64_C(1) << 36)
+
+/* Out of line: expire_at first, then the word (sl__ext_t, 16 bytes) or,
+ * with SLOT_BLOCK, the sl__block_t right after expire_at. */
+typedef struct sl__ext {
+    sl_usec_t expire_at;
+    uint64_t word;
+} sl__ext_t;
+#define EXT_BLOCK_AT sizeof(sl_usec_t)
 
 /* A decision published for the shard lock's holder to run
  * (store_memory_combine.c). */
@@ -64,6 +88,7 @@ typedef struct shard {
      * possibly stale, only ever used as a cache hint. */
     _Atomic uintptr_t hint_slots;
     _Atomic uint32_t hint_cap;
+    sl_usec_t epoch;       /* packed expiries count from here (chosen when empty) */
     uint32_t sweep, hand;  /* incremental sweep cursor; CLOCK hand */
     uint64_t moves;        /* bumped whenever slots change place */
     size_t table_bytes;    /* what the table costs (mem_cost.h) */
@@ -165,9 +190,45 @@ static inline uint64_t make_tag(uint64_t key_hash, uint64_t limit_id) {
     return t | shard_sel << SHARD_SHIFT | SLOT_USED;
 }
 
-static inline sl__block_t *slot_block(const slot_t *s) {
-    return (s->tag & SLOT_BLOCK) ? (sl__block_t *)(uintptr_t)s->word : NULL;
+static inline sl__ext_t *slot_ext(const slot_t *s) {
+    return (sl__ext_t *)(uintptr_t)(s->v & ~V_OUT);
 }
+
+static inline sl__block_t *slot_block(const slot_t *s) {
+    return (s->tag & SLOT_BLOCK) ? (sl__block_t *)((char *)slot_ext(s) + EXT_BLOCK_AT) : NULL;
+}
+
+static inline sl_usec_t slot_expire(const shard_t *sh, const slot_t *s) {
+    if (s->v & V_OUT)
+        return (s->v & ~V_OUT) ? slot_ext(s)->expire_at : 0;
+    return sh->epoch + (sl_usec_t)(s->v >> V_CODE_BITS);
+}
+
+static inline uint64_t slot_word(const slot_t *s) {
+    if (s->v & V_OUT)
+        return (s->v & ~V_OUT) && !(s->tag & SLOT_BLOCK) ? slot_ext(s)->word : 0;
+    uint64_t c = s->v & V_CODE_MASK;
+    return (c & V_PAIR) ? (c & 0xff) | ((c >> 8) & 0xff) << 32 : c;
+}
+
+/* {expire_at, word} packed into a v, or false when it does not fit. */
+static inline bool slot_pack(const shard_t *sh, sl_usec_t expire_at, uint64_t word, uint64_t *v) {
+    uint64_t off = (uint64_t)expire_at - (uint64_t)sh->epoch; /* huge when before it */
+    if (off >= (uint64_t)V_OFF_LIMIT)
+        return false;
+    uint64_t code;
+    if (word < V_PAIR)
+        code = word;
+    else if ((word & ~UINT64_C(0x000000ff000000ff)) == 0)
+        code = V_PAIR | (word & 0xff) | (word >> 32) << 8;
+    else
+        return false;
+    *v = off << V_CODE_BITS | code;
+    return true;
+}
+
+/* The epoch of a shard whose first state is placed at `now`. */
+static inline sl_usec_t epoch_for(sl_usec_t now) { return now > EPOCH_BACK ? now - EPOCH_BACK : 0; }
 
 /* ---- for store_memory_bulk.c (store_memory.c, out of line) ------------------- */
 
@@ -178,6 +239,12 @@ int sl__mem_resize(shard_t *sh, uint32_t cap);
 size_t sl__mem_table_cost(uint32_t cap);
 uint32_t sl__mem_page_fit(uint32_t cap);
 size_t sl__mem_block_cost(const sl__block_t *b);
+size_t sl__mem_ext_cost(void);
+/* A block read from elsewhere (a snapshot) as slot s's own state: moved
+ * into an out-of-line record; false: out of memory, s unchanged. */
+bool sl__mem_adopt_block(shard_t *sh, slot_t *s, sl__block_t *b, sl_usec_t expire_at);
+/* Writes {expire_at, word} as slot s's inline state (s owns no block). */
+int sl__mem_set_state(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word);
 /* Frees recovered states (budget slots, 0 = all); none is pinned. */
 size_t sl__mem_reclaim(shard_t *sh, sl_usec_t now, uint32_t budget);
 /* Room for one more state / `extra` more bytes of blocks, nothing pinned. */

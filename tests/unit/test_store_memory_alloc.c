@@ -206,7 +206,7 @@ static const sl_limit_t logs[] = {
 
 static void default_shards_inline_states(void **state) {
     (void)state;
-    fill(1u << 20, 0, gcra, 1, 50000, 97); /* 1 MiB holds ~30,000 */
+    fill(1u << 20, 0, gcra, 1, 80000, 97); /* 1 MiB holds ~55,000 */
 }
 
 static void many_shards_blocks(void **state) {
@@ -216,7 +216,7 @@ static void many_shards_blocks(void **state) {
 
 static void large_tables(void **state) {
     (void)state;
-    fill(4u << 20, 4, gcra, 1, 180000, 997); /* tables of many pages */
+    fill(4u << 20, 4, gcra, 1, 300000, 997); /* tables of many pages; 4 MiB holds ~230,000 */
 }
 
 int main(void) {
