@@ -247,6 +247,74 @@ static void snapshot_round_trip(void **state) {
     rig_free(b);
 }
 
+/* A snapshot written by the 24-byte-slot store (tests/unit/fixtures/
+ * snapshot_v1_gen.c: packed, wide and block states) loads as the same
+ * states: the per-limit reports of a peek equal what that store said. */
+static const sl_limit_t v1_limits[] = {
+    {.algorithm = SL_GCRA, .limit = 100, .period = 60000000, .burst = 2000},
+    {.algorithm = SL_GCRA, .limit = 1000000, .period = INT64_C(2592000000000), .burst = 999},
+    {.algorithm = SL_FIXED_WINDOW, .limit = 100000, .period = 60000000},
+    {.algorithm = SL_SLIDING_WINDOW, .limit = 2000, .period = 1000000, .precision = 1},
+    {.algorithm = SL_SLIDING_WINDOW, .limit = 1000, .period = 60000000, .precision = 10},
+    {.algorithm = SL_SLIDING_LOG, .limit = 1000, .period = 60000000},
+};
+
+typedef struct v1_report {
+    bool allowed;
+    uint64_t remaining;
+    sl_usec_t reset_after, retry_after;
+} v1_report_t;
+
+static const v1_report_t v1_expected[12][6] = {
+    {{1, 2001, 0, 0}, {1, 997, 5276000, 0}, {1, 99997, 57500000, 0}, {1, 2000, 500000, 0}, {1, 997, 63500000, 0}, {1, 997, 58900000, 0}},
+    {{1, 1822, 107301000, 0}, {1, 817, 471837000, 0}, {1, 99817, 57500000, 0}, {1, 1955, 500000, 0}, {1, 817, 63500000, 0}, {1, 817, 58901000, 0}},
+    {{1, 1642, 215302000, 0}, {1, 637, 938398000, 0}, {1, 99637, 57500000, 0}, {1, 1910, 500000, 0}, {1, 637, 63500000, 0}, {1, 637, 58902000, 0}},
+    {{1, 1462, 323303000, 0}, {1, 457, 1404959000, 0}, {1, 99457, 57500000, 0}, {1, 1865, 500000, 0}, {1, 457, 63500000, 0}, {1, 457, 58903000, 0}},
+    {{1, 1282, 431304000, 0}, {1, 277, 1871520000, 0}, {1, 99277, 57500000, 0}, {1, 1820, 500000, 0}, {1, 277, 63500000, 0}, {1, 277, 58904000, 0}},
+    {{1, 2001, 0, 0}, {1, 997, 5281000, 0}, {1, 99997, 57500000, 0}, {1, 2000, 500000, 0}, {1, 997, 63500000, 0}, {1, 997, 58905000, 0}},
+    {{1, 1822, 107306000, 0}, {1, 817, 471842000, 0}, {1, 99817, 57500000, 0}, {1, 1955, 500000, 0}, {1, 817, 63500000, 0}, {1, 817, 58906000, 0}},
+    {{1, 1642, 215307000, 0}, {1, 637, 938403000, 0}, {1, 99637, 57500000, 0}, {1, 1910, 500000, 0}, {1, 637, 63500000, 0}, {1, 637, 58907000, 0}},
+    {{1, 1462, 323308000, 0}, {1, 457, 1404964000, 0}, {1, 99457, 57500000, 0}, {1, 1865, 500000, 0}, {1, 457, 63500000, 0}, {1, 457, 58908000, 0}},
+    {{1, 1282, 431309000, 0}, {1, 277, 1871525000, 0}, {1, 99277, 57500000, 0}, {1, 1820, 500000, 0}, {1, 277, 63500000, 0}, {1, 277, 58909000, 0}},
+    {{1, 2001, 0, 0}, {1, 997, 5286000, 0}, {1, 99997, 57500000, 0}, {1, 2000, 500000, 0}, {1, 997, 63500000, 0}, {1, 997, 58910000, 0}},
+    {{1, 1822, 107311000, 0}, {1, 817, 471847000, 0}, {1, 99817, 57500000, 0}, {1, 1955, 500000, 0}, {1, 817, 63500000, 0}, {1, 817, 58911000, 0}},
+};
+
+static void v1_fixture_loads(void **state) {
+    (void)state;
+    char path[4096];
+    const char *dir = getenv("SLUICE_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/unit/fixtures/snapshot_v1.snap", dir ? dir : "../..");
+    if (access(path, R_OK) != 0) {
+        print_message("skipped: %s not found (set SLUICE_SOURCE_DIR to the source tree)\n", path);
+        skip();
+    }
+    sl_policy_config_t cfg = {.name = "v1fixture", .limits = v1_limits, .nlimits = 6};
+    rig_t *r = rig_policy(&cfg);
+    const sl_usec_t t0 = INT64_C(1800000000000000);
+    size_t loaded = 0;
+    assert_int_equal(sl_store_load(r->store, path, t0 + 2200000, &loaded), SL_OK);
+    assert_true(loaded > 40);
+    r->now = t0 + 2500000;
+    for (int k = 0; k < 12; k++) {
+        char key[16];
+        snprintf(key, sizeof key, "key%d", k);
+        sl_decision_t d;
+        sl_limit_report_t rep[6];
+        assert_int_equal(sl_decide(r->limiter, r->policy, key, strlen(key), 3, SL_DECIDE_PEEK, &d, rep), SL_OK);
+        for (int i = 0; i < 6; i++) {
+            const v1_report_t *w = &v1_expected[k][i];
+            if (rep[i].allowed != w->allowed || rep[i].remaining != w->remaining ||
+                rep[i].reset_after != w->reset_after || rep[i].retry_after != w->retry_after)
+                fail_msg("key%d limit %d: allowed %d remaining %llu reset %lld retry %lld, the v1 store said "
+                         "%d %llu %lld %lld", k, i, rep[i].allowed, (unsigned long long)rep[i].remaining,
+                         (long long)rep[i].reset_after, (long long)rep[i].retry_after, w->allowed,
+                         (unsigned long long)w->remaining, (long long)w->reset_after, (long long)w->retry_after);
+        }
+    }
+    rig_free(r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(small_states_pack_large_ones_go_out_of_line),
@@ -254,6 +322,7 @@ int main(void) {
         cmocka_unit_test(reservations),
         cmocka_unit_test(clock_jumps),
         cmocka_unit_test(snapshot_round_trip),
+        cmocka_unit_test(v1_fixture_loads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
