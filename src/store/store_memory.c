@@ -553,6 +553,19 @@ static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t
     shard_t *sh = e->sh;
     undo_t u;
     u.done = 0;
+    if (n == 1) { /* most policies: nothing to put back if it fails */
+        if (!charged)
+            return SL_OK;
+        slot_t *slot = &sh->slots[locate(e, 0)];
+        uint64_t v;
+        if (cells[0].block)
+            slot_ext(slot)->expire_at = cells[0].expire_at;
+        else if (!owns_out(slot) && slot_pack(sh, cells[0].expire_at, cells[0].word, &v))
+            slot->v = v;
+        else
+            return store_wide(e, cells, n, charged, &u);
+        return SL_OK;
+    }
     for (size_t i = 0; i < n; i++) {
         if (!(charged & (1u << i)))
             continue;
