@@ -347,9 +347,21 @@ static int64_t locate(const eval_t *e, size_t i) {
     return e->sh->moves == e->moves ? e->at[i] : find(e->sh, e->tags[i]);
 }
 
-/* load_cell() of a slot whose state is out of line, or a zero state. */
+/* load_cell() of a slot whose state is out of line (a block, its state's
+ * expire_at before it, or a wide record) or the zero state. Out of line
+ * so that the packed path stays short. */
 __attribute__((noinline)) static sl__cell_t load_out(eval_t *e, slot_t *s, const sl__limit_t *l) {
     sl__cell_t c = {0, 0, NULL};
+    if (s->tag & SLOT_BLOCK) {
+        sl__block_t *b = slot_block(s);
+        if (!sl__limit_block_fits(l, b)) {
+            drop_out(e->sh, s);
+            return c;
+        }
+        c.expire_at = slot_ext(s)->expire_at;
+        c.block = b;
+        return c;
+    }
     sl__block_t *b = slot_block(s);
     bool wants_block = sl__limit_block_kind(l) != SL__BLOCK_NONE;
     sl_usec_t expire_at = slot_expire(e->sh, s);
@@ -372,16 +384,16 @@ static inline sl__cell_t load_cell(eval_t *e, size_t i) {
     slot_t *s = &e->sh->slots[e->at[i]];
     s->tag |= SLOT_REF;
     const sl__limit_t *l = &e->p->limits[i];
-    if (s->v & V_OUT)
-        return load_out(e, s, l);
-    /* packed: the common case */
-    c.expire_at = e->sh->epoch + (sl_usec_t)(s->v >> V_CODE_BITS);
-    if (sl__limit_block_kind(l) != SL__BLOCK_NONE && c.expire_at > e->now) {
-        drop_out(e->sh, s);
-        return (sl__cell_t){0, 0, NULL};
+    if (!(s->v & V_OUT)) { /* packed: the common case */
+        c.expire_at = e->sh->epoch + (sl_usec_t)(s->v >> V_CODE_BITS);
+        if (sl__limit_block_kind(l) != SL__BLOCK_NONE && c.expire_at > e->now) {
+            drop_out(e->sh, s);
+            return (sl__cell_t){0, 0, NULL};
+        }
+        c.word = slot_word(s);
+        return c;
     }
-    c.word = slot_word(s);
-    return c;
+    return load_out(e, s, l);
 }
 
 static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
