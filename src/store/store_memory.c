@@ -28,7 +28,8 @@
  * is used up, recovered states go first, then CLOCK eviction (counted).
  *
  * Its insides (slots, shards, the store) are in store_memory_private.h;
- * the operations over the whole store (statistics, sweep, snapshots) in
+ * reclamation and eviction in store_memory_reclaim.c; the operations over
+ * the whole store (statistics, sweep, snapshots) in
  * store_memory_bulk.c; decisions that find their shard's lock taken are
  * run by its holder (store_memory_combine.c).
  *
@@ -55,53 +56,6 @@
 #include "store_memory_private.h"
 
 /* ---- slots ---------------------------------------------------------------------- */
-
-/* A block's out-of-line record: its state's expire_at, then the block. */
-static size_t block_cost_of(uint32_t kind, uint32_t cap) {
-    return sl__heap_cost(EXT_BLOCK_AT + sl__block_size(kind, cap));
-}
-
-static size_t block_cost(const sl__block_t *b) { return block_cost_of(b->kind, b->cap); }
-
-#define EXT_COST sl__heap_cost(sizeof(sl__ext_t))
-
-/* Whether slot s owns an out-of-line record (a block's or a wide state's). */
-static bool owns_out(const slot_t *s) { return (s->v & V_OUT) && s->v != V_OUT; }
-
-/* Frees what the slot keeps out of line; it is left holding the zero state. */
-static void drop_out(shard_t *sh, slot_t *s) {
-    if (owns_out(s)) {
-        sl__block_t *b = slot_block(s);
-        sh->block_bytes -= b ? block_cost(b) : EXT_COST;
-        free(slot_ext(s));
-    }
-    s->tag &= ~SLOT_BLOCK;
-    s->v = V_OUT;
-}
-
-/* Makes ext (fresh, counted by the caller) slot s's state {expire_at, word}. */
-static void install_ext(shard_t *sh, slot_t *s, sl__ext_t *ext, sl_usec_t expire_at, uint64_t word) {
-    drop_out(sh, s);
-    ext->expire_at = expire_at;
-    ext->word = word;
-    s->v = V_OUT | (uint64_t)(uintptr_t)ext;
-    sh->block_bytes += EXT_COST;
-}
-
-/* Writes an inline state that slot_pack() cannot pack, when the slot has a
- * wide record already (true) or ext is given; false: neither. */
-static bool set_wide(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word, sl__ext_t *ext) {
-    if (owns_out(s) && !(s->tag & SLOT_BLOCK)) {
-        slot_ext(s)->expire_at = expire_at;
-        slot_ext(s)->word = word;
-        free(ext);
-        return true;
-    }
-    if (ext == NULL)
-        return false;
-    install_ext(sh, s, ext, expire_at, word);
-    return true;
-}
 
 static int64_t find(const shard_t *sh, uint64_t tag) {
     uint64_t id = ident(tag);
@@ -193,12 +147,6 @@ static void table_free(slot_t *slots, uint32_t cap) {
         munmap(slots, table_bytes(cap));
 }
 
-static bool over_load(uint32_t count, uint32_t cap) {
-    return (uint64_t)count * 25 > (uint64_t)cap * 23; /* > 92% */
-}
-
-static uint32_t grown_cap(uint32_t cap) { return cap + (cap / 7 > 1 ? cap / 7 : 1); }
-
 static void publish(shard_t *sh) {
     atomic_store_explicit(&sh->hint_slots, (uintptr_t)sh->slots, memory_order_relaxed);
     atomic_store_explicit(&sh->hint_cap, sh->cap, memory_order_relaxed);
@@ -221,112 +169,6 @@ static int resize(shard_t *sh, uint32_t cap) {
     publish(sh);
     sh->table_bytes = table_cost(cap);
     sh->sweep = sh->hand = 0;
-    return SL_OK;
-}
-
-/* ---- reclamation and eviction ---------------------------------------------------- */
-
-/* The slots of the key being evaluated: never reclaimed or evicted under it. */
-typedef struct pins {
-    const uint64_t *tags;
-    size_t n;
-} pins_t;
-
-static bool pinned(const pins_t *p, uint64_t tag) {
-    for (size_t i = 0; p && i < p->n; i++)
-        if (ident(p->tags[i]) == ident(tag))
-            return true;
-    return false;
-}
-
-/* Frees recovered states from the cursor on, examining at most `budget`
- * slots (a removal counts: the next slot moves into its place and is looked
- * at again), or with budget 0 the whole table once. */
-static size_t reclaim(shard_t *sh, sl_usec_t now, uint32_t budget, const pins_t *pins) {
-    uint32_t before = sh->count;
-    uint32_t advanced = 0;
-    for (uint64_t examined = 0; sh->count > 0 && advanced < sh->cap && (budget == 0 || examined < budget);
-         examined++) {
-        if (sh->sweep >= sh->cap)
-            sh->sweep = 0;
-        slot_t *s = &sh->slots[sh->sweep];
-        if (s->tag && slot_expire(sh, s) <= now && !pinned(pins, s->tag)) {
-            remove_at(sh, sh->sweep);
-        } else {
-            sh->sweep++;
-            advanced++;
-        }
-    }
-    sh->reclaimed += before - sh->count;
-    return before - sh->count;
-}
-
-/* CLOCK: the first slot found without its reference bit goes (clearing bits
- * on the way); recovered states go first and are not counted as evictions.
- * With out_only, only slots that own an out-of-line record are candidates. */
-static bool evict_one(shard_t *sh, sl_usec_t now, const pins_t *pins, bool out_only) {
-    for (uint64_t scanned = 0; scanned <= 2 * (uint64_t)sh->cap; scanned++) {
-        if (sh->hand >= sh->cap)
-            sh->hand = 0;
-        slot_t *s = &sh->slots[sh->hand];
-        if (s->tag == 0 || pinned(pins, s->tag) || (out_only && !owns_out(s))) {
-            sh->hand++;
-            continue;
-        }
-        if (slot_expire(sh, s) <= now) {
-            remove_at(sh, sh->hand);
-            sh->reclaimed++;
-            return true;
-        }
-        if (s->tag & SLOT_REF) {
-            s->tag &= ~SLOT_REF;
-            sh->hand++;
-            continue;
-        }
-        remove_at(sh, sh->hand);
-        sh->evictions++;
-        return true;
-    }
-    return false;
-}
-
-/* Room for one more slot. Small tables just grow: a recovered state left in
- * place costs a key nothing when it comes back, where removing it and
- * inserting it again costs more than the decision. Large tables are swept
- * before they grow (the sweep is as costly as the growth it may spare), and
- * grow anyway unless the sweep freed a quarter, so that under steady churn
- * sweeps and re-inserts stay amortised. At the cap, CLOCK takes recovered
- * states first and evicts only when there are none on its way; its hand
- * starts at the home of `tag`, the state about to be placed, so that the
- * hole opens in the run the state goes into: a hand going round on its own
- * leaves every hole behind it while inserts land anywhere, and the rest of
- * the table fills up to runs of thousands of slots (50 us an insert). */
-static int make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins,
-                     uint64_t tag) {
-    if (!over_load(sh->count + 1, sh->cap))
-        return SL_OK;
-    uint32_t want = grown_cap(sh->cap);
-    if (m->budget == 0 || table_cost(page_fit(want)) + sh->block_bytes <= m->budget) {
-        if (sh->table_bytes < SWEEP_BEFORE_GROW_BYTES)
-            return resize(sh, want);
-        size_t freed = reclaim(sh, now, 0, pins);
-        return freed < sh->cap / 4 ? resize(sh, want) : SL_OK;
-    }
-    sh->hand = home_of(tag, sh->cap);
-    while (over_load(sh->count + 1, sh->cap))
-        if (!evict_one(sh, now, pins, false))
-            return SL_EFULL;
-    return SL_OK;
-}
-
-/* Room for `extra` more bytes of out-of-line records within max_memory. */
-static int make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now,
-                      const pins_t *pins) {
-    if (m->budget == 0)
-        return SL_OK;
-    while (sh->table_bytes + sh->block_bytes + extra > m->budget)
-        if (!evict_one(sh, now, pins, true))
-            return SL_EFULL;
     return SL_OK;
 }
 
@@ -401,7 +243,7 @@ static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
     shard_t *sh = e->sh;
     int64_t at = locate(e, i);
     if (at < 0) { /* a placeholder that has already recovered: harmless if we stop here */
-        int rc = make_room(e->m, sh, e->now, &e->pins, e->tags[i]);
+        int rc = sl__mem_make_room(e->m, sh, e->now, &e->pins, e->tags[i]);
         if (rc != SL_OK)
             return rc;
         if (sh->count == 0) /* nothing is packed against the old epoch */
@@ -414,7 +256,7 @@ static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
     uint32_t kind = sl__limit_block_kind(&e->p->limits[i]);
     size_t old_cost = cell->block ? block_cost(cell->block) : 0;
     size_t new_cost = block_cost_of(kind, block_cap);
-    int rc = make_bytes(e->m, sh, new_cost > old_cost ? new_cost - old_cost : 0, e->now, &e->pins);
+    int rc = sl__mem_make_bytes(e->m, sh, new_cost > old_cost ? new_cost - old_cost : 0, e->now, &e->pins);
     if (rc != SL_OK)
         return rc;
     sl__ext_t *rec = malloc(EXT_BLOCK_AT + sl__block_size(kind, block_cap));
@@ -528,7 +370,7 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
     for (size_t i = 0; i < n; i++)
         if ((charged & (1u << i)) && needs_ext(e, &cells[i], i))
             need++;
-    int rc = need ? make_bytes(e->m, sh, need * EXT_COST, e->now, &e->pins) : SL_OK;
+    int rc = need ? sl__mem_make_bytes(e->m, sh, need * EXT_COST, e->now, &e->pins) : SL_OK;
     for (size_t i = 0; rc == SL_OK && need && i < n; i++) {
         if ((charged & (1u << i)) && needs_ext(e, &cells[i], i)) {
             spare[i] = malloc(sizeof(sl__ext_t));
@@ -841,15 +683,6 @@ void sl__mem_remove_at(shard_t *sh, uint32_t i) { remove_at(sh, i); }
 int sl__mem_resize(shard_t *sh, uint32_t cap) { return resize(sh, cap); }
 size_t sl__mem_table_cost(uint32_t cap) { return table_cost(cap); }
 uint32_t sl__mem_page_fit(uint32_t cap) { return page_fit(cap); }
-size_t sl__mem_block_cost(const sl__block_t *b) { return block_cost(b); }
-size_t sl__mem_ext_cost(void) { return EXT_COST; }
-size_t sl__mem_reclaim(shard_t *sh, sl_usec_t now, uint32_t budget) { return reclaim(sh, now, budget, NULL); }
-int sl__mem_make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, uint64_t tag) {
-    return make_room(m, sh, now, NULL, tag);
-}
-int sl__mem_make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now) {
-    return make_bytes(m, sh, extra, now, NULL);
-}
 
 static void mem_destroy(sl_store_t *s) {
     memory_store_t *m = (memory_store_t *)s;

@@ -43,7 +43,7 @@ int sl__mem_sweep(sl_store_t *s, sl_usec_t now, size_t budget, size_t *reclaimed
             continue;
         }
         uint32_t share = budget == 0 ? 0 : (uint32_t)sl__minu64(sh->cap, budget / m->nshards + 1);
-        freed += sl__mem_reclaim(sh, now, share);
+        freed += sl__mem_reclaim(sh, now, share, NULL);
         /* A table left mostly empty by a burst gives its memory back. */
         if (sh->cap > MIN_CAP && (uint64_t)sh->count * 4 < sh->cap)
             sl__mem_resize(sh, sh->count * 2 > MIN_CAP ? sh->count * 2 : MIN_CAP);
@@ -123,16 +123,16 @@ int sl__mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded)
             int64_t at = sl__mem_find(sh, r->tag);
             if (at >= 0)
                 sl__mem_remove_at(sh, (uint32_t)at);
-            rc = sl__mem_make_room(m, sh, now, r->tag);
+            rc = sl__mem_make_room(m, sh, now, NULL, r->tag);
             if (rc != SL_OK)
                 break;
             if (sh->count == 0) /* nothing is packed against the old epoch */
                 sh->epoch = epoch_for(now);
             uint64_t v;
             if (r->block)
-                rc = sl__mem_make_bytes(m, sh, sl__mem_block_cost(r->block), now);
+                rc = sl__mem_make_bytes(m, sh, block_cost(r->block), now, NULL);
             else if (!slot_pack(sh, r->expire_at, r->word, &v))
-                rc = sl__mem_make_bytes(m, sh, sl__mem_ext_cost(), now);
+                rc = sl__mem_make_bytes(m, sh, EXT_COST, now, NULL);
             if (rc != SL_OK)
                 break;
             slot_t slot = {ident(r->tag) | SLOT_USED, V_OUT};

@@ -1,12 +1,13 @@
-/* store_memory_private.h -- the memory store's insides, shared by its two
- * files: store_memory.c (tables, reclamation, evaluation: the hot path) and
- * store_memory_bulk.c (operations over the whole store: statistics, the
- * sweep, snapshots saved and loaded). See store_memory.c for the design.
+/* store_memory_private.h -- the memory store's insides, shared by its
+ * files: store_memory.c (tables, evaluation: the hot path),
+ * store_memory_reclaim.c (reclamation and eviction) and store_memory_bulk.c
+ * (operations over the whole store: statistics, the sweep, snapshots saved
+ * and loaded). See store_memory.c for the design.
  *
- * The slot helpers are static inline here, as they were in store_memory.c;
- * the table operations stay static there (inlined into the evaluation as
- * before) and reach the bulk file through the out-of-line sl__mem_*
- * wrappers below.
+ * The slot helpers (packing a state, its out-of-line records) are static
+ * inline here; the table operations stay static in store_memory.c (inlined
+ * into the evaluation) and reach the other files through the out-of-line
+ * sl__mem_* wrappers below.
  *
  * Not a public interface: src/store/ only.
  */
@@ -17,10 +18,12 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "../core/arith.h"
 #include "../core/limit.h"
 #include "journal.h"
+#include "mem_cost.h"
 #include "store.h"
 
 #define SLOT_USED UINT64_C(1)
@@ -230,6 +233,55 @@ static inline bool slot_pack(const shard_t *sh, sl_usec_t expire_at, uint64_t wo
 /* The epoch of a shard whose first state is placed at `now`. */
 static inline sl_usec_t epoch_for(sl_usec_t now) { return now > EPOCH_BACK ? now - EPOCH_BACK : 0; }
 
+/* ---- out-of-line records (wide states, blocks) ------------------------------- */
+
+/* A block's out-of-line record: its state's expire_at, then the block. */
+static inline size_t block_cost_of(uint32_t kind, uint32_t cap) {
+    return sl__heap_cost(EXT_BLOCK_AT + sl__block_size(kind, cap));
+}
+
+static inline size_t block_cost(const sl__block_t *b) { return block_cost_of(b->kind, b->cap); }
+
+#define EXT_COST sl__heap_cost(sizeof(sl__ext_t))
+
+/* Whether slot s owns an out-of-line record (a block's or a wide state's). */
+static inline bool owns_out(const slot_t *s) { return (s->v & V_OUT) && s->v != V_OUT; }
+
+/* Frees what the slot keeps out of line; it is left holding the zero state. */
+static inline void drop_out(shard_t *sh, slot_t *s) {
+    if (owns_out(s)) {
+        sl__block_t *b = slot_block(s);
+        sh->block_bytes -= b ? block_cost(b) : EXT_COST;
+        free(slot_ext(s));
+    }
+    s->tag &= ~SLOT_BLOCK;
+    s->v = V_OUT;
+}
+
+/* Makes ext (fresh, counted by the caller) slot s's state {expire_at, word}. */
+static inline void install_ext(shard_t *sh, slot_t *s, sl__ext_t *ext, sl_usec_t expire_at, uint64_t word) {
+    drop_out(sh, s);
+    ext->expire_at = expire_at;
+    ext->word = word;
+    s->v = V_OUT | (uint64_t)(uintptr_t)ext;
+    sh->block_bytes += EXT_COST;
+}
+
+/* Writes an inline state that slot_pack() cannot pack, when the slot has a
+ * wide record already (true) or ext is given; false: neither. */
+static inline bool set_wide(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word, sl__ext_t *ext) {
+    if (owns_out(s) && !(s->tag & SLOT_BLOCK)) {
+        slot_ext(s)->expire_at = expire_at;
+        slot_ext(s)->word = word;
+        free(ext);
+        return true;
+    }
+    if (ext == NULL)
+        return false;
+    install_ext(sh, s, ext, expire_at, word);
+    return true;
+}
+
 /* ---- for store_memory_bulk.c (store_memory.c, out of line) ------------------- */
 
 int64_t sl__mem_find(const shard_t *sh, uint64_t tag);
@@ -238,18 +290,32 @@ void sl__mem_remove_at(shard_t *sh, uint32_t i);
 int sl__mem_resize(shard_t *sh, uint32_t cap);
 size_t sl__mem_table_cost(uint32_t cap);
 uint32_t sl__mem_page_fit(uint32_t cap);
-size_t sl__mem_block_cost(const sl__block_t *b);
-size_t sl__mem_ext_cost(void);
 /* A block read from elsewhere (a snapshot) as slot s's own state: moved
  * into an out-of-line record; false: out of memory, s unchanged. */
 bool sl__mem_adopt_block(shard_t *sh, slot_t *s, sl__block_t *b, sl_usec_t expire_at);
 /* Writes {expire_at, word} as slot s's inline state (s owns no block). */
 int sl__mem_set_state(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word);
-/* Frees recovered states (budget slots, 0 = all); none is pinned. */
-size_t sl__mem_reclaim(shard_t *sh, sl_usec_t now, uint32_t budget);
-/* Room for one more state / `extra` more bytes of blocks, nothing pinned. */
-int sl__mem_make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, uint64_t tag);
-int sl__mem_make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now);
+
+/* ---- reclamation and eviction (store_memory_reclaim.c) -------------------------- */
+
+/* The slots of the key being evaluated: never reclaimed or evicted under it. */
+typedef struct pins {
+    const uint64_t *tags;
+    size_t n;
+} pins_t;
+
+static inline bool over_load(uint32_t count, uint32_t cap) {
+    return (uint64_t)count * 25 > (uint64_t)cap * 23; /* > 92% */
+}
+
+/* Frees recovered states (budget slots, 0 = all), none of pins (may be NULL). */
+size_t sl__mem_reclaim(shard_t *sh, sl_usec_t now, uint32_t budget, const pins_t *pins);
+/* Room for one more state, to be placed with `tag`. */
+int sl__mem_make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins,
+                      uint64_t tag);
+/* Room for `extra` more bytes of out-of-line records within max_memory. */
+int sl__mem_make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now,
+                       const pins_t *pins);
 
 /* ---- in store_memory_bulk.c (the store's ops table) ---------------------------- */
 
