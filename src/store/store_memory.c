@@ -1,12 +1,14 @@
 /* store_memory.c -- the embedded store: a sharded Robin Hood hash table.
  *
- * Every (policy, limit, key) state is one 24-byte slot {tag, expire_at, word}.
- * The key itself is not kept: the tag is a seeded 64-bit hash of it (XXH3,
- * random seed per process, so collisions cannot be precomputed), which is
- * what lets a state cost ~28 bytes all-in. expire_at is when the state has
- * recovered; past it the slot is garbage, whatever the algorithm, so
- * reclamation never needs the limit's parameters. sliding_log rings and
- * sub-window counters live out of line; the slot's word points at them.
+ * Every (policy, limit, key) state is one 16-byte slot {tag, v}: v packs
+ * the state's expire_at and word (store_memory_private.h), or points at them
+ * out of line when they do not fit. The key itself is not kept: the tag is a
+ * seeded 64-bit hash of it (XXH3, random seed per process, so collisions
+ * cannot be precomputed), which is what lets a state cost ~19 bytes all-in.
+ * expire_at is when the state has recovered; past it the slot is garbage,
+ * whatever the algorithm, so reclamation never needs the limit's parameters.
+ * sliding_log rings and sub-window counters live out of line, after their
+ * state's expire_at; v points at them.
  *
  * Layout of a tag: bits 0-2 flags (used, CLOCK reference, owns a block),
  * bits 3-18 the key's shard selector (shared by all limits of the key, so one
@@ -15,8 +17,8 @@
  * bits with a multiply (any table size works, growth steps of 1/7).
  *
  * Tables: linear probing with Robin Hood displacement and backward-shift
- * deletion (no tombstones), between 81% and 92% full, so a state costs 26 to
- * 30 bytes at any size (tables of a page or more are mmapped and rounded up
+ * deletion (no tombstones), between 81% and 92% full, so a state costs 17 to
+ * 20 bytes at any size (tables of a page or more are mmapped and rounded up
  * to whole pages). A recovered state stays in place until its
  * room is wanted (a key coming back reuses it for nothing): a full sweep
  * precedes every growth, the CLOCK hand frees them under the cap, and
@@ -26,7 +28,8 @@
  * is used up, recovered states go first, then CLOCK eviction (counted).
  *
  * Its insides (slots, shards, the store) are in store_memory_private.h;
- * the operations over the whole store (statistics, sweep, snapshots) in
+ * reclamation and eviction in store_memory_reclaim.c; the operations over
+ * the whole store (statistics, sweep, snapshots) in
  * store_memory_bulk.c; decisions that find their shard's lock taken are
  * run by its holder (store_memory_combine.c).
  *
@@ -53,22 +56,6 @@
 #include "store_memory_private.h"
 
 /* ---- slots ---------------------------------------------------------------------- */
-
-static size_t block_cost_of(uint32_t kind, uint32_t cap) {
-    return sl__heap_cost(sl__block_size(kind, cap));
-}
-
-static size_t block_cost(const sl__block_t *b) { return block_cost_of(b->kind, b->cap); }
-
-static void drop_block(shard_t *sh, slot_t *s) {
-    sl__block_t *b = slot_block(s);
-    if (b) {
-        sh->block_bytes -= block_cost(b);
-        free(b);
-    }
-    s->tag &= ~SLOT_BLOCK;
-    s->word = 0;
-}
 
 static int64_t find(const shard_t *sh, uint64_t tag) {
     uint64_t id = ident(tag);
@@ -111,7 +98,7 @@ static void place(shard_t *sh, slot_t item) {
 
 /* Frees slot i and shifts the run after it back one place. */
 static void remove_at(shard_t *sh, uint32_t i) {
-    drop_block(sh, &sh->slots[i]);
+    drop_out(sh, &sh->slots[i]);
     for (;;) {
         uint32_t j = i + 1 == sh->cap ? 0 : i + 1;
         if (sh->slots[j].tag == 0 || dist_of(sh, j) == 0)
@@ -160,12 +147,6 @@ static void table_free(slot_t *slots, uint32_t cap) {
         munmap(slots, table_bytes(cap));
 }
 
-static bool over_load(uint32_t count, uint32_t cap) {
-    return (uint64_t)count * 25 > (uint64_t)cap * 23; /* > 92% */
-}
-
-static uint32_t grown_cap(uint32_t cap) { return cap + (cap / 7 > 1 ? cap / 7 : 1); }
-
 static void publish(shard_t *sh) {
     atomic_store_explicit(&sh->hint_slots, (uintptr_t)sh->slots, memory_order_relaxed);
     atomic_store_explicit(&sh->hint_cap, sh->cap, memory_order_relaxed);
@@ -191,112 +172,6 @@ static int resize(shard_t *sh, uint32_t cap) {
     return SL_OK;
 }
 
-/* ---- reclamation and eviction ---------------------------------------------------- */
-
-/* The slots of the key being evaluated: never reclaimed or evicted under it. */
-typedef struct pins {
-    const uint64_t *tags;
-    size_t n;
-} pins_t;
-
-static bool pinned(const pins_t *p, uint64_t tag) {
-    for (size_t i = 0; p && i < p->n; i++)
-        if (ident(p->tags[i]) == ident(tag))
-            return true;
-    return false;
-}
-
-/* Frees recovered states from the cursor on, examining at most `budget`
- * slots (a removal counts: the next slot moves into its place and is looked
- * at again), or with budget 0 the whole table once. */
-static size_t reclaim(shard_t *sh, sl_usec_t now, uint32_t budget, const pins_t *pins) {
-    uint32_t before = sh->count;
-    uint32_t advanced = 0;
-    for (uint64_t examined = 0; sh->count > 0 && advanced < sh->cap && (budget == 0 || examined < budget);
-         examined++) {
-        if (sh->sweep >= sh->cap)
-            sh->sweep = 0;
-        slot_t *s = &sh->slots[sh->sweep];
-        if (s->tag && s->expire_at <= now && !pinned(pins, s->tag)) {
-            remove_at(sh, sh->sweep);
-        } else {
-            sh->sweep++;
-            advanced++;
-        }
-    }
-    sh->reclaimed += before - sh->count;
-    return before - sh->count;
-}
-
-/* CLOCK: the first slot found without its reference bit goes (clearing bits
- * on the way); recovered states go first and are not counted as evictions.
- * With blocks_only, only slots that own a block are candidates. */
-static bool evict_one(shard_t *sh, sl_usec_t now, const pins_t *pins, bool blocks_only) {
-    for (uint64_t scanned = 0; scanned <= 2 * (uint64_t)sh->cap; scanned++) {
-        if (sh->hand >= sh->cap)
-            sh->hand = 0;
-        slot_t *s = &sh->slots[sh->hand];
-        if (s->tag == 0 || pinned(pins, s->tag) || (blocks_only && !(s->tag & SLOT_BLOCK))) {
-            sh->hand++;
-            continue;
-        }
-        if (s->expire_at <= now) {
-            remove_at(sh, sh->hand);
-            sh->reclaimed++;
-            return true;
-        }
-        if (s->tag & SLOT_REF) {
-            s->tag &= ~SLOT_REF;
-            sh->hand++;
-            continue;
-        }
-        remove_at(sh, sh->hand);
-        sh->evictions++;
-        return true;
-    }
-    return false;
-}
-
-/* Room for one more slot. Small tables just grow: a recovered state left in
- * place costs a key nothing when it comes back, where removing it and
- * inserting it again costs more than the decision. Large tables are swept
- * before they grow (the sweep is as costly as the growth it may spare), and
- * grow anyway unless the sweep freed a quarter, so that under steady churn
- * sweeps and re-inserts stay amortised. At the cap, CLOCK takes recovered
- * states first and evicts only when there are none on its way; its hand
- * starts at the home of `tag`, the state about to be placed, so that the
- * hole opens in the run the state goes into: a hand going round on its own
- * leaves every hole behind it while inserts land anywhere, and the rest of
- * the table fills up to runs of thousands of slots (50 us an insert). */
-static int make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins,
-                     uint64_t tag) {
-    if (!over_load(sh->count + 1, sh->cap))
-        return SL_OK;
-    uint32_t want = grown_cap(sh->cap);
-    if (m->budget == 0 || table_cost(page_fit(want)) + sh->block_bytes <= m->budget) {
-        if (sh->table_bytes < SWEEP_BEFORE_GROW_BYTES)
-            return resize(sh, want);
-        size_t freed = reclaim(sh, now, 0, pins);
-        return freed < sh->cap / 4 ? resize(sh, want) : SL_OK;
-    }
-    sh->hand = home_of(tag, sh->cap);
-    while (over_load(sh->count + 1, sh->cap))
-        if (!evict_one(sh, now, pins, false))
-            return SL_EFULL;
-    return SL_OK;
-}
-
-/* Room for `extra` more bytes of blocks within max_memory. */
-static int make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now,
-                      const pins_t *pins) {
-    if (m->budget == 0)
-        return SL_OK;
-    while (sh->table_bytes + sh->block_bytes + extra > m->budget)
-        if (!evict_one(sh, now, pins, true))
-            return SL_EFULL;
-    return SL_OK;
-}
-
 /* ---- evaluation ---------------------------------------------------------------- */
 
 typedef struct eval {
@@ -314,26 +189,53 @@ static int64_t locate(const eval_t *e, size_t i) {
     return e->sh->moves == e->moves ? e->at[i] : find(e->sh, e->tags[i]);
 }
 
+/* load_cell() of a slot whose state is out of line (a block, its state's
+ * expire_at before it, or a wide record) or the zero state. Out of line
+ * so that the packed path stays short. */
+__attribute__((noinline)) static sl__cell_t load_out(eval_t *e, slot_t *s, const sl__limit_t *l) {
+    sl__cell_t c = {0, 0, NULL};
+    if (s->tag & SLOT_BLOCK) {
+        sl__block_t *b = slot_block(s);
+        if (!sl__limit_block_fits(l, b)) {
+            drop_out(e->sh, s);
+            return c;
+        }
+        c.expire_at = slot_ext(s)->expire_at;
+        c.block = b;
+        return c;
+    }
+    sl__block_t *b = slot_block(s);
+    bool wants_block = sl__limit_block_kind(l) != SL__BLOCK_NONE;
+    sl_usec_t expire_at = slot_expire(e->sh, s);
+    if ((b && !sl__limit_block_fits(l, b)) || (!b && wants_block && expire_at > e->now)) {
+        drop_out(e->sh, s);
+        return c;
+    }
+    c.expire_at = expire_at;
+    c.word = slot_word(s);
+    c.block = b;
+    return c;
+}
+
 /* Reads a cell from slot `at` (or a fresh one). A state of the wrong shape
  * (possible only from a forged snapshot) is discarded. */
-static sl__cell_t load_cell(eval_t *e, size_t i) {
+static inline sl__cell_t load_cell(eval_t *e, size_t i) {
     sl__cell_t c = {0, 0, NULL};
     if (e->at[i] < 0)
         return c;
     slot_t *s = &e->sh->slots[e->at[i]];
     s->tag |= SLOT_REF;
     const sl__limit_t *l = &e->p->limits[i];
-    sl__block_t *b = slot_block(s);
-    bool wants_block = sl__limit_block_kind(l) != SL__BLOCK_NONE;
-    if ((b && !sl__limit_block_fits(l, b)) || (!b && wants_block && s->expire_at > e->now)) {
-        drop_block(e->sh, s);
-        s->expire_at = 0;
+    if (!(s->v & V_OUT)) { /* packed: the common case */
+        c.expire_at = e->sh->epoch + (sl_usec_t)(s->v >> V_CODE_BITS);
+        if (sl__limit_block_kind(l) != SL__BLOCK_NONE && c.expire_at > e->now) {
+            drop_out(e->sh, s);
+            return (sl__cell_t){0, 0, NULL};
+        }
+        c.word = slot_word(s);
         return c;
     }
-    c.expire_at = s->expire_at;
-    c.word = b ? 0 : s->word;
-    c.block = b;
-    return c;
+    return load_out(e, s, l);
 }
 
 static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
@@ -341,10 +243,12 @@ static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
     shard_t *sh = e->sh;
     int64_t at = locate(e, i);
     if (at < 0) { /* a placeholder that has already recovered: harmless if we stop here */
-        int rc = make_room(e->m, sh, e->now, &e->pins, e->tags[i]);
+        int rc = sl__mem_make_room(e->m, sh, e->now, &e->pins, e->tags[i]);
         if (rc != SL_OK)
             return rc;
-        place(sh, (slot_t){e->tags[i] | SLOT_REF, 0, 0});
+        if (sh->count == 0) /* nothing is packed against the old epoch */
+            sh->epoch = epoch_for(e->now);
+        place(sh, (slot_t){e->tags[i] | SLOT_REF, V_OUT});
         at = find(sh, e->tags[i]);
     }
     if (block_cap == 0)
@@ -352,20 +256,22 @@ static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
     uint32_t kind = sl__limit_block_kind(&e->p->limits[i]);
     size_t old_cost = cell->block ? block_cost(cell->block) : 0;
     size_t new_cost = block_cost_of(kind, block_cap);
-    int rc = make_bytes(e->m, sh, new_cost > old_cost ? new_cost - old_cost : 0, e->now, &e->pins);
+    int rc = sl__mem_make_bytes(e->m, sh, new_cost > old_cost ? new_cost - old_cost : 0, e->now, &e->pins);
     if (rc != SL_OK)
         return rc;
-    sl__block_t *b = malloc(sl__block_size(kind, block_cap));
-    if (b == NULL)
+    sl__ext_t *rec = malloc(EXT_BLOCK_AT + sl__block_size(kind, block_cap));
+    if (rec == NULL)
         return SL_ENOMEM;
+    sl__block_t *b = (sl__block_t *)((char *)rec + EXT_BLOCK_AT);
     sl__block_init(b, kind, block_cap);
     at = locate(e, i); /* eviction may have moved it */
     slot_t *s = &sh->slots[at];
     if (cell->block)
         sl__block_move(cell->block, b);
-    drop_block(sh, s); /* the old block, if any */
+    rec->expire_at = slot_expire(sh, s); /* until the charge writes its own */
+    drop_out(sh, s); /* the old block, if any */
     s->tag |= SLOT_BLOCK;
-    s->word = (uint64_t)(uintptr_t)b;
+    s->v = V_OUT | (uint64_t)(uintptr_t)rec;
     sh->block_bytes += new_cost;
     cell->block = b;
     return SL_OK;
@@ -435,18 +341,102 @@ static void deny_for_share(const sl_policy_t *p, uint32_t over, sl_usec_t retry,
     }
 }
 
-/* The charged limits' states back into their slots (a block is updated
- * where it lies). */
-static void store_charged(shard_t *sh, const eval_t *e, const sl__cell_t *cells, size_t n,
-                          uint32_t charged) {
+/* Whether charged limit i's state needs a wide record it does not have. */
+static bool needs_ext(const eval_t *e, const sl__cell_t *c, size_t i) {
+    uint64_t v;
+    if (c->block || slot_pack(e->sh, c->expire_at, c->word, &v))
+        return false;
+    const slot_t *s = &e->sh->slots[locate(e, i)];
+    return !(owns_out(s) && !(s->tag & SLOT_BLOCK));
+}
+
+/* What store_charged() overwrote before it gave up on its fast path. */
+typedef struct undo {
+    uint32_t done;  /* limits written */
+    uint64_t v[SL_MAX_LIMITS];
+    sl_usec_t expire_at[SL_MAX_LIMITS];
+} undo_t;
+
+/* store_charged() for states that do not all pack, or whose slots hold
+ * out-of-line records: each state that needs a wide record and has none
+ * gets it first (within max_memory), so that a failure leaves every state
+ * as it was (those the fast path wrote are put back from u). */
+__attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_t *cells, size_t n,
+                                                uint32_t charged, const undo_t *u) {
+    shard_t *sh = e->sh;
+    sl__ext_t *spare[SL_MAX_LIMITS] = {0};
+    size_t need = 0;
+    uint64_t v;
+    for (size_t i = 0; i < n; i++)
+        if ((charged & (1u << i)) && needs_ext(e, &cells[i], i))
+            need++;
+    int rc = need ? sl__mem_make_bytes(e->m, sh, need * EXT_COST, e->now, &e->pins) : SL_OK;
+    for (size_t i = 0; rc == SL_OK && need && i < n; i++) {
+        if ((charged & (1u << i)) && needs_ext(e, &cells[i], i)) {
+            spare[i] = malloc(sizeof(sl__ext_t));
+            rc = spare[i] ? SL_OK : SL_ENOMEM;
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         if (!(charged & (1u << i)))
             continue;
         slot_t *slot = &sh->slots[locate(e, i)];
-        slot->expire_at = cells[i].expire_at;
-        if (cells[i].block == NULL)
-            slot->word = cells[i].word;
+        if (rc != SL_OK) {
+            free(spare[i]);
+            if (u->done & (1u << i)) {
+                if (cells[i].block)
+                    slot_ext(slot)->expire_at = u->expire_at[i];
+                else
+                    slot->v = u->v[i];
+            }
+        } else if (cells[i].block) {
+            slot_ext(slot)->expire_at = cells[i].expire_at;
+        } else if (slot_pack(sh, cells[i].expire_at, cells[i].word, &v)) {
+            drop_out(sh, slot);
+            slot->v = v;
+        } else {
+            set_wide(sh, slot, cells[i].expire_at, cells[i].word, spare[i]);
+        }
     }
+    return rc;
+}
+
+/* The charged limits' states back into their slots (a block's expiry is
+ * updated where the block lies, its content already is). */
+static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t n, uint32_t charged) {
+    shard_t *sh = e->sh;
+    undo_t u;
+    u.done = 0;
+    if (n == 1) { /* most policies: nothing to put back if it fails */
+        if (!charged)
+            return SL_OK;
+        slot_t *slot = &sh->slots[locate(e, 0)];
+        uint64_t v;
+        if (cells[0].block)
+            slot_ext(slot)->expire_at = cells[0].expire_at;
+        else if (!owns_out(slot) && slot_pack(sh, cells[0].expire_at, cells[0].word, &v))
+            slot->v = v;
+        else
+            return store_wide(e, cells, n, charged, &u);
+        return SL_OK;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!(charged & (1u << i)))
+            continue;
+        slot_t *slot = &sh->slots[locate(e, i)];
+        uint64_t v;
+        if (cells[i].block) {
+            u.expire_at[i] = slot_ext(slot)->expire_at;
+            slot_ext(slot)->expire_at = cells[i].expire_at;
+        } else if (!owns_out(slot) && slot_pack(sh, cells[i].expire_at, cells[i].word, &v)) {
+            u.v[i] = slot->v;
+            slot->v = v;
+        } else {
+            return store_wide(e, cells, n, charged, &u);
+        }
+        u.done |= 1u << i;
+    }
+    return SL_OK;
 }
 
 /* One decision's arguments, for whichever thread runs it (combining). */
@@ -492,7 +482,7 @@ static int decide_locked(void *ctx) {
             deny_for_share(p, over_share, share_retry, d->out, d->limits);
     }
     if (rc == SL_OK)
-        store_charged(e->sh, e, cells, p->nlimits, charged);
+        rc = store_charged(e, cells, p->nlimits, charged);
     if (rc == SL_OK && costed && p->write_back && m->journal)
         m->journal(m->journal_ctx, p, d->key, d->key_len, costed, d->cost, now);
     return rc;
@@ -570,9 +560,9 @@ static int mem_refund(sl_store_t *s, const sl_policy_t *p, const void *key, size
     for (size_t i = 0; i < p->nlimits; i++)
         cells[i] = load_cell(&e, i);
     uint32_t changed = sl__policy_refund(p, cells, now, held, cost);
-    store_charged(e.sh, &e, cells, p->nlimits, changed);
+    int rc = store_charged(&e, cells, p->nlimits, changed);
     shard_unlock(m, e.sh);
-    return SL_OK;
+    return rc;
 }
 
 /* ---- write-back ------------------------------------------------------------------ */
@@ -594,15 +584,14 @@ static int store_cell(eval_t *e, size_t i, const sl__cell_t *c) {
     int rc = prepare(e, i, &fresh, c->block ? c->block->cap : 0);
     if (rc != SL_OK)
         return rc;
-    slot_t *slot = &e->sh->slots[locate(e, i)];
     if (c->block) {
         sl__block_move(c->block, fresh.block);
-    } else {
-        drop_block(e->sh, slot);
-        slot->word = c->word;
+        slot_ext(&e->sh->slots[locate(e, i)])->expire_at = c->expire_at;
+        return SL_OK;
     }
-    slot->expire_at = c->expire_at;
-    return SL_OK;
+    sl__cell_t one[SL_MAX_LIMITS];
+    one[i] = *c;
+    return store_charged(e, one, i + 1, 1u << i);
 }
 
 int sl__memory_import(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
@@ -661,26 +650,47 @@ uint32_t sl__mem_shard_of_key(const memory_store_t *m, const sl_policy_t *p, con
     return shard_of(m, make_tag(key_hash(m, p, key, key_len), p->limits[0].id));
 }
 void sl__mem_place(shard_t *sh, slot_t item) { place(sh, item); }
+bool sl__mem_adopt_block(shard_t *sh, slot_t *s, sl__block_t *b, sl_usec_t expire_at) {
+    size_t size = sl__block_size(b->kind, b->cap);
+    sl__ext_t *rec = malloc(EXT_BLOCK_AT + size);
+    if (rec == NULL)
+        return false;
+    drop_out(sh, s);
+    rec->expire_at = expire_at;
+    sh->block_bytes += block_cost(b);
+    memcpy((char *)rec + EXT_BLOCK_AT, b, size);
+    free(b);
+    s->tag |= SLOT_BLOCK;
+    s->v = V_OUT | (uint64_t)(uintptr_t)rec;
+    return true;
+}
+int sl__mem_set_state(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word) {
+    uint64_t v;
+    if (slot_pack(sh, expire_at, word, &v)) {
+        drop_out(sh, s);
+        s->v = v;
+        return SL_OK;
+    }
+    if (set_wide(sh, s, expire_at, word, NULL))
+        return SL_OK;
+    sl__ext_t *ext = malloc(sizeof *ext);
+    if (ext == NULL)
+        return SL_ENOMEM;
+    install_ext(sh, s, ext, expire_at, word);
+    return SL_OK;
+}
 void sl__mem_remove_at(shard_t *sh, uint32_t i) { remove_at(sh, i); }
 int sl__mem_resize(shard_t *sh, uint32_t cap) { return resize(sh, cap); }
 size_t sl__mem_table_cost(uint32_t cap) { return table_cost(cap); }
 uint32_t sl__mem_page_fit(uint32_t cap) { return page_fit(cap); }
-size_t sl__mem_block_cost(const sl__block_t *b) { return block_cost(b); }
-size_t sl__mem_reclaim(shard_t *sh, sl_usec_t now, uint32_t budget) { return reclaim(sh, now, budget, NULL); }
-int sl__mem_make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, uint64_t tag) {
-    return make_room(m, sh, now, NULL, tag);
-}
-int sl__mem_make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now) {
-    return make_bytes(m, sh, extra, now, NULL);
-}
 
 static void mem_destroy(sl_store_t *s) {
     memory_store_t *m = (memory_store_t *)s;
     for (uint32_t i = 0; i < m->nshards; i++) {
         shard_t *sh = &m->shards[i];
         for (uint32_t k = 0; sh->slots && k < sh->cap; k++)
-            if (sh->slots[k].tag & SLOT_BLOCK)
-                free(slot_block(&sh->slots[k]));
+            if (sh->slots[k].tag && owns_out(&sh->slots[k]))
+                free(slot_ext(&sh->slots[k]));
         table_free(sh->slots, sh->cap);
         pthread_mutex_destroy(&sh->lock);
     }

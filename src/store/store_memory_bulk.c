@@ -43,7 +43,7 @@ int sl__mem_sweep(sl_store_t *s, sl_usec_t now, size_t budget, size_t *reclaimed
             continue;
         }
         uint32_t share = budget == 0 ? 0 : (uint32_t)sl__minu64(sh->cap, budget / m->nshards + 1);
-        freed += sl__mem_reclaim(sh, now, share);
+        freed += sl__mem_reclaim(sh, now, share, NULL);
         /* A table left mostly empty by a burst gives its memory back. */
         if (sh->cap > MIN_CAP && (uint64_t)sh->count * 4 < sh->cap)
             sl__mem_resize(sh, sh->count * 2 > MIN_CAP ? sh->count * 2 : MIN_CAP);
@@ -63,12 +63,10 @@ int sl__mem_save(sl_store_t *s, const char *path, sl_usec_t now) {
         pthread_mutex_lock(&sh->lock);
         for (uint32_t k = 0; rc == SL_OK && k < sh->cap; k++) {
             const slot_t *slot = &sh->slots[k];
-            if (slot->tag == 0 || slot->expire_at <= now)
+            if (slot->tag == 0 || slot_expire(sh, slot) <= now)
                 continue;
-            sl__record_t r = {ident(slot->tag) | SLOT_USED, slot->expire_at, slot->word,
+            sl__record_t r = {ident(slot->tag) | SLOT_USED, slot_expire(sh, slot), slot_word(slot),
                               slot_block(slot)};
-            if (r.block)
-                r.word = 0;
             rc = sl__snapshot_add(w, &r);
         }
         pthread_mutex_unlock(&sh->lock);
@@ -125,18 +123,29 @@ int sl__mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded)
             int64_t at = sl__mem_find(sh, r->tag);
             if (at >= 0)
                 sl__mem_remove_at(sh, (uint32_t)at);
-            rc = sl__mem_make_room(m, sh, now, r->tag);
-            if (rc == SL_OK && r->block)
-                rc = sl__mem_make_bytes(m, sh, sl__mem_block_cost(r->block), now);
+            rc = sl__mem_make_room(m, sh, now, NULL, r->tag);
             if (rc != SL_OK)
                 break;
-            slot_t slot = {ident(r->tag) | SLOT_USED, r->expire_at, r->word};
+            if (sh->count == 0) /* nothing is packed against the old epoch */
+                sh->epoch = epoch_for(now);
+            uint64_t v;
+            if (r->block)
+                rc = sl__mem_make_bytes(m, sh, block_cost(r->block), now, NULL);
+            else if (!slot_pack(sh, r->expire_at, r->word, &v))
+                rc = sl__mem_make_bytes(m, sh, EXT_COST, now, NULL);
+            if (rc != SL_OK)
+                break;
+            slot_t slot = {ident(r->tag) | SLOT_USED, V_OUT};
             if (r->block) {
-                slot.tag |= SLOT_BLOCK;
-                slot.word = (uint64_t)(uintptr_t)r->block;
-                sh->block_bytes += sl__mem_block_cost(r->block);
-                r->block = NULL;
+                if (!sl__mem_adopt_block(sh, &slot, r->block, r->expire_at))
+                    rc = SL_ENOMEM;
+                else
+                    r->block = NULL;
+            } else {
+                rc = sl__mem_set_state(sh, &slot, r->expire_at, r->word);
             }
+            if (rc != SL_OK)
+                break;
             sl__mem_place(sh, slot);
         }
     }

@@ -1,12 +1,13 @@
-/* store_memory_private.h -- the memory store's insides, shared by its two
- * files: store_memory.c (tables, reclamation, evaluation: the hot path) and
- * store_memory_bulk.c (operations over the whole store: statistics, the
- * sweep, snapshots saved and loaded). See store_memory.c for the design.
+/* store_memory_private.h -- the memory store's insides, shared by its
+ * files: store_memory.c (tables, evaluation: the hot path),
+ * store_memory_reclaim.c (reclamation and eviction) and store_memory_bulk.c
+ * (operations over the whole store: statistics, the sweep, snapshots saved
+ * and loaded). See store_memory.c for the design.
  *
- * The slot helpers are static inline here, as they were in store_memory.c;
- * the table operations stay static there (inlined into the evaluation as
- * before) and reach the bulk file through the out-of-line sl__mem_*
- * wrappers below.
+ * The slot helpers (packing a state, its out-of-line records) are static
+ * inline here; the table operations stay static in store_memory.c (inlined
+ * into the evaluation) and reach the other files through the out-of-line
+ * sl__mem_* wrappers below.
  *
  * Not a public interface: src/store/ only.
  */
@@ -17,10 +18,12 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "../core/arith.h"
 #include "../core/limit.h"
 #include "journal.h"
+#include "mem_cost.h"
 #include "store.h"
 
 #define SLOT_USED UINT64_C(1)
@@ -37,11 +40,35 @@
  * states stay for their keys to reuse (64 MiB over 256 shards). */
 #define SWEEP_BEFORE_GROW_BYTES (256u * 1024u)
 
+/* A state in 16 bytes: the tag, and `v`, which holds expire_at and the word
+ * packed (below) or, with V_OUT, points at them out of line. */
 typedef struct slot {
-    uint64_t tag;         /* 0 = empty */
-    sl_usec_t expire_at;  /* recovered at and after this instant */
-    uint64_t word;        /* inline state, or the sl__block_t pointer */
+    uint64_t tag;  /* 0 = empty */
+    uint64_t v;    /* packed state, or V_OUT | the out-of-line record */
 } slot_t;
+
+/* v, packed: bits 17-62 expire_at - the shard's epoch (46 bits, 2.2
+ * years), bits 0-16 the word: below 2^16 as is, or with bit 16 set two
+ * 32-bit halves below 2^8 each (a sliding_window's two counters). Any state
+ * outside that (a word of a large limit, a reservation's SL__HELD, an
+ * expire_at before the epoch or 2.2 years past it) goes out of line, as
+ * exact as ever; v == V_OUT alone is the zero state {0, 0}. */
+#define V_OUT (UINT64_C(1) << 63)
+#define V_CODE_BITS 17
+#define V_CODE_MASK ((UINT64_C(1) << V_CODE_BITS) - 1)
+#define V_PAIR (UINT64_C(1) << 16)
+#define V_OFF_LIMIT (INT64_C(1) << 46)
+/* How far before the first state placed in an empty shard its epoch lies:
+ * a clock stepping back further than that stores out of line. */
+#define EPOCH_BACK (INT64_C(1) << 36)
+
+/* Out of line: expire_at first, then the word (sl__ext_t, 16 bytes) or,
+ * with SLOT_BLOCK, the sl__block_t right after expire_at. */
+typedef struct sl__ext {
+    sl_usec_t expire_at;
+    uint64_t word;
+} sl__ext_t;
+#define EXT_BLOCK_AT sizeof(sl_usec_t)
 
 /* A decision published for the shard lock's holder to run
  * (store_memory_combine.c). */
@@ -64,6 +91,7 @@ typedef struct shard {
      * possibly stale, only ever used as a cache hint. */
     _Atomic uintptr_t hint_slots;
     _Atomic uint32_t hint_cap;
+    sl_usec_t epoch;       /* packed expiries count from here (chosen when empty) */
     uint32_t sweep, hand;  /* incremental sweep cursor; CLOCK hand */
     uint64_t moves;        /* bumped whenever slots change place */
     size_t table_bytes;    /* what the table costs (mem_cost.h) */
@@ -165,8 +193,93 @@ static inline uint64_t make_tag(uint64_t key_hash, uint64_t limit_id) {
     return t | shard_sel << SHARD_SHIFT | SLOT_USED;
 }
 
+static inline sl__ext_t *slot_ext(const slot_t *s) {
+    return (sl__ext_t *)(uintptr_t)(s->v & ~V_OUT);
+}
+
 static inline sl__block_t *slot_block(const slot_t *s) {
-    return (s->tag & SLOT_BLOCK) ? (sl__block_t *)(uintptr_t)s->word : NULL;
+    return (s->tag & SLOT_BLOCK) ? (sl__block_t *)((char *)slot_ext(s) + EXT_BLOCK_AT) : NULL;
+}
+
+static inline sl_usec_t slot_expire(const shard_t *sh, const slot_t *s) {
+    if (s->v & V_OUT)
+        return (s->v & ~V_OUT) ? slot_ext(s)->expire_at : 0;
+    return sh->epoch + (sl_usec_t)(s->v >> V_CODE_BITS);
+}
+
+static inline uint64_t slot_word(const slot_t *s) {
+    if (s->v & V_OUT)
+        return (s->v & ~V_OUT) && !(s->tag & SLOT_BLOCK) ? slot_ext(s)->word : 0;
+    uint64_t c = s->v & V_CODE_MASK;
+    return (c & V_PAIR) ? (c & 0xff) | ((c >> 8) & 0xff) << 32 : c;
+}
+
+/* {expire_at, word} packed into a v, or false when it does not fit. */
+static inline bool slot_pack(const shard_t *sh, sl_usec_t expire_at, uint64_t word, uint64_t *v) {
+    uint64_t off = (uint64_t)expire_at - (uint64_t)sh->epoch; /* huge when before it */
+    if (off >= (uint64_t)V_OFF_LIMIT)
+        return false;
+    uint64_t code;
+    if (word < V_PAIR)
+        code = word;
+    else if ((word & ~UINT64_C(0x000000ff000000ff)) == 0)
+        code = V_PAIR | (word & 0xff) | (word >> 32) << 8;
+    else
+        return false;
+    *v = off << V_CODE_BITS | code;
+    return true;
+}
+
+/* The epoch of a shard whose first state is placed at `now`. */
+static inline sl_usec_t epoch_for(sl_usec_t now) { return now > EPOCH_BACK ? now - EPOCH_BACK : 0; }
+
+/* ---- out-of-line records (wide states, blocks) ------------------------------- */
+
+/* A block's out-of-line record: its state's expire_at, then the block. */
+static inline size_t block_cost_of(uint32_t kind, uint32_t cap) {
+    return sl__heap_cost(EXT_BLOCK_AT + sl__block_size(kind, cap));
+}
+
+static inline size_t block_cost(const sl__block_t *b) { return block_cost_of(b->kind, b->cap); }
+
+#define EXT_COST sl__heap_cost(sizeof(sl__ext_t))
+
+/* Whether slot s owns an out-of-line record (a block's or a wide state's). */
+static inline bool owns_out(const slot_t *s) { return (s->v & V_OUT) && s->v != V_OUT; }
+
+/* Frees what the slot keeps out of line; it is left holding the zero state. */
+static inline void drop_out(shard_t *sh, slot_t *s) {
+    if (owns_out(s)) {
+        sl__block_t *b = slot_block(s);
+        sh->block_bytes -= b ? block_cost(b) : EXT_COST;
+        free(slot_ext(s));
+    }
+    s->tag &= ~SLOT_BLOCK;
+    s->v = V_OUT;
+}
+
+/* Makes ext (fresh, counted by the caller) slot s's state {expire_at, word}. */
+static inline void install_ext(shard_t *sh, slot_t *s, sl__ext_t *ext, sl_usec_t expire_at, uint64_t word) {
+    drop_out(sh, s);
+    ext->expire_at = expire_at;
+    ext->word = word;
+    s->v = V_OUT | (uint64_t)(uintptr_t)ext;
+    sh->block_bytes += EXT_COST;
+}
+
+/* Writes an inline state that slot_pack() cannot pack, when the slot has a
+ * wide record already (true) or ext is given; false: neither. */
+static inline bool set_wide(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word, sl__ext_t *ext) {
+    if (owns_out(s) && !(s->tag & SLOT_BLOCK)) {
+        slot_ext(s)->expire_at = expire_at;
+        slot_ext(s)->word = word;
+        free(ext);
+        return true;
+    }
+    if (ext == NULL)
+        return false;
+    install_ext(sh, s, ext, expire_at, word);
+    return true;
 }
 
 /* ---- for store_memory_bulk.c (store_memory.c, out of line) ------------------- */
@@ -177,12 +290,32 @@ void sl__mem_remove_at(shard_t *sh, uint32_t i);
 int sl__mem_resize(shard_t *sh, uint32_t cap);
 size_t sl__mem_table_cost(uint32_t cap);
 uint32_t sl__mem_page_fit(uint32_t cap);
-size_t sl__mem_block_cost(const sl__block_t *b);
-/* Frees recovered states (budget slots, 0 = all); none is pinned. */
-size_t sl__mem_reclaim(shard_t *sh, sl_usec_t now, uint32_t budget);
-/* Room for one more state / `extra` more bytes of blocks, nothing pinned. */
-int sl__mem_make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, uint64_t tag);
-int sl__mem_make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now);
+/* A block read from elsewhere (a snapshot) as slot s's own state: moved
+ * into an out-of-line record; false: out of memory, s unchanged. */
+bool sl__mem_adopt_block(shard_t *sh, slot_t *s, sl__block_t *b, sl_usec_t expire_at);
+/* Writes {expire_at, word} as slot s's inline state (s owns no block). */
+int sl__mem_set_state(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word);
+
+/* ---- reclamation and eviction (store_memory_reclaim.c) -------------------------- */
+
+/* The slots of the key being evaluated: never reclaimed or evicted under it. */
+typedef struct pins {
+    const uint64_t *tags;
+    size_t n;
+} pins_t;
+
+static inline bool over_load(uint32_t count, uint32_t cap) {
+    return (uint64_t)count * 25 > (uint64_t)cap * 23; /* > 92% */
+}
+
+/* Frees recovered states (budget slots, 0 = all), none of pins (may be NULL). */
+size_t sl__mem_reclaim(shard_t *sh, sl_usec_t now, uint32_t budget, const pins_t *pins);
+/* Room for one more state, to be placed with `tag`. */
+int sl__mem_make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins,
+                      uint64_t tag);
+/* Room for `extra` more bytes of out-of-line records within max_memory. */
+int sl__mem_make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now,
+                       const pins_t *pins);
 
 /* ---- in store_memory_bulk.c (the store's ops table) ---------------------------- */
 

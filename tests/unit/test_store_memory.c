@@ -228,10 +228,10 @@ static void reclamation(void **state) {
      * time take the room of recovered ones. (One shard, so its table is
      * past the size below which tables just grow.) */
     rig_t *big = rig_capped((sl_limit_t){.algorithm = SL_GCRA, .limit = 5, .period = SEC(1)}, 0);
-    for (int i = 0; i < 40000; i++)
+    for (int i = 0; i < 57000; i++)
         check_key(big, i, 1);
     big->now = SEC(10);
-    for (int i = 40000; i < 80000; i++)
+    for (int i = 57000; i < 114000; i++)
         check_key(big, i, 1);
     sl_store_stats(big->store, &st);
     assert_true(st.states < 60000);

@@ -206,7 +206,7 @@ static const sl_limit_t logs[] = {
 
 static void default_shards_inline_states(void **state) {
     (void)state;
-    fill(1u << 20, 0, gcra, 1, 50000, 97); /* 1 MiB holds ~30,000 */
+    fill(1u << 20, 0, gcra, 1, 80000, 97); /* 1 MiB holds ~55,000 */
 }
 
 static void many_shards_blocks(void **state) {
@@ -214,15 +214,25 @@ static void many_shards_blocks(void **state) {
     fill(1u << 20, 256, logs, 3, 25000, 89);
 }
 
+/* States too large to pack: each has a 16-byte record out of line, counted
+ * and evicted like a block's. */
+static const sl_limit_t wide[] = {{.algorithm = SL_GCRA, .limit = 999999, .period = SEC(2592000), .burst = 4}};
+
+static void out_of_line_states(void **state) {
+    (void)state;
+    fill(1u << 20, 0, wide, 1, 40000, 97); /* 1 MiB holds ~16,000 */
+}
+
 static void large_tables(void **state) {
     (void)state;
-    fill(4u << 20, 4, gcra, 1, 180000, 997); /* tables of many pages */
+    fill(4u << 20, 4, gcra, 1, 300000, 997); /* tables of many pages; 4 MiB holds ~230,000 */
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_shards_inline_states),
         cmocka_unit_test(many_shards_blocks),
+        cmocka_unit_test(out_of_line_states),
         cmocka_unit_test(large_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,109 @@
+/* store_memory_reclaim.c -- the memory store's reclamation and eviction
+ * (see store_memory.c for the design): recovered states freed by sweeps,
+ * room made for a state about to be placed (growth, a sweep first, or CLOCK
+ * eviction at the cap) and for out-of-line bytes within max_memory.
+ *
+ * Not here: the tables themselves (store_memory.c), the sweep from a timer
+ * (store_memory_bulk.c).
+ */
+#include "store_memory_private.h"
+
+static uint32_t grown_cap(uint32_t cap) { return cap + (cap / 7 > 1 ? cap / 7 : 1); }
+
+static bool pinned(const pins_t *p, uint64_t tag) {
+    for (size_t i = 0; p && i < p->n; i++)
+        if (ident(p->tags[i]) == ident(tag))
+            return true;
+    return false;
+}
+
+/* Frees recovered states from the cursor on, examining at most `budget`
+ * slots (a removal counts: the next slot moves into its place and is looked
+ * at again), or with budget 0 the whole table once. */
+size_t sl__mem_reclaim(shard_t *sh, sl_usec_t now, uint32_t budget, const pins_t *pins) {
+    uint32_t before = sh->count;
+    uint32_t advanced = 0;
+    for (uint64_t examined = 0; sh->count > 0 && advanced < sh->cap && (budget == 0 || examined < budget);
+         examined++) {
+        if (sh->sweep >= sh->cap)
+            sh->sweep = 0;
+        slot_t *s = &sh->slots[sh->sweep];
+        if (s->tag && slot_expire(sh, s) <= now && !pinned(pins, s->tag)) {
+            sl__mem_remove_at(sh, sh->sweep);
+        } else {
+            sh->sweep++;
+            advanced++;
+        }
+    }
+    sh->reclaimed += before - sh->count;
+    return before - sh->count;
+}
+
+/* CLOCK: the first slot found without its reference bit goes (clearing bits
+ * on the way); recovered states go first and are not counted as evictions.
+ * With out_only, only slots that own an out-of-line record are candidates. */
+static bool evict_one(shard_t *sh, sl_usec_t now, const pins_t *pins, bool out_only) {
+    for (uint64_t scanned = 0; scanned <= 2 * (uint64_t)sh->cap; scanned++) {
+        if (sh->hand >= sh->cap)
+            sh->hand = 0;
+        slot_t *s = &sh->slots[sh->hand];
+        if (s->tag == 0 || pinned(pins, s->tag) || (out_only && !owns_out(s))) {
+            sh->hand++;
+            continue;
+        }
+        if (slot_expire(sh, s) <= now) {
+            sl__mem_remove_at(sh, sh->hand);
+            sh->reclaimed++;
+            return true;
+        }
+        if (s->tag & SLOT_REF) {
+            s->tag &= ~SLOT_REF;
+            sh->hand++;
+            continue;
+        }
+        sl__mem_remove_at(sh, sh->hand);
+        sh->evictions++;
+        return true;
+    }
+    return false;
+}
+
+/* Room for one more slot. Small tables just grow: a recovered state left in
+ * place costs a key nothing when it comes back, where removing it and
+ * inserting it again costs more than the decision. Large tables are swept
+ * before they grow (the sweep is as costly as the growth it may spare), and
+ * grow anyway unless the sweep freed a quarter, so that under steady churn
+ * sweeps and re-inserts stay amortised. At the cap, CLOCK takes recovered
+ * states first and evicts only when there are none on its way; its hand
+ * starts at the home of `tag`, the state about to be placed, so that the
+ * hole opens in the run the state goes into: a hand going round on its own
+ * leaves every hole behind it while inserts land anywhere, and the rest of
+ * the table fills up to runs of thousands of slots (50 us an insert). */
+int sl__mem_make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins,
+                      uint64_t tag) {
+    if (!over_load(sh->count + 1, sh->cap))
+        return SL_OK;
+    uint32_t want = grown_cap(sh->cap);
+    if (m->budget == 0 || sl__mem_table_cost(sl__mem_page_fit(want)) + sh->block_bytes <= m->budget) {
+        if (sh->table_bytes < SWEEP_BEFORE_GROW_BYTES)
+            return sl__mem_resize(sh, want);
+        size_t freed = sl__mem_reclaim(sh, now, 0, pins);
+        return freed < sh->cap / 4 ? sl__mem_resize(sh, want) : SL_OK;
+    }
+    sh->hand = home_of(tag, sh->cap);
+    while (over_load(sh->count + 1, sh->cap))
+        if (!evict_one(sh, now, pins, false))
+            return SL_EFULL;
+    return SL_OK;
+}
+
+/* Room for `extra` more bytes of out-of-line records within max_memory. */
+int sl__mem_make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now,
+                       const pins_t *pins) {
+    if (m->budget == 0)
+        return SL_OK;
+    while (sh->table_bytes + sh->block_bytes + extra > m->budget)
+        if (!evict_one(sh, now, pins, true))
+            return SL_EFULL;
+    return SL_OK;
+}
