@@ -133,9 +133,12 @@ static size_t header_size(const sld_grpc_header_t *h) {
     return bytes_field_size(cstr_len(h->key)) + bytes_field_size(cstr_len(h->value));
 }
 
-static size_t put_header(uint8_t *out, const sld_grpc_header_t *h) {
-    size_t n = put_bytes_field(out, 1, h->key, cstr_len(h->key));
-    return n + put_bytes_field(out + n, 2, h->value, cstr_len(h->value));
+/* the whole field: each string measured once */
+static size_t put_header_field(uint8_t *out, unsigned field, const sld_grpc_header_t *h) {
+    size_t klen = cstr_len(h->key), vlen = cstr_len(h->value);
+    size_t n = put_len_head(out, field, bytes_field_size(klen) + bytes_field_size(vlen));
+    n += put_bytes_field(out + n, 1, h->key, klen);
+    return n + put_bytes_field(out + n, 2, h->value, vlen);
 }
 
 /* ---- RateLimitResponse {overall_code 1, statuses 2, response_headers_to_add 3,
@@ -158,14 +161,10 @@ size_t sld_grpc_response_write(const sld_grpc_response_t *r, uint8_t *out) {
         n += put_len_head(out + n, 2, status_size(&r->statuses[i]));
         n += put_status(out + n, &r->statuses[i]);
     }
-    for (size_t i = 0; i < r->nresponse_headers; i++) {
-        n += put_len_head(out + n, 3, header_size(&r->response_headers[i]));
-        n += put_header(out + n, &r->response_headers[i]);
-    }
-    for (size_t i = 0; i < r->nrequest_headers; i++) {
-        n += put_len_head(out + n, 4, header_size(&r->request_headers[i]));
-        n += put_header(out + n, &r->request_headers[i]);
-    }
+    for (size_t i = 0; i < r->nresponse_headers; i++)
+        n += put_header_field(out + n, 3, &r->response_headers[i]);
+    for (size_t i = 0; i < r->nrequest_headers; i++)
+        n += put_header_field(out + n, 4, &r->request_headers[i]);
     return n + put_bytes_field(out + n, 5, r->raw_body, r->raw_body_len);
 }
 
