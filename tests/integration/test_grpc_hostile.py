@@ -246,7 +246,7 @@ def wait_streams(sock, streams, buf, timeout, goaway=False):
 class NoWindow(unittest.TestCase):
     def test_client_that_never_opens_its_window_is_let_go(self):
         # SETTINGS_INITIAL_WINDOW_SIZE 0 and no WINDOW_UPDATE ever: no answer
-        # can be sent on its 100 calls; the C core gives up on them after
+        # can be sent on its 100 calls; the front gives up on them after
         # limits.idle_timeout, while other clients are served, and closes it
         with Daemon(CONFIG % (100, "1s")) as d:
             r = d.client()
@@ -336,7 +336,7 @@ class NeverEnded(unittest.TestCase):
                 end = wait_end(sock, 1, buf, 15)
                 self.assertLess(time.time() - started, 10)
                 self.assertEqual(end[0], "trailers", end)
-                # the C core writes these trailers as HPACK literals: DEADLINE_EXCEEDED (4) and why
+                # the front writes these trailers as HPACK literals: DEADLINE_EXCEEDED (4) and why
                 self.assertIn(b"grpc-status\x014", end[1])
                 self.assertIn(b"no complete request within limits.idle_timeout", end[1])
             finally:

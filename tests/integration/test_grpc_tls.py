@@ -3,14 +3,14 @@ docs/integrations/envoy-rls.md), with grpcio's ssl_channel_credentials and a
 certificate made here by openssl:
 
   - ShouldRateLimit and health answered over TLS on listen.grpc (port 0:
-    the port the C core's listener took, in the ready line), exactly the
+    the port the front's listener took, in the ready line), exactly the
     limit admitted by calls on two connections;
   - a cleartext client on that port fails UNAVAILABLE, and the daemon goes
     on answering;
   - a connection that never starts its TLS handshake is closed after
     limits.idle_timeout;
   - a missing file, a file that is no PEM (--check-config: the file's line
-    of grpc.tls.cert), and a PEM the C core refuses (at start: a clear error,
+    of grpc.tls.cert), and a PEM OpenSSL refuses (at start: a clear error,
     exit status 1).
 
 The daemon runs on the manual test clock; the one real wait is
@@ -153,7 +153,7 @@ class GrpcTls(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertRegex(out, r"sluice\.yaml:15: grpc\.tls\.key: '.*not\.pem' is not a PEM file")
         self.assertEqual(self.check(self.cert, self.key)[0], 0)
-        # a PEM the C core cannot use: refused at start, with the files named
+        # a PEM OpenSSL cannot use: refused at start, with the files named
         broken = os.path.join(self.dir, "broken.pem")
         with open(broken, "w") as f:
             f.write("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")

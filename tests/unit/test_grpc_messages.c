@@ -15,6 +15,7 @@
 
 #include "envoy/service/ratelimit/v3/rls.pb-c.h"
 #include "server/grpc/grpc_decide.h"
+#include "server/grpc/grpc_encode.h"
 #include "server/grpc/grpc_messages.h"
 
 typedef Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor pb_descriptor_t;

@@ -16,6 +16,7 @@
 
 #include "server/engine/engine.h"
 #include "server/grpc/grpc_decide.h"
+#include "server/grpc/grpc_encode.h"
 #include "server/grpc/grpc_stats.h"
 #include "server/http/http_ratelimit.h"
 #include "server/rls/rls_section.h"
@@ -267,6 +268,9 @@ static void count_stats(const call_t *c) {
     }
 }
 
+/* answers up to this many bytes are encoded on the stack */
+#define ANSWER_ON_STACK 2048
+
 /* Encodes and sends the answer, then frees the call. */
 static void finish(call_t *c) {
     size_t n = c->req.ndescriptors;
@@ -298,14 +302,24 @@ static void finish(call_t *c) {
             at += strlen(at) + 1;
         }
     }
-    uint8_t *body = NULL;
-    size_t len = 0;
-    if (sld_grpc_rls_encode(over ? SLD_GRPC_CODE_OVER_LIMIT : SLD_GRPC_CODE_OK, st, n, h, nh, &body, &len) != SL_OK) {
+    sld_grpc_response_t r = {.overall_code = over ? SLD_GRPC_CODE_OVER_LIMIT : SLD_GRPC_CODE_OK,
+                             .statuses = st,
+                             .nstatuses = n,
+                             .response_headers = h,
+                             .nresponse_headers = nh};
+    /* written straight from the structs: on the stack for every answer of
+     * a few descriptors, allocated only past that */
+    uint8_t stack[ANSWER_ON_STACK];
+    size_t len = sld_grpc_response_size(&r);
+    uint8_t *body = len <= sizeof stack ? stack : malloc(len);
+    if (body == NULL) {
         fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
+    len = sld_grpc_response_write(&r, body);
     c->answer(c->arg, GRPC_OK, NULL, body, len);
-    free(body);
+    if (body != stack)
+        free(body);
     call_free(c);
 }
 

@@ -11,10 +11,6 @@
 
 typedef Envoy__Service__Ratelimit__V3__RateLimitRequest pb_request_t;
 typedef Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor pb_descriptor_t;
-typedef Envoy__Service__Ratelimit__V3__RateLimitResponse pb_response_t;
-typedef Envoy__Service__Ratelimit__V3__RateLimitResponse__DescriptorStatus pb_status_t;
-typedef Envoy__Service__Ratelimit__V3__RateLimitResponse__RateLimit pb_limit_t;
-typedef Envoy__Config__Core__V3__HeaderValue pb_header_t;
 
 static sld_span_t span_of(const char *s) { return (sld_span_t){s, s ? strlen(s) : 0}; }
 
@@ -152,81 +148,6 @@ int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *
 void sld_grpc_rls_request_free(sld_grpc_rls_request_t *r) {
     arena_free(r->owner_); /* the message, descriptors and entries with it */
     memset(r, 0, sizeof *r);
-}
-
-/* statuses or headers up to this many are encoded from the stack */
-#define ENCODE_ON_STACK 8
-
-int sld_grpc_rls_encode(int overall_code, const sld_grpc_status_t *statuses, size_t n,
-                        const sld_grpc_header_t *headers, size_t nheaders, uint8_t **out,
-                        size_t *out_len) {
-    pb_response_t m = ENVOY__SERVICE__RATELIMIT__V3__RATE_LIMIT_RESPONSE__INIT;
-    /* the statuses, their limits and durations, the headers, and the
-     * pointer arrays protobuf-c wants: on the stack for an answer of a few
-     * (every answer of Envoy's), else allocated */
-    pb_status_t st_s[ENCODE_ON_STACK], *stp_s[ENCODE_ON_STACK];
-    pb_limit_t lim_s[ENCODE_ON_STACK];
-    Google__Protobuf__Duration dur_s[ENCODE_ON_STACK];
-    pb_header_t hv_s[ENCODE_ON_STACK], *hvp_s[ENCODE_ON_STACK];
-    bool heap_st = n > ENCODE_ON_STACK, heap_hv = nheaders > ENCODE_ON_STACK;
-    pb_status_t *st = heap_st ? calloc(n, sizeof *st) : st_s;
-    pb_status_t **stp = heap_st ? calloc(n, sizeof *stp) : stp_s;
-    pb_limit_t *lim = heap_st ? calloc(n, sizeof *lim) : lim_s;
-    Google__Protobuf__Duration *dur = heap_st ? calloc(n, sizeof *dur) : dur_s;
-    pb_header_t *hv = heap_hv ? calloc(nheaders, sizeof *hv) : hv_s;
-    pb_header_t **hvp = heap_hv ? calloc(nheaders, sizeof *hvp) : hvp_s;
-    int rc = SL_ENOMEM;
-    *out = NULL;
-    if (st == NULL || stp == NULL || lim == NULL || dur == NULL || hv == NULL || hvp == NULL)
-        goto done;
-    m.overall_code = (Envoy__Service__Ratelimit__V3__RateLimitResponse__Code)overall_code;
-    for (size_t i = 0; i < n; i++) {
-        const sld_grpc_status_t *s = &statuses[i];
-        envoy__service__ratelimit__v3__rate_limit_response__descriptor_status__init(&st[i]);
-        st[i].code = (Envoy__Service__Ratelimit__V3__RateLimitResponse__Code)s->code;
-        if (s->has_limit) {
-            envoy__service__ratelimit__v3__rate_limit_response__rate_limit__init(&lim[i]);
-            lim[i].name = (char *)(s->name ? s->name : "");
-            lim[i].requests_per_unit = s->rpu;
-            lim[i].unit = (Envoy__Service__Ratelimit__V3__RateLimitResponse__RateLimit__Unit)s->unit;
-            st[i].current_limit = &lim[i];
-            st[i].limit_remaining = s->remaining;
-            google__protobuf__duration__init(&dur[i]);
-            sl_usec_t us = s->until_reset > 0 ? s->until_reset : 0;
-            dur[i].seconds = us / SL_USEC_PER_SEC;
-            dur[i].nanos = (int32_t)(us % SL_USEC_PER_SEC) * 1000;
-            st[i].duration_until_reset = &dur[i];
-        }
-        stp[i] = &st[i];
-    }
-    m.n_statuses = n;
-    m.statuses = stp;
-    for (size_t i = 0; i < nheaders; i++) {
-        envoy__config__core__v3__header_value__init(&hv[i]);
-        hv[i].key = (char *)headers[i].key;
-        hv[i].value = (char *)headers[i].value;
-        hvp[i] = &hv[i];
-    }
-    m.n_response_headers_to_add = nheaders;
-    m.response_headers_to_add = hvp;
-    size_t len = envoy__service__ratelimit__v3__rate_limit_response__get_packed_size(&m);
-    *out = malloc(len ? len : 1);
-    if (*out == NULL)
-        goto done;
-    *out_len = envoy__service__ratelimit__v3__rate_limit_response__pack(&m, *out);
-    rc = SL_OK;
-done:
-    if (heap_st) {
-        free(st);
-        free(stp);
-        free(lim);
-        free(dur);
-    }
-    if (heap_hv) {
-        free(hv);
-        free(hvp);
-    }
-    return rc;
 }
 
 int sld_grpc_health_decode(const uint8_t *buf, size_t len, char **service) {

@@ -1,6 +1,7 @@
 /* grpc_messages.h -- the gRPC front's protobuf messages as plain structs:
- * Envoy's RateLimitRequest decoded and checked, RateLimitResponse encoded,
- * and gRPC health's Check request and response.
+ * Envoy's RateLimitRequest decoded and checked, the plain structs of a
+ * RateLimitResponse (encoded by hand: grpc_encode.h), and gRPC health's
+ * Check request and response.
  *
  * The wire format is protobuf-c's, generated at build time from proto/
  * (the same field numbers and types as Envoy's API); nothing above this
@@ -8,7 +9,8 @@
  * (owning its memory) or a message saying what is wrong, for the client's
  * INVALID_ARGUMENT.
  *
- * Not here: the gRPC calls (grpc_h2.c, grpc_server.c), deciding (grpc_decide.c).
+ * Not here: the gRPC calls (grpc_h2.c, grpc_server.c), deciding
+ * (grpc_decide.c), RateLimitResponse's bytes (grpc_encode.c).
  */
 #ifndef SL_SERVER_GRPC_MESSAGES_H
 #define SL_SERVER_GRPC_MESSAGES_H
@@ -76,12 +78,6 @@ typedef struct sld_grpc_status {
 typedef struct sld_grpc_header {
     const char *key, *value;      /* NUL-terminated */
 } sld_grpc_header_t;
-
-/* Encodes a RateLimitResponse into a malloc'd *out of *out_len bytes:
- * SL_OK or SL_ENOMEM. */
-int sld_grpc_rls_encode(int overall_code, const sld_grpc_status_t *statuses, size_t n,
-                        const sld_grpc_header_t *headers, size_t nheaders, uint8_t **out,
-                        size_t *out_len);
 
 /* gRPC health: the service asked about (a malloc'd C string, "" for the
  * server as a whole), or SL_EINVAL on malformed bytes. */

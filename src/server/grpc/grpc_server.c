@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "server/grpc/grpc_server.h"
 #include "server/grpc/grpc_stats.h"
 #include "server/net/admission.h"
+#include "server/net/linger.h"
 #include "server/net/listener.h"
 #include "server/net/tcp_stall.h"
 #include "server/observe/extra_metrics.h"
@@ -51,6 +53,7 @@ struct gconn {
     uint64_t since;      /* accepted at (loop ms) */
     sld_tcp_stall_t stall; /* whether the client still takes its answers */
     bool aborted;        /* reset for a stalled write: counted once */
+    int linger_fd;       /* while stopping: a dup kept to close without a reset; else -1 */
 };
 
 struct gworker {
@@ -66,6 +69,7 @@ struct gworker {
     gconn_t *conns;
     gconn_t *dirty;
     bool stopping;
+    sld_linger_t linger; /* stopped connections closing without a reset */
 };
 
 struct sld_grpc_server {
@@ -170,6 +174,7 @@ static void on_conn_closed(uv_handle_t *handle) {
         }
     sld_buf_free(&c->pending);
     sld_buf_free(&c->out);
+    sld_linger_add(&w->linger, c->linger_fd); /* -1: nothing */
     sld_conn_release(w->g->d);
     free(c);
 }
@@ -263,6 +268,7 @@ static void on_accept(uv_stream_t *listener, int status) {
     if (c == NULL)
         return;
     c->w = w;
+    c->linger_fd = -1;
     bool tls = w->g->tls != NULL;
     if (!sld_conn_accept(w->g->d, w->loop, listener, &c->tcp, tls ? "" : (const char *)refusal,
                          tls ? 0 : sizeof refusal))
@@ -369,6 +375,14 @@ static void front_begin_stop(void *state) {
             close_conn(c);
             continue;
         }
+        /* the session closes once its GOAWAY and last answers are out,
+         * maybe with a client's next frames unread, which would make the
+         * close a reset that can destroy those answers on their way: the
+         * dup keeps the socket for a lingering close (linger.h) once
+         * libh2o is done with it (on_conn_closed), as the HTTP fronts do */
+        uv_os_fd_t fd;
+        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+            c->linger_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
         sld_grpc_h2_shutdown(c->h2);
         mark_dirty(c);
     }
@@ -381,6 +395,7 @@ static void front_tick(void *state, uint64_t now) {
     gworker_t *w = state;
     sl_usec_t timeout = sld_runtime(w->g->d)->cfg->write_timeout;
     uint64_t reaped = 0;
+    sld_linger_poll(&w->linger);
     for (gconn_t *c = w->conns; c; c = c->next) {
         uv_os_fd_t fd;
         if (c->closing || c->aborted || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 ||
@@ -400,6 +415,7 @@ static void front_tick(void *state, uint64_t now) {
 
 static void front_force_close(void *state) {
     gworker_t *w = state;
+    sld_linger_close_all(&w->linger);
     for (gconn_t *c = w->conns, *next; c; c = next) {
         next = c->next;
         /* a write under way ends with an error, and the connection with it */
@@ -413,15 +429,20 @@ static void front_force_close(void *state) {
 
 static bool front_idle(void *state) {
     const gworker_t *w = state;
-    return w->conns == NULL;
+    return w->conns == NULL && sld_linger_empty(&w->linger);
 }
 
 static void front_dispose(void *state) {
     gworker_t *w = state;
     sld_listener_close(&w->listener, w->listening);
     w->listening = false;
-    for (gconn_t *c = w->conns; c; c = c->next)
+    for (gconn_t *c = w->conns; c; c = c->next) {
+        if (c->linger_fd >= 0) /* nothing lingers once the loop is going */
+            close(c->linger_fd);
+        c->linger_fd = -1;
         close_conn(c);
+    }
+    sld_linger_close_all(&w->linger);
     if (w->timer_open)
         uv_close((uv_handle_t *)&w->timer, NULL);
     if (w->check_open)

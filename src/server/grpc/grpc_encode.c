@@ -1,0 +1,184 @@
+/* grpc_encode.c -- RateLimitResponse by hand (see grpc_encode.h).
+ *
+ * Each message is sized first (a length-delimited field needs its length
+ * before its bytes), then written; the sizes of the nested messages are
+ * recomputed on the write, which is cheaper than keeping them for a
+ * message this small. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/grpc/grpc_encode.h"
+
+/* protobuf wire types */
+enum { WT_VARINT = 0, WT_LEN = 2 };
+
+static size_t varint_size(uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static size_t put_varint(uint8_t *out, uint64_t v) {
+    size_t n = 0;
+    while (v >= 0x80) {
+        out[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    out[n++] = (uint8_t)v;
+    return n;
+}
+
+/* int32 and enum values go on the wire sign-extended to 64 bits */
+static uint64_t int32_wire(int32_t v) { return (uint64_t)(int64_t)v; }
+
+/* Tags of field numbers under 16 are one byte. */
+static size_t put_tag(uint8_t *out, unsigned field, unsigned wt) {
+    out[0] = (uint8_t)(field << 3 | wt);
+    return 1;
+}
+
+/* a varint field, left out when zero (proto3) */
+static size_t varint_field_size(uint64_t v) { return v ? 1 + varint_size(v) : 0; }
+
+static size_t put_varint_field(uint8_t *out, unsigned field, uint64_t v) {
+    if (v == 0)
+        return 0;
+    size_t n = put_tag(out, field, WT_VARINT);
+    return n + put_varint(out + n, v);
+}
+
+/* a length-delimited field of len bytes, the tag and length */
+static size_t len_field_size(size_t len) { return 1 + varint_size(len) + len; }
+
+static size_t put_len_head(uint8_t *out, unsigned field, size_t len) {
+    size_t n = put_tag(out, field, WT_LEN);
+    return n + put_varint(out + n, len);
+}
+
+/* a string or bytes field, left out when empty (proto3) */
+static size_t bytes_field_size(size_t len) { return len ? len_field_size(len) : 0; }
+
+static size_t put_bytes_field(uint8_t *out, unsigned field, const void *p, size_t len) {
+    if (len == 0)
+        return 0;
+    size_t n = put_len_head(out, field, len);
+    memcpy(out + n, p, len);
+    return n + len;
+}
+
+static size_t cstr_len(const char *s) { return s ? strlen(s) : 0; }
+
+/* ---- RateLimit {requests_per_unit 1, unit 2, name 3} ----------------------------------------- */
+
+static size_t limit_size(const sld_grpc_status_t *s) {
+    return varint_field_size(s->rpu) + varint_field_size(int32_wire(s->unit)) + bytes_field_size(cstr_len(s->name));
+}
+
+static size_t put_limit(uint8_t *out, const sld_grpc_status_t *s) {
+    size_t n = put_varint_field(out, 1, s->rpu);
+    n += put_varint_field(out + n, 2, int32_wire(s->unit));
+    return n + put_bytes_field(out + n, 3, s->name, cstr_len(s->name));
+}
+
+/* ---- Duration {seconds 1, nanos 2} ---------------------------------------------------------- */
+
+static void duration_of(const sld_grpc_status_t *s, uint64_t *sec, uint64_t *nanos) {
+    sl_usec_t us = s->until_reset > 0 ? s->until_reset : 0;
+    *sec = (uint64_t)(us / SL_USEC_PER_SEC);
+    *nanos = int32_wire((int32_t)(us % SL_USEC_PER_SEC) * 1000);
+}
+
+static size_t duration_size(const sld_grpc_status_t *s) {
+    uint64_t sec, nanos;
+    duration_of(s, &sec, &nanos);
+    return varint_field_size(sec) + varint_field_size(nanos);
+}
+
+static size_t put_duration(uint8_t *out, const sld_grpc_status_t *s) {
+    uint64_t sec, nanos;
+    duration_of(s, &sec, &nanos);
+    size_t n = put_varint_field(out, 1, sec);
+    return n + put_varint_field(out + n, 2, nanos);
+}
+
+/* ---- DescriptorStatus {code 1, current_limit 2, limit_remaining 3, duration_until_reset 4} ---- */
+
+/* As sld_grpc_rls_encode always sent them: the limit, what is left and
+ * the duration only with has_limit. */
+static size_t status_size(const sld_grpc_status_t *s) {
+    size_t n = varint_field_size(int32_wire(s->code));
+    if (s->has_limit)
+        n += len_field_size(limit_size(s)) + varint_field_size(s->remaining) + len_field_size(duration_size(s));
+    return n;
+}
+
+static size_t put_status(uint8_t *out, const sld_grpc_status_t *s) {
+    size_t n = put_varint_field(out, 1, int32_wire(s->code));
+    if (s->has_limit) {
+        n += put_len_head(out + n, 2, limit_size(s));
+        n += put_limit(out + n, s);
+        n += put_varint_field(out + n, 3, s->remaining);
+        n += put_len_head(out + n, 4, duration_size(s));
+        n += put_duration(out + n, s);
+    }
+    return n;
+}
+
+/* ---- HeaderValue {key 1, value 2} ----------------------------------------------------------- */
+
+static size_t header_size(const sld_grpc_header_t *h) {
+    return bytes_field_size(cstr_len(h->key)) + bytes_field_size(cstr_len(h->value));
+}
+
+/* the whole field: each string measured once */
+static size_t put_header_field(uint8_t *out, unsigned field, const sld_grpc_header_t *h) {
+    size_t klen = cstr_len(h->key), vlen = cstr_len(h->value);
+    size_t n = put_len_head(out, field, bytes_field_size(klen) + bytes_field_size(vlen));
+    n += put_bytes_field(out + n, 1, h->key, klen);
+    return n + put_bytes_field(out + n, 2, h->value, vlen);
+}
+
+/* ---- RateLimitResponse {overall_code 1, statuses 2, response_headers_to_add 3,
+ *      request_headers_to_add 4, raw_body 5} ----------------------------------------------------- */
+
+size_t sld_grpc_response_size(const sld_grpc_response_t *r) {
+    size_t n = varint_field_size(int32_wire(r->overall_code));
+    for (size_t i = 0; i < r->nstatuses; i++)
+        n += len_field_size(status_size(&r->statuses[i]));
+    for (size_t i = 0; i < r->nresponse_headers; i++)
+        n += len_field_size(header_size(&r->response_headers[i]));
+    for (size_t i = 0; i < r->nrequest_headers; i++)
+        n += len_field_size(header_size(&r->request_headers[i]));
+    return n + bytes_field_size(r->raw_body_len);
+}
+
+size_t sld_grpc_response_write(const sld_grpc_response_t *r, uint8_t *out) {
+    size_t n = put_varint_field(out, 1, int32_wire(r->overall_code));
+    for (size_t i = 0; i < r->nstatuses; i++) {
+        n += put_len_head(out + n, 2, status_size(&r->statuses[i]));
+        n += put_status(out + n, &r->statuses[i]);
+    }
+    for (size_t i = 0; i < r->nresponse_headers; i++)
+        n += put_header_field(out + n, 3, &r->response_headers[i]);
+    for (size_t i = 0; i < r->nrequest_headers; i++)
+        n += put_header_field(out + n, 4, &r->request_headers[i]);
+    return n + put_bytes_field(out + n, 5, r->raw_body, r->raw_body_len);
+}
+
+int sld_grpc_rls_encode(int overall_code, const sld_grpc_status_t *statuses, size_t n,
+                        const sld_grpc_header_t *headers, size_t nheaders, uint8_t **out,
+                        size_t *out_len) {
+    sld_grpc_response_t r = {.overall_code = overall_code,
+                             .statuses = statuses,
+                             .nstatuses = n,
+                             .response_headers = headers,
+                             .nresponse_headers = nheaders};
+    size_t len = sld_grpc_response_size(&r);
+    if ((*out = malloc(len ? len : 1)) == NULL)
+        return SL_ENOMEM;
+    *out_len = sld_grpc_response_write(&r, *out);
+    return SL_OK;
+}
