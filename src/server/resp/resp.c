@@ -194,16 +194,36 @@ void sld_reply_errorf(sld_buf_t *out, const char *fmt, ...) {
     sld_reply_error(out, msg);
 }
 
+/* "00" to "99": two digits of a number in one copy. */
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 /* "<prefix><n>\r\n" into p (24 bytes of room); returns its length. Replies
  * are mostly integers and headers, and printf would cost more than the
- * decision. */
+ * decision. The numbers of a decision (flags, counts, seconds, a limit,
+ * -1 for "never") are nearly all under 1000: those without the general
+ * conversion's loop and call. */
 static size_t format_number(char *p, char prefix, int64_t n) {
     char *o = p;
+    uint64_t u = (uint64_t)n;
     *o++ = prefix;
-    if ((uint64_t)n < 10) /* flags, counts, seconds: mostly one digit */
-        *o++ = (char)('0' + n);
-    else
+    if (u < 10) {
+        *o++ = (char)('0' + u);
+    } else if (u < 100) {
+        memcpy(o, digit_pairs + 2 * u, 2);
+        o += 2;
+    } else if (u < 1000) {
+        *o++ = (char)('0' + u / 100);
+        memcpy(o, digit_pairs + 2 * (u % 100), 2);
+        o += 2;
+    } else if (n == -1) {
+        *o++ = '-';
+        *o++ = '1';
+    } else {
         o = sld_dec_i64(o, n);
+    }
     *o++ = '\r';
     *o++ = '\n';
     return (size_t)(o - p);
