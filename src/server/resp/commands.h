@@ -23,7 +23,25 @@ typedef struct sld_resp_batch {
     size_t n;
     sld_request_t reqs[SLD_RESP_BATCH_MAX]; /* keys point into the read's input */
     uint8_t kinds[SLD_RESP_BATCH_MAX];      /* the reply each gets */
+    /* What stays true for the whole read, found once (the runtime is the
+     * read's): whether a password is asked (-1: not looked up yet), and the
+     * last CL.THROTTLE/GCRA parameter set's policy (p NULL: none yet), as
+     * clients repeat one set command after command. */
+    int8_t password;
+    struct {
+        int64_t max_burst, interval_ns;
+        const sl_policy_t *p;
+        sld_origin_t origin;
+        bool defers;
+    } last_set;
 } sld_resp_batch_t;
+
+/* An empty batch, for one read. */
+static inline void sld_resp_batch_init(sld_resp_batch_t *b) {
+    b->n = 0;
+    b->password = -1;
+    b->last_set.p = NULL;
+}
 
 /* sld_command(), except that SL.CHECK, SL.PEEK, CL.THROTTLE and GCRA with
  * valid arguments, outside MULTI, on a store that answers now, are held in

@@ -238,7 +238,7 @@ static void process(conn_t *c) {
      * still in c->in: everything is flushed before the input is consumed
      * and before any other reply (commands.h) */
     sld_resp_batch_t batch;
-    batch.n = 0;
+    sld_resp_batch_init(&batch);
     const char *fail = NULL;
     sld_engine_batch_begin(d->engine, client.worker);
     while (!c->closing && !c->paused && c->in.len - off >= c->need) {
