@@ -134,6 +134,10 @@ static void decide_and_reply(sld_client_t *c, reply_kind_t kind, const sld_origi
 
 /* ---- redis-cell and Redis GCRA ----------------------------------------------------------- */
 
+static sld_origin_t throttle_origin(const sld_client_t *c, const sl_policy_t *local) {
+    return (sld_origin_t){.rt = c->rt, .index = SIZE_MAX, .slot = c->d->throttle_slot, .local = local};
+}
+
 /* CL.THROTTLE / GCRA's policy and origin: false after an error reply (or,
  * quiet, with nothing said). */
 static bool throttle_set(sld_client_t *c, const sld_throttle_args_t *a, bool quiet,
@@ -142,8 +146,7 @@ static bool throttle_set(sld_client_t *c, const sld_throttle_args_t *a, bool qui
     int rc = sld_throttles_get(c->d->throttles, a->max_burst, a->interval_ns, p, &local);
     const char *why = NULL;
     if (rc == SL_OK && sld_engine_supports(c->d->engine, *p, &why)) {
-        *origin = (sld_origin_t){.rt = c->rt, .index = SIZE_MAX, .slot = c->d->throttle_slot,
-                                 .local = local};
+        *origin = throttle_origin(c, local);
         return true;
     }
     if (quiet)
@@ -683,18 +686,15 @@ static bool batch_add(sld_client_t *c, sld_resp_batch_t *b, const command_t *cmd
                                          : sld_gcra_parse(argv, argc, &a)) != NULL ||
             !key_ok_quiet(c, &a.key, true))
             return false;
-        if (b->last_set.p && b->last_set.max_burst == a.max_burst &&
-            b->last_set.interval_ns == a.interval_ns) {
-            p = b->last_set.p;
-            origin = b->last_set.origin;
-            defers = b->last_set.defers;
+        sld_resp_last_set_t *last = b->last_set;
+        if (last->p && last->max_burst == a.max_burst && last->interval_ns == a.interval_ns) {
+            p = last->p;
+            origin = throttle_origin(c, last->local);
+            defers = last->defers;
         } else if (throttle_set(c, &a, true, &p, &origin)) {
             defers = sld_engine_defers(c->d->engine, p);
-            b->last_set.max_burst = a.max_burst;
-            b->last_set.interval_ns = a.interval_ns;
-            b->last_set.p = p;
-            b->last_set.origin = origin;
-            b->last_set.defers = defers;
+            *last = (sld_resp_last_set_t){.max_burst = a.max_burst, .interval_ns = a.interval_ns,
+                                          .p = p, .local = origin.local, .defers = defers};
         } else {
             return false;
         }

@@ -56,6 +56,7 @@ struct conn {
     char name[64];
     uint8_t proto;         /* HELLO's, kept between reads */
     sld_tx_t *tx;          /* MULTI's queue, kept between reads; freed unrun at the end */
+    sld_resp_last_set_t last_set; /* the last CL.THROTTLE parameter set (commands.h) */
     bool authed;           /* AUTH passed (requirepass) */
     bool admitted;         /* counted as connected (admission.h) until closed */
     bool writing;
@@ -238,7 +239,7 @@ static void process(conn_t *c) {
      * still in c->in: everything is flushed before the input is consumed
      * and before any other reply (commands.h) */
     sld_resp_batch_t batch;
-    sld_resp_batch_init(&batch);
+    sld_resp_batch_init(&batch, &c->last_set);
     const char *fail = NULL;
     sld_engine_batch_begin(d->engine, client.worker);
     while (!c->closing && !c->paused && c->in.len - off >= c->need) {
