@@ -80,9 +80,9 @@ run_callgrind() {
   local n=$(( p == 1 ? N1 : N16 )) f="$OUT/cg.$server.$p.${name//\//-}"
   start "$server" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$f"
   rb "$p" "$WARM" "$@"
-  callgrind_control -i on "$SERVER_PID" >/dev/null
+  callgrind_control -i on "$SERVER_PID" >/dev/null 2>&1
   rb "$p" "$n" "$@"
-  callgrind_control -i off "$SERVER_PID" >/dev/null
+  callgrind_control -i off "$SERVER_PID" >/dev/null 2>&1
   stop_server
   local ir
   ir=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",", "", $1); print $1}')
