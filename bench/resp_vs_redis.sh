@@ -86,6 +86,8 @@ SHA=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat "$PEERS/lua/gcra.lua")")
 
 {
   echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cores; pin=$PIN clients=$CLIENTS keyspace=$KEYSPACE runs=$RUNS dur=${DUR}s"
+  echo "# where: $([ "$PIN" = 1 ] && echo "servers on CPU 0, redis-benchmark on CPU 1" || echo "nothing pinned")"
+  echo "# load average at the start:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
   echo "# $(redis-server --version | cut -d' ' -f1-3); $("$SLUICED" --version); $(redis-benchmark --version 2>/dev/null | head -1)"
   echo "# the same limit everywhere: 100 per second with a burst of 100 (Lua: burst 100, rate 100, period 1;"
   echo "# CL.THROTTLE: max_burst 99 = capacity 100, 100 per 1 s)"
@@ -127,4 +129,5 @@ awk -F'[:,{}"]+' '
         (f[1] == "sluiced" && ping > 0) ? sprintf("%.2fx", ops[order[k]] / ping) : "",
         (f[3] ~ /cl.throttle/ && lua > 0) ? sprintf("%.2fx", ops[order[k]] / lua) : "" }
   }' "$OUT/lines"
+echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# raw: $OUT"

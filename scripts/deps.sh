@@ -24,7 +24,7 @@ package="dpkg-dev file"
 target=${1:-test}
 case "$target" in
   run)     want="$build redis-tools curl" ;;
-  test)    want="$build $package libcmocka-dev clang libclang-rt-dev python3 python3-redis python3-yaml python3-grpcio python3-protobuf protobuf-compiler redis-server redis-tools curl nginx haproxy ca-certificates chromium chromium-driver python3-selenium tmux" ;;
+  test)    want="$build $package libcmocka-dev clang libclang-rt-dev python3 python3-redis python3-yaml python3-grpcio python3-protobuf protobuf-compiler redis-server redis-tools curl nginx haproxy ca-certificates chromium chromium-driver python3-selenium tmux strace" ;;
   package) want="$build $package" ;;
   bench)   want="$build redis-server redis-tools nginx wrk curl nghttp2-client" ;;
   *) echo "usage: $0 run|test|package|bench" >&2; exit 2 ;;

@@ -1,7 +1,8 @@
 """test_resp_batch.py -- pipelined decision commands of one read are decided
 together (the engine's batch call, sl_check_batch for the memory store), and
 the replies are byte for byte those of the same commands sent one at a time:
-decisions, denials, peeks, costs, tiers, CL.THROTTLE and GCRA, errors in the
+decisions, denials, peeks, costs, tiers, CL.THROTTLE and GCRA (their
+parameter sets changing from one command to the next), errors in the
 middle of a run (no such policy, a key too long, a bad cost, a wrong number
 of arguments), other commands between them (PING, SL.RESET,
 MULTI/EXEC), runs longer than a batch, RESP3, and a password that NOAUTH
@@ -111,6 +112,9 @@ def commands(prefix=()):
         cmds.append(["SL.CHECK", "per_user" if (i // 10) % 2 else "two_limits", "r%d" % (i % 13)])
     for i in range(70):
         cmds.append(["CL.THROTTLE", "c%d" % (i % 5), "2", "5", "60"])
+    for i in range(36):  # parameter sets changing command by command, on one key and on several
+        cmds.append(["CL.THROTTLE", "m%d" % (i % 2), str(1 + i % 3), str(10 * (1 + i % 4)), "60"])
+        cmds.append(["GCRA" if i % 2 else "CL.THROTTLE", "m9", "1", "10", "60"])
     cmds.append(["ECHO", "end"])
     return cmds
 

@@ -176,6 +176,14 @@ static void replies(void **state) {
     assert_false(b.failed);
     sld_buf_consume(&b, 5);
     assert_memory_equal(b.data, "+PONG", 5);
+    /* either side of the short forms' edges (one, two, three digits, -1) */
+    sld_buf_reset(&b);
+    const int64_t edges[10] = {100, 101, 999, 1000, 12345, -2, -10, -100, -1000, 1000000};
+    sld_reply_ints(&b, edges, 10);
+    const char want_edges[] = "*10\r\n:100\r\n:101\r\n:999\r\n:1000\r\n:12345\r\n:-2\r\n:-10\r\n"
+                              ":-100\r\n:-1000\r\n:1000000\r\n";
+    assert_int_equal(b.len, sizeof want_edges - 1);
+    assert_memory_equal(b.data, want_edges, b.len);
     sld_buf_free(&b);
 }
 

@@ -109,12 +109,42 @@ static void test_seconds_round_as_redis_cell(void **state) {
     assert_int_equal(sld_throttle_seconds(SEC(2) + 1000), 3);
 }
 
+/* The integers: 18 digits are read without the general parser, the rest by
+ * it; both give the same numbers and the same errors either side of the
+ * boundary. */
+static void test_integer_edges(void **state) {
+    (void)state;
+    sld_throttle_args_t a;
+    assert_null(THROTTLE(&a, "CL.THROTTLE", "k", "999999999999999999", "1", "1")); /* 18 digits */
+    assert_int_equal(a.max_burst, INT64_C(999999999999999999));
+    assert_null(THROTTLE(&a, "CL.THROTTLE", "k", "9223372036854775807", "1", "1")); /* 19: INT64_MAX */
+    assert_int_equal(a.max_burst, INT64_MAX);
+    assert_null(THROTTLE(&a, "CL.THROTTLE", "k", "007", "010", "1", "0003"));
+    assert_int_equal(a.max_burst, 7);
+    assert_int_equal(a.interval_ns, 100000000); /* 1 s / 10 */
+    assert_int_equal(a.quantity, 3);
+    assert_null(THROTTLE(&a, "CL.THROTTLE", "k", "-0", "1", "1"));
+    assert_int_equal(a.max_burst, 0);
+    const char *burst = "ERR max_burst must be an integer >= 0";
+    assert_string_equal(THROTTLE(&a, "CL.THROTTLE", "k", "", "1", "1"), burst);
+    assert_string_equal(THROTTLE(&a, "CL.THROTTLE", "k", "+1", "1", "1"), burst);
+    assert_string_equal(THROTTLE(&a, "CL.THROTTLE", "k", " 1", "1", "1"), burst);
+    assert_string_equal(THROTTLE(&a, "CL.THROTTLE", "k", "1 ", "1", "1"), burst);
+    assert_string_equal(THROTTLE(&a, "CL.THROTTLE", "k", "12345678901234567x", "1", "1"), burst);
+    assert_string_equal(THROTTLE(&a, "CL.THROTTLE", "k", "9223372036854775808", "1", "1"), burst);
+    assert_string_equal(THROTTLE(&a, "CL.THROTTLE", "k", "1", "1", "1", "18446744073709551616"),
+                        "ERR quantity must be an integer >= 0");
+    assert_string_equal(THROTTLE(&a, "CL.THROTTLE", "k", "1", "1", "1", "00000000000000000001"), /* 20 digits */
+                        "ERR quantity must be an integer >= 0");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_throttle_arguments),
         cmocka_unit_test(test_throttle_errors),
         cmocka_unit_test(test_gcra_arguments),
         cmocka_unit_test(test_gcra_errors),
+        cmocka_unit_test(test_integer_edges),
         cmocka_unit_test(test_seconds_round_as_redis_cell),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -134,18 +134,19 @@ static void decide_and_reply(sld_client_t *c, reply_kind_t kind, const sld_origi
 
 /* ---- redis-cell and Redis GCRA ----------------------------------------------------------- */
 
+static sld_origin_t throttle_origin(const sld_client_t *c, const sl_policy_t *local) {
+    return (sld_origin_t){.rt = c->rt, .index = SIZE_MAX, .slot = c->d->throttle_slot, .local = local};
+}
+
 /* CL.THROTTLE / GCRA's policy and origin: false after an error reply (or,
  * quiet, with nothing said). */
-static bool throttle_policy(sld_client_t *c, const sld_throttle_args_t *a, bool quiet,
-                            const sl_policy_t **p, sld_origin_t *origin) {
-    if (!key_ok_quiet(c, &a->key, quiet))
-        return false;
+static bool throttle_set(sld_client_t *c, const sld_throttle_args_t *a, bool quiet,
+                         const sl_policy_t **p, sld_origin_t *origin) {
     const sl_policy_t *local;
     int rc = sld_throttles_get(c->d->throttles, a->max_burst, a->interval_ns, p, &local);
     const char *why = NULL;
     if (rc == SL_OK && sld_engine_supports(c->d->engine, *p, &why)) {
-        *origin = (sld_origin_t){.rt = c->rt, .index = SIZE_MAX, .slot = c->d->throttle_slot,
-                                 .local = local};
+        *origin = throttle_origin(c, local);
         return true;
     }
     if (quiet)
@@ -160,6 +161,11 @@ static bool throttle_policy(sld_client_t *c, const sld_throttle_args_t *a, bool 
     else
         sld_reply_errorf(c->out, "ERR these parameters cannot be decided exactly in Redis: %s", why);
     return false;
+}
+
+static bool throttle_policy(sld_client_t *c, const sld_throttle_args_t *a, bool quiet,
+                            const sl_policy_t **p, sld_origin_t *origin) {
+    return key_ok_quiet(c, &a->key, quiet) && throttle_set(c, a, quiet, p, origin);
 }
 
 static void throttle(sld_client_t *c, const sld_throttle_args_t *a) {
@@ -661,6 +667,7 @@ static bool batch_add(sld_client_t *c, sld_resp_batch_t *b, const command_t *cmd
     uint64_t cost;
     unsigned flags = 0;
     reply_kind_t kind;
+    bool defers;
     sld_throttle_args_t a;
     if (cmd->run == cmd_sl_check || cmd->run == cmd_sl_peek) {
         int64_t n;
@@ -673,18 +680,31 @@ static bool batch_add(sld_client_t *c, sld_resp_batch_t *b, const command_t *cmd
         cost = (uint64_t)n;
         flags = cmd->run == cmd_sl_peek ? SL_DECIDE_PEEK : 0;
         kind = REPLY_NATIVE;
+        defers = sld_engine_defers(c->d->engine, p);
     } else if (cmd->run == cmd_cl_throttle || cmd->run == cmd_gcra) {
         if ((cmd->run == cmd_cl_throttle ? sld_throttle_parse(argv, argc, &a)
                                          : sld_gcra_parse(argv, argc, &a)) != NULL ||
-            !throttle_policy(c, &a, true, &p, &origin))
+            !key_ok_quiet(c, &a.key, true))
             return false;
+        sld_resp_last_set_t *last = b->last_set;
+        if (last->p && last->max_burst == a.max_burst && last->interval_ns == a.interval_ns) {
+            p = last->p;
+            origin = throttle_origin(c, last->local);
+            defers = last->defers;
+        } else if (throttle_set(c, &a, true, &p, &origin)) {
+            defers = sld_engine_defers(c->d->engine, p);
+            *last = (sld_resp_last_set_t){.max_burst = a.max_burst, .interval_ns = a.interval_ns,
+                                          .p = p, .local = origin.local, .defers = defers};
+        } else {
+            return false;
+        }
         key = &a.key;
         cost = (uint64_t)a.quantity;
         kind = REPLY_THROTTLE;
     } else {
         return false;
     }
-    if (sld_engine_defers(c->d->engine, p)) { /* Redis pipelines them already, in their places */
+    if (defers) { /* Redis pipelines them already, in their places */
         if (b->n)
             sld_command_flush(c, b);
         decide_and_reply(c, kind, &origin, p, key, cost, flags);
@@ -723,7 +743,9 @@ void sld_command_batched(sld_client_t *c, sld_resp_batch_t *b, const sld_arg_t *
     /* outside MULTI and past the NOAUTH gate, the checks sld_command makes
      * before a handler say nothing: found once here, run here */
     const command_t *cmd = NULL;
-    if (c->tx == NULL && (c->authed || sld_resp_requirepass(c->rt->cfg) == NULL)) {
+    if (b->password < 0)
+        b->password = sld_resp_requirepass(c->rt->cfg) != NULL;
+    if (c->tx == NULL && (c->authed || !b->password)) {
         cmd = lookup(&argv[0]);
         if (cmd && (!arity_ok(cmd, argc) || (cmd->test_only && !c->d->test_clock)))
             cmd = NULL;

@@ -42,20 +42,7 @@ static ssize_t fail(const char **why, const char *msg) {
 /* The header at p[0..n) after its '*' or '$': an integer (optional '-', at
  * most 19 digits) then CRLF, read in one pass. Returns the bytes it takes
  * (> 0), 0 when it may still be coming, -1 when it is not a header. */
-static ssize_t read_header(const char *p, size_t n, int64_t *out) {
-    /* Nearly every header is one or two digits ("*5", "$3"): those without
-     * the general loop, which costs about 50 instructions a header and is
-     * run 6 to 7 times per CL.THROTTLE. */
-    if (n >= 4 && (unsigned)(p[0] - '0') < 10) {
-        if (p[1] == '\r' && p[2] == '\n') {
-            *out = p[0] - '0';
-            return 3;
-        }
-        if ((unsigned)(p[1] - '0') < 10 && p[2] == '\r' && p[3] == '\n') {
-            *out = (p[0] - '0') * 10 + (p[1] - '0');
-            return 4;
-        }
-    }
+static ssize_t read_header_any(const char *p, size_t n, int64_t *out) {
     size_t i = 0, first;
     bool neg = false;
     uint64_t v = 0; /* 19 digits always fit; INT64_MAX is checked once */
@@ -71,6 +58,23 @@ static ssize_t read_header(const char *p, size_t n, int64_t *out) {
         return -1;
     *out = neg ? -(int64_t)v : (int64_t)v;
     return (ssize_t)(i + 2);
+}
+
+/* read_header_any's answer for a header of one or two digits ("*5",
+ * "$3", "$11"), nearly every header, inline: the general loop costs about
+ * 50 instructions a header, and a CL.THROTTLE has six. */
+static inline ssize_t read_header(const char *p, size_t n, int64_t *out) {
+    if (n >= 4 && (unsigned)(p[0] - '0') < 10) {
+        if (p[1] == '\r' && p[2] == '\n') {
+            *out = p[0] - '0';
+            return 3;
+        }
+        if ((unsigned)(p[1] - '0') < 10 && p[2] == '\r' && p[3] == '\n') {
+            *out = (p[0] - '0') * 10 + (p[1] - '0');
+            return 4;
+        }
+    }
+    return read_header_any(p, n, out);
 }
 
 static ssize_t parse_multibulk(const char *buf, size_t len, const sld_resp_limits_t *lim,
@@ -190,16 +194,36 @@ void sld_reply_errorf(sld_buf_t *out, const char *fmt, ...) {
     sld_reply_error(out, msg);
 }
 
+/* "00" to "99": two digits of a number in one copy. */
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 /* "<prefix><n>\r\n" into p (24 bytes of room); returns its length. Replies
  * are mostly integers and headers, and printf would cost more than the
- * decision. */
+ * decision. The numbers of a decision (flags, counts, seconds, a limit,
+ * -1 for "never") are nearly all under 1000: those without the general
+ * conversion's loop and call. */
 static size_t format_number(char *p, char prefix, int64_t n) {
     char *o = p;
+    uint64_t u = (uint64_t)n;
     *o++ = prefix;
-    if ((uint64_t)n < 10) /* flags, counts, seconds: mostly one digit */
-        *o++ = (char)('0' + n);
-    else
+    if (u < 10) {
+        *o++ = (char)('0' + u);
+    } else if (u < 100) {
+        memcpy(o, digit_pairs + 2 * u, 2);
+        o += 2;
+    } else if (u < 1000) {
+        *o++ = (char)('0' + u / 100);
+        memcpy(o, digit_pairs + 2 * (u % 100), 2);
+        o += 2;
+    } else if (n == -1) {
+        *o++ = '-';
+        *o++ = '1';
+    } else {
         o = sld_dec_i64(o, n);
+    }
     *o++ = '\r';
     *o++ = '\n';
     return (size_t)(o - p);

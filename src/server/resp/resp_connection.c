@@ -56,6 +56,7 @@ struct conn {
     char name[64];
     uint8_t proto;         /* HELLO's, kept between reads */
     sld_tx_t *tx;          /* MULTI's queue, kept between reads; freed unrun at the end */
+    sld_resp_last_set_t last_set; /* the last CL.THROTTLE parameter set (commands.h) */
     bool authed;           /* AUTH passed (requirepass) */
     bool admitted;         /* counted as connected (admission.h) until closed */
     bool writing;
@@ -146,8 +147,34 @@ static bool write_stalled(conn_t *c, uint64_t now, sl_usec_t timeout) {
                            timeout);
 }
 
+/* Writes what the socket takes now (uv_try_write): 0, or < 0 when the
+ * connection failed and was closed. A uv_write that completes at once still
+ * has its callback run on the next loop turn, and libuv then re-arms the
+ * descriptor for POLLOUT it never waited on: one epoll_ctl a write, one a
+ * command at pipeline 1 (bench/README.md). While paused, the write's
+ * callback is what resumes reading, so it keeps going through uv_write. */
+static int write_now(conn_t *c) {
+    if (c->paused)
+        return 0;
+    uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
+    int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (n == UV_EAGAIN)
+        return 0;
+    if (n < 0) {
+        conn_close(c);
+        return n;
+    }
+    if ((size_t)n == c->out.len)
+        sld_buf_reset(&c->out);
+    else
+        sld_buf_consume(&c->out, (size_t)n);
+    return 0;
+}
+
 static void flush(conn_t *c) {
     if (c->writing || c->closed)
+        return;
+    if (c->out.len > 0 && !c->out.failed && write_now(c) < 0)
         return;
     if (c->out.len == 0) {
         if (c->closing && c->replies.head == NULL)
@@ -212,7 +239,7 @@ static void process(conn_t *c) {
      * still in c->in: everything is flushed before the input is consumed
      * and before any other reply (commands.h) */
     sld_resp_batch_t batch;
-    batch.n = 0;
+    sld_resp_batch_init(&batch, &c->last_set);
     const char *fail = NULL;
     sld_engine_batch_begin(d->engine, client.worker);
     while (!c->closing && !c->paused && c->in.len - off >= c->need) {
