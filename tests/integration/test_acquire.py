@@ -218,6 +218,32 @@ class Acquire(unittest.TestCase):
         self.assertEqual(self.r.execute_command("SL.PEEK", "slow", "g")[3], 120000)  # the place at 60 s
         s2.close()
 
+    def cl_reset_after(self, key):
+        """CL.THROTTLE's reset_after (s) for key, 1 per minute, charging nothing."""
+        return self.r.execute_command("CL.THROTTLE", key, 0, 1, 60, 0)[4]
+
+    def cl_until(self, key, seconds):
+        deadline = time.time() + 5
+        while self.cl_reset_after(key) != seconds and time.time() < deadline:
+            time.sleep(0.005)
+        self.assertEqual(self.cl_reset_after(key), seconds)
+
+    def test_cl_acquire_disconnected_waiter_gives_its_place_to_the_next(self):
+        # as SL.ACQUIRE's, with CL.THROTTLE's ad-hoc policy (max_burst 0, 1
+        # per minute): the first now, the second held a minute; it leaves,
+        # its place goes back, and the next waiter gets it
+        self.assertEqual(self.r.execute_command("CL.ACQUIRE", "cg", 0, 1, 60, "TIMEOUT", 0)[0], 0)
+        self.cl_until("cg", 60)
+        s = self.d.raw()
+        s.sendall(command("CL.ACQUIRE", "cg", 0, 1, 60, "TIMEOUT", 600000))
+        self.cl_until("cg", 120)
+        s.close()
+        self.cl_until("cg", 60)
+        s2 = self.d.raw()
+        s2.sendall(command("CL.ACQUIRE", "cg", 0, 1, 60, "TIMEOUT", 600000))
+        self.cl_until("cg", 120)  # the place at 60 s
+        s2.close()
+
     def test_errors(self):
         err = self.d.raw()
         for args, text in [

@@ -167,6 +167,46 @@ class AcquireRedis(unittest.TestCase):
         s2.close()
         self.wait_for_peek(ca, "slow", "g", 3, 60000)
 
+    def test_http_wait_client_gone_gives_its_place_to_the_next(self):
+        # an HTTP/1 wait= client held a minute in Redis closes its socket
+        # (the daemon looks at it every 100 ms): its place goes back, and
+        # the next waiter (on the other daemon) gets it
+        import socket
+        a, b = self.daemon(), self.daemon()
+        ca, cb = a.client(), b.client()
+        self.assertEqual(ca.execute_command("SL.ACQUIRE", "slow", "h", "TIMEOUT", 0)[0], 1)
+        s = socket.create_connection(("127.0.0.1", a.http_port), timeout=10)
+        s.sendall(b"GET /v1/check?policy=slow&key=h&wait=1h HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.wait_for_peek(cb, "slow", "h", 3, 120000)
+        s.close()
+        self.wait_for_peek(cb, "slow", "h", 3, 60000)
+        s2 = b.raw()
+        s2.sendall(command("SL.ACQUIRE", "slow", "h", "TIMEOUT", 600000))
+        self.wait_for_peek(ca, "slow", "h", 3, 120000)  # the place at 60 s
+        s2.close()
+        self.wait_for_peek(ca, "slow", "h", 3, 60000)
+
+    def test_cl_acquire_disconnected_waiter_gives_its_place_back(self):
+        # CL.ACQUIRE's ad-hoc policy (max_burst 0, 1 per minute) in Redis:
+        # the second waiter leaves and its place goes back
+        a, b = self.daemon(), self.daemon()
+        ca, cb = a.client(), b.client()
+
+        def reset_after(c):
+            return c.execute_command("CL.THROTTLE", "cg", 0, 1, 60, 0)[4]
+
+        def until(c, want):
+            deadline = time.time() + 5
+            while reset_after(c) != want and time.time() < deadline:
+                time.sleep(0.005)
+            self.assertEqual(reset_after(c), want)
+        self.assertEqual(ca.execute_command("CL.ACQUIRE", "cg", 0, 1, 60, "TIMEOUT", 0)[0], 0)
+        s = a.raw()
+        s.sendall(command("CL.ACQUIRE", "cg", 0, 1, 60, "TIMEOUT", 600000))
+        until(cb, 120)
+        s.close()
+        until(cb, 60)
+
     def test_disconnected_waiter_gives_back_a_fixed_window_place(self):
         # 1 per window of 60 s, full: a waiter holds the next window's
         # place in Redis; its client leaves and the window is uncounted, so

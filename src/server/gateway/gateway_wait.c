@@ -6,21 +6,20 @@
  * Not here: deciding (gateway.c), the shared counts (gateway_concurrency.c).
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include <sys/socket.h>
 
 #include <h2o.h>
 
 #include "server/gateway/gateway_access_log.h"
 #include "server/gateway/gateway_private.h"
+#include "server/net/peer_gone.h"
 
 #define RETRY_MS 10       /* waiters look for a slot freed on another worker this often */
-#define PROBE_MS 100      /* an HTTP/1 waiter's connection is looked at for its end this often */
+#define PROBE_MS SLD_PEER_PROBE_MS /* an HTTP/1 waiter's connection is looked at for its end this often */
 
 void sld__gw_unwait(gw_call_t *call) {
     gw_worker_t *w = call->w;
@@ -169,23 +168,6 @@ void sld__gw_forward(gw_call_t *call) {
     wait_in_line(call, false, uv_now(w->wait_timer.loop) + (uint64_t)(route->concurrency.max_wait / 1000));
 }
 
-/* Whether an HTTP/1 waiter's client has closed its connection: libh2o
- * reads no more from an HTTP/1 connection while a request is served, and
- * so would learn it only when it writes. A peek without taking a byte; a
- * pipelined request after this one leaves it alive. HTTP/2 keeps reading:
- * a stream or connection that ends disposes the request itself. */
-static bool client_gone(h2o_req_t *req) {
-    if (req->version >= 0x200 || req->conn->callbacks->get_socket == NULL)
-        return false;
-    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
-    int fd = sock ? h2o_socket_get_fd(sock) : -1;
-    if (fd < 0)
-        return false;
-    char b;
-    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
 /* The waiters in arrival order: the delayed whose moment came are
  * forwarded; a slot for those that can have one, a refusal for those past
  * max_wait; the timer set again for the next moment, the next look at a
@@ -215,7 +197,7 @@ static void on_wait_timer(uv_timer_t *timer) {
         }
         if (now >= call->probe_at) {
             call->probe_at = now + PROBE_MS;
-            if (client_gone(call->req)) {
+            if (sld_peer_gone(call->req)) {
                 sld__gw_end_places(call, true); /* the next request gets them */
                 sld__gw_unwait(call); /* its place now; the answer, written to nobody, ends the request */
                 sld__gw_drop_place(call);

@@ -29,6 +29,7 @@
 #include "server/http/http_request.h"
 #include "server/http/http_server.h"
 #include "server/http/http_wait.h"
+#include "server/net/peer_gone.h"
 
 #define MAX_URI_BYTES 8192   /* the request target, query included */
 #define MAX_HEAD_BYTES 65536 /* request line and headers (or max_request_bytes if less) */
@@ -97,6 +98,8 @@ static const char *framing_error(h2o_req_t *req) {
     return sld_http_framing_error(sock->input->bytes, sock->input->size, req->version < 0x101);
 }
 
+static bool client_gone(void *req) { return sld_peer_gone(req); }
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     sld_http_t *h = ((handler_t *)self)->h;
     sld_http_worker_t *w = H2O_STRUCT_FROM_MEMBER(sld_http_worker_t, server.ctx, req->conn->ctx);
@@ -114,6 +117,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
         .peer = (const struct sockaddr *)&peer,
         .header = sld_http_request_header,
         .header_ctx = req,
+        .gone = client_gone,
     };
     sld_http_reply_t *r = &w->reply;
     size_t head = req->path.len;

@@ -125,6 +125,7 @@ struct sld_http_pending {
     void *done_arg;
     void (*cancel)(void *arg); /* told once when nobody waits any more */
     void *cancel_arg;
+    bool abandoned;            /* told nobody waits before cancel was set */
     alignas(max_align_t) unsigned char extra[]; /* the route's own state */
 };
 
@@ -139,6 +140,7 @@ void *sld_http_pending_extra(sld_http_pending_t *pd) { return pd->extra; }
 void sld_http_pending_wait(sld_http_pending_t *pd, sld_http_done_fn done, void *arg) {
     pd->done = done;
     pd->done_arg = arg;
+    pd->abandoned = done == NULL;
     void (*cancel)(void *) = pd->cancel;
     if (done == NULL && cancel) {
         pd->cancel = NULL;
@@ -149,6 +151,10 @@ void sld_http_pending_wait(sld_http_pending_t *pd, sld_http_done_fn done, void *
 void sld_http_pending_on_cancel(sld_http_pending_t *pd, void (*cancel)(void *arg), void *arg) {
     pd->cancel = cancel;
     pd->cancel_arg = arg;
+    if (pd->abandoned) { /* the request went while the store was answering */
+        pd->cancel = NULL;
+        cancel(arg);
+    }
 }
 
 void sld_http_pending_deliver(sld_http_pending_t *pd) {

@@ -31,6 +31,9 @@ typedef struct sld_http_request {
      * X-Forwarded-For headers come joined with ", ". */
     sld_span_t (*header)(void *ctx, const char *name, size_t name_len);
     void *header_ctx;
+    /* Whether the client has gone (given header_ctx), for an answer held
+     * long: net/peer_gone.h. NULL: the wire tells the pending answer itself. */
+    bool (*gone)(void *ctx);
 } sld_http_request_t;
 
 /* The response headers sluiced writes (http.c keeps their wire forms). */
@@ -121,7 +124,8 @@ void *sld_http_pending_extra(sld_http_pending_t *pd);
 void sld_http_pending_wait(sld_http_pending_t *pd, sld_http_done_fn done, void *arg);
 /* Asks to be told, by cancel(arg), when nobody waits any more
  * (sld_http_pending_wait with done NULL) before the answer is delivered:
- * an answer held on a timer stops waiting. It is still delivered (and
+ * an answer held on a timer stops waiting. At once when nobody waits
+ * already (the request went while the store answered). It is still delivered (and
  * freed) by sld_http_pending_deliver, later. */
 void sld_http_pending_on_cancel(sld_http_pending_t *pd, void (*cancel)(void *arg), void *arg);
 /* Gives the reply to whoever waits (an unwritable one becomes a 503) and

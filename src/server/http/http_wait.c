@@ -1,7 +1,10 @@
 /* http_wait.c -- decisions that wait over HTTP (see http_wait.h): a
  * reservation (in Redis: a pending answer until it comes back), then the
  * answer held on a uv timer of the worker's loop in a pending answer
- * (http_reply.h), which the wire layer sends when it is delivered. */
+ * (http_reply.h), which the wire layer sends when it is delivered. An
+ * HTTP/1 client is looked at every SLD_PEER_PROBE_MS while held (the wire
+ * reads nothing from it then), so that one gone gives its place back as
+ * an HTTP/2 one does when its stream ends. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +13,7 @@
 #include "server/http/http_check.h" /* sld_check_parse_wait */
 #include "server/base/decimal.h"
 #include "server/http/http_wait.h"
+#include "server/net/peer_gone.h" /* SLD_PEER_PROBE_MS */
 #include "server/state/held_place.h"
 
 typedef struct held {
@@ -22,12 +26,15 @@ typedef struct held {
     sld_http_decision_t f;    /* a reservation in Redis: the route's, for its answer */
     sld_held_place_t *place;  /* given back if the client goes first (NULL: cannot be) */
     struct sld_daemon *daemon;
+    uint64_t due;             /* the loop's ms when the answer goes */
+    bool (*gone)(void *ctx);  /* the client left (NULL: the wire says so itself) */
+    void *gone_ctx;
 } held_t;
 
 /* The answers each worker holds (threads are at most 256), so that a
- * stopping worker lets them go: HTTP/1 learns that a client went away only
- * when it writes, so nothing else would end them before their time. Each
- * list is only touched from its worker's thread. */
+ * stopping worker lets them go: a client still there would otherwise hold
+ * the stop until their time. Each list is only touched from its worker's
+ * thread. */
 #define MAX_WORKERS 256
 static held_t *held_by_worker[MAX_WORKERS];
 
@@ -52,7 +59,36 @@ static void close_timer(held_t *held) {
     uv_close((uv_handle_t *)&held->timer, on_closed);
 }
 
-static void on_fire(uv_timer_t *t) { close_timer(t->data); }
+static void on_fire(uv_timer_t *t);
+
+/* The timer set for the answer's moment, or sooner to look at the client. */
+static void arm(held_t *held) {
+    uint64_t now = uv_now(held->loop), ms = held->due > now ? held->due - now : 0;
+    if (held->gone && ms > SLD_PEER_PROBE_MS)
+        ms = SLD_PEER_PROBE_MS;
+    uv_timer_start(&held->timer, on_fire, ms, 0);
+}
+
+/* An HTTP/1 client gone before its moment: its place goes to the next
+ * request, and the answer, written to nobody, ends the request now. */
+static void client_left(held_t *held) {
+    sld_http_reply_t *r = sld_http_pending_reply(held->pd);
+    sld_http_reply_reset(r);
+    sld_http_error(r, 503, "client_gone", NULL, "the client went away while waiting");
+    sld_held_place_give_back(held->daemon, held->worker, held->place);
+    held->place = NULL;
+    close_timer(held);
+}
+
+static void on_fire(uv_timer_t *t) {
+    held_t *held = t->data;
+    if (uv_now(held->loop) >= held->due)
+        close_timer(held);
+    else if (held->gone(held->gone_ctx))
+        client_left(held);
+    else
+        arm(held);
+}
 
 /* The client went away: its place goes to the next request (what can be
  * given back exactly), the answer is delivered to nobody, now. */
@@ -75,7 +111,8 @@ static void hold(held_t *held, sl_usec_t delay) {
     }
     uv_timer_init(held->loop, &held->timer);
     held->timer.data = held;
-    uv_timer_start(&held->timer, on_fire, (uint64_t)sld_ms_up(delay), 0);
+    held->due = uv_now(held->loop) + (uint64_t)sld_ms_up(delay);
+    arm(held);
     sld_http_pending_on_cancel(held->pd, on_cancel, held);
 }
 
@@ -127,7 +164,8 @@ void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f
         }
         held_t *held = sld_http_pending_extra(pd);
         *held = (held_t){.pd = pd, .worker = c->worker, .loop = loop, .f = *f,
-                         .place = sld_held_place_pending(&req), .daemon = c->d};
+                         .place = sld_held_place_pending(&req), .daemon = c->d,
+                         .gone = c->req->gone, .gone_ctx = c->req->header_ctx};
         /* the answer fills the place's held: it outlives this call */
         req.held = held->place ? sld_held_place_held(held->place) : NULL;
     }
@@ -159,7 +197,7 @@ void sld_http_decide_wait(const sld_http_call_t *c, const sld_http_decision_t *f
     sld_http_finish(sld_http_pending_reply(pd), f, rc, &dec, lr);
     held_t *held = sld_http_pending_extra(pd);
     *held = (held_t){.pd = pd, .worker = c->worker, .loop = loop, .place = sld_held_place_new(&req, &place),
-                     .daemon = c->d};
+                     .daemon = c->d, .gone = c->req->gone, .gone_ctx = c->req->header_ctx};
     hold(held, dec.delay);
     *c->later = pd;
 }

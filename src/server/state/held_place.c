@@ -9,6 +9,7 @@
 
 struct sld_held_place {
     char policy[SL_MAX_POLICY_NAME + 1];
+    const sl_policy_t *adhoc; /* CL.ACQUIRE's (policy ""): lives as long as the daemon */
     uint64_t cost;
     sl__held_t held;
     size_t key_len;
@@ -29,16 +30,18 @@ sld_held_place_t *sld_held_place_pending(const sld_request_t *r) {
 sl__held_t *sld_held_place_held(sld_held_place_t *hp) { return &hp->held; }
 
 static sld_held_place_t *place_of(const sld_request_t *r, const sl__held_t *held) {
-    if (r->origin.rt == NULL || r->origin.index == SIZE_MAX)
+    bool adhoc = r->origin.index == SIZE_MAX; /* CL.THROTTLE's parameters: engine/throttle.h */
+    if (r->origin.rt == NULL && !adhoc)
         return NULL;
-    const sld_policy_t *pc = sld_policies_config(r->origin.rt->policies, r->origin.index);
+    const sld_policy_t *pc = adhoc ? NULL : sld_policies_config(r->origin.rt->policies, r->origin.index);
     size_t name_len = pc ? strlen(pc->name) : 0;
-    if (name_len == 0 || name_len > SL_MAX_POLICY_NAME)
+    if (adhoc ? r->p == NULL : name_len == 0 || name_len > SL_MAX_POLICY_NAME)
         return NULL;
     sld_held_place_t *hp = malloc(sizeof *hp + r->key_len);
     if (hp == NULL)
         return NULL;
-    memcpy(hp->policy, pc->name, name_len + 1);
+    memcpy(hp->policy, adhoc ? "" : pc->name, name_len + 1);
+    hp->adhoc = adhoc ? r->p : NULL;
     hp->cost = r->cost;
     hp->held = *held;
     hp->key_len = r->key_len;
@@ -53,9 +56,10 @@ void sld_held_place_give_back(sld_daemon_t *d, uint32_t worker, sld_held_place_t
         return;
     }
     const sld_runtime_t *rt = sld_runtime(d);
-    size_t index = 0;
-    const sl_policy_t *p = sld_policies_find(rt->policies, hp->policy, strlen(hp->policy), hp->key,
-                                             hp->key_len, NULL, &index);
+    size_t index = SIZE_MAX;
+    const sl_policy_t *p = hp->adhoc ? hp->adhoc
+                                     : sld_policies_find(rt->policies, hp->policy, strlen(hp->policy),
+                                                         hp->key, hp->key_len, NULL, &index);
     if (p != NULL) {
         sld_request_t r = {.origin = {.rt = rt, .index = index}, .p = p, .key = hp->key,
                            .key_len = hp->key_len, .cost = hp->cost, .held = &hp->held};

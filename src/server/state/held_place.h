@@ -6,7 +6,10 @@
  * may free it while the waiter waits), the key, the cost and what the
  * reservation left (core/refund.h). Given back, the policy is looked up
  * again in the runtime in force; one a reload changed has other states
- * (other ids), so nothing of the new ones is touched.
+ * (other ids), so nothing of the new ones is touched. CL.ACQUIRE's
+ * ad-hoc policy (origin index SIZE_MAX) is kept by pointer instead: the
+ * throttle table (engine/throttle.h) keeps it until the daemon exits, after
+ * every waiter, and a reload does not touch it.
  *
  * Not here: what can be given back exactly (core/refund.c), the waiting
  * itself (resp/acquire.c, http/http_wait.c).
@@ -23,8 +26,8 @@
 typedef struct sld_held_place sld_held_place_t;
 
 /* A copy of what reservation r (decided, its held filled) needs to be
- * given back; NULL when there is nothing to give back (held->at 0, a
- * policy not named in the configuration: CL.ACQUIRE's) or no memory. */
+ * given back; NULL when there is nothing to give back (held->at 0) or no
+ * memory. */
 sld_held_place_t *sld_held_place_new(const sld_request_t *r, const sl__held_t *held);
 
 /* For a reservation the store answers later (sld_engine_defers): a place
