@@ -204,16 +204,14 @@ __attribute__((noinline)) static sl__cell_t load_out(eval_t *e, slot_t *s, const
         c.block = b;
         return c;
     }
-    sl__block_t *b = slot_block(s);
-    bool wants_block = sl__limit_block_kind(l) != SL__BLOCK_NONE;
+    /* a wide record or the zero state: no block */
     sl_usec_t expire_at = slot_expire(e->sh, s);
-    if ((b && !sl__limit_block_fits(l, b)) || (!b && wants_block && expire_at > e->now)) {
+    if (sl__limit_block_kind(l) != SL__BLOCK_NONE && expire_at > e->now) {
         drop_out(e->sh, s);
         return c;
     }
     c.expire_at = expire_at;
     c.word = slot_word(s);
-    c.block = b;
     return c;
 }
 
@@ -256,7 +254,8 @@ static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
     uint32_t kind = sl__limit_block_kind(&e->p->limits[i]);
     size_t old_cost = cell->block ? block_cost(cell->block) : 0;
     size_t new_cost = block_cost_of(kind, block_cap);
-    int rc = sl__mem_make_bytes(e->m, sh, new_cost > old_cost ? new_cost - old_cost : 0, e->now, &e->pins);
+    int rc = sl__mem_make_bytes(e->m, sh, new_cost > old_cost ? new_cost - old_cost : 0, e->now, &e->pins,
+                                false);
     if (rc != SL_OK)
         return rc;
     sl__ext_t *rec = malloc(EXT_BLOCK_AT + sl__block_size(kind, block_cap));
@@ -370,7 +369,7 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
     for (size_t i = 0; i < n; i++)
         if ((charged & (1u << i)) && needs_ext(e, &cells[i], i))
             need++;
-    int rc = need ? sl__mem_make_bytes(e->m, sh, need * EXT_COST, e->now, &e->pins) : SL_OK;
+    int rc = need ? sl__mem_make_bytes(e->m, sh, need * EXT_COST, e->now, &e->pins, true) : SL_OK;
     for (size_t i = 0; rc == SL_OK && need && i < n; i++) {
         if ((charged & (1u << i)) && needs_ext(e, &cells[i], i)) {
             spare[i] = malloc(sizeof(sl__ext_t));
