@@ -353,13 +353,18 @@ static bool needs_ext(const eval_t *e, const sl__cell_t *c, size_t i) {
 typedef struct undo {
     uint32_t done;  /* limits written */
     uint64_t v[SL_MAX_LIMITS];
-    sl_usec_t expire_at[SL_MAX_LIMITS];
 } undo_t;
 
 /* store_charged() for states that do not all pack, or whose slots hold
  * out-of-line records: each state that needs a wide record and has none
- * gets it first (within max_memory), so that a failure leaves every state
- * as it was (those the fast path wrote are put back from u). */
+ * gets it first (within max_memory), so that a failure leaves every inline
+ * state as it was (those the fast path wrote are put back from u). A
+ * block's content is charged in place before this runs and cannot be put
+ * back: on failure its expire_at is still written, so that it matches the
+ * content (the request is refused, yet counted by that limit: the safe
+ * side), never an older expiry that would let the content be reclaimed
+ * while it is live. After max_memory's mend this fails only when the key's
+ * own states do not fit beside a minimal table, or on ENOMEM. */
 __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_t *cells, size_t n,
                                                 uint32_t charged, const undo_t *u) {
     shard_t *sh = e->sh;
@@ -382,12 +387,10 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
         slot_t *slot = &sh->slots[locate(e, i)];
         if (rc != SL_OK) {
             free(spare[i]);
-            if (u->done & (1u << i)) {
-                if (cells[i].block)
-                    slot_ext(slot)->expire_at = u->expire_at[i];
-                else
-                    slot->v = u->v[i];
-            }
+            if (cells[i].block)
+                slot_ext(slot)->expire_at = cells[i].expire_at;
+            else if (u->done & (1u << i))
+                slot->v = u->v[i];
         } else if (cells[i].block) {
             slot_ext(slot)->expire_at = cells[i].expire_at;
         } else if (slot_pack(sh, cells[i].expire_at, cells[i].word, &v)) {
@@ -425,7 +428,6 @@ static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t
         slot_t *slot = &sh->slots[locate(e, i)];
         uint64_t v;
         if (cells[i].block) {
-            u.expire_at[i] = slot_ext(slot)->expire_at;
             slot_ext(slot)->expire_at = cells[i].expire_at;
         } else if (!owns_out(slot) && slot_pack(sh, cells[i].expire_at, cells[i].word, &v)) {
             u.v[i] = slot->v;
