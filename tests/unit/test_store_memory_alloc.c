@@ -315,6 +315,43 @@ static void wide_states_do_not_churn(void **state) {
     }
 }
 
+/* A block charged in place, then a wide record that cannot fit beside it
+ * (the smallest share, the key's own states pinned): the decision fails,
+ * and the block keeps the expiry of what it now holds, so that a sweep
+ * does not take its live content for recovered and forget it. */
+static void failed_wide_record_keeps_block_expiry(void **state) {
+    (void)state;
+    static const sl_limit_t both[] = {
+        /* a counters record of 8 + 16 + 4 * 195 bytes: 816 from malloc */
+        {.algorithm = SL_SLIDING_WINDOW, .limit = 100000, .period = SEC(194), .precision = 194},
+        {.algorithm = SL_FIXED_WINDOW, .limit = 100000, .period = SEC(86400)},
+    };
+    sl_store_t *probe;
+    sl_memory_options_t po = {.shards = 1, .seed = 7};
+    assert_int_equal(sl_store_memory_new(&po, &probe), SL_OK);
+    sl_store_stats_t st;
+    assert_int_equal(sl_store_stats(probe, &st), SL_OK);
+    sl_store_free(probe);
+    size_t table = heap_price(16 * 16);
+    /* the least a shard may have: four minimal tables, 816 bytes beside one */
+    sl_memory_options_t mo = {.shards = 1, .seed = 7, .max_memory = (size_t)st.bytes - table + 4 * table};
+    rig_t r = {.now = SEC(1000)};
+    assert_int_equal(sl_store_memory_new(&mo, &r.store), SL_OK);
+    sl_limiter_options_t lo = {.clock = rig_clock, .clock_ctx = &r};
+    assert_int_equal(sl_limiter_new(r.store, &lo, &r.limiter), SL_OK);
+    sl_policy_config_t pc = {.name = "both", .limits = both, .nlimits = 2};
+    assert_int_equal(sl_policy_new(&pc, &r.policy, NULL, 0), SL_OK);
+    sl_decision_t d;
+    assert_int_equal(sl_check(r.limiter, r.policy, "k", 1, 70000, &d), SL_EFULL);
+    assert_int_equal(sl_store_stats(r.store, &st), SL_OK);
+    assert_true(st.bytes <= st.max_memory);
+    r.now += SEC(1);
+    assert_int_equal(sl_store_sweep(r.store, r.now, 0, NULL), SL_OK);
+    d = rig_peek_cost(&r, "k", 1);
+    assert_int_equal(d.remaining, 30000); /* the sliding window counted it */
+    free_parts(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_shards_inline_states),
@@ -323,6 +360,7 @@ int main(void) {
         cmocka_unit_test(large_tables),
         cmocka_unit_test(wide_state_in_full_shard_decided),
         cmocka_unit_test(wide_states_do_not_churn),
+        cmocka_unit_test(failed_wide_record_keeps_block_expiry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
