@@ -204,16 +204,14 @@ __attribute__((noinline)) static sl__cell_t load_out(eval_t *e, slot_t *s, const
         c.block = b;
         return c;
     }
-    sl__block_t *b = slot_block(s);
-    bool wants_block = sl__limit_block_kind(l) != SL__BLOCK_NONE;
+    /* a wide record or the zero state: no block */
     sl_usec_t expire_at = slot_expire(e->sh, s);
-    if ((b && !sl__limit_block_fits(l, b)) || (!b && wants_block && expire_at > e->now)) {
+    if (sl__limit_block_kind(l) != SL__BLOCK_NONE && expire_at > e->now) {
         drop_out(e->sh, s);
         return c;
     }
     c.expire_at = expire_at;
     c.word = slot_word(s);
-    c.block = b;
     return c;
 }
 
@@ -256,7 +254,8 @@ static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
     uint32_t kind = sl__limit_block_kind(&e->p->limits[i]);
     size_t old_cost = cell->block ? block_cost(cell->block) : 0;
     size_t new_cost = block_cost_of(kind, block_cap);
-    int rc = sl__mem_make_bytes(e->m, sh, new_cost > old_cost ? new_cost - old_cost : 0, e->now, &e->pins);
+    int rc = sl__mem_make_bytes(e->m, sh, new_cost > old_cost ? new_cost - old_cost : 0, e->now, &e->pins,
+                                false);
     if (rc != SL_OK)
         return rc;
     sl__ext_t *rec = malloc(EXT_BLOCK_AT + sl__block_size(kind, block_cap));
@@ -354,13 +353,18 @@ static bool needs_ext(const eval_t *e, const sl__cell_t *c, size_t i) {
 typedef struct undo {
     uint32_t done;  /* limits written */
     uint64_t v[SL_MAX_LIMITS];
-    sl_usec_t expire_at[SL_MAX_LIMITS];
 } undo_t;
 
 /* store_charged() for states that do not all pack, or whose slots hold
  * out-of-line records: each state that needs a wide record and has none
- * gets it first (within max_memory), so that a failure leaves every state
- * as it was (those the fast path wrote are put back from u). */
+ * gets it first (within max_memory), so that a failure leaves every inline
+ * state as it was (those the fast path wrote are put back from u). A
+ * block's content is charged in place before this runs and cannot be put
+ * back: on failure its expire_at is still written, so that it matches the
+ * content (the request is refused, yet counted by that limit: the safe
+ * side), never an older expiry that would let the content be reclaimed
+ * while it is live. After max_memory's mend this fails only when the key's
+ * own states do not fit beside a minimal table, or on ENOMEM. */
 __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_t *cells, size_t n,
                                                 uint32_t charged, const undo_t *u) {
     shard_t *sh = e->sh;
@@ -370,7 +374,7 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
     for (size_t i = 0; i < n; i++)
         if ((charged & (1u << i)) && needs_ext(e, &cells[i], i))
             need++;
-    int rc = need ? sl__mem_make_bytes(e->m, sh, need * EXT_COST, e->now, &e->pins) : SL_OK;
+    int rc = need ? sl__mem_make_bytes(e->m, sh, need * EXT_COST, e->now, &e->pins, true) : SL_OK;
     for (size_t i = 0; rc == SL_OK && need && i < n; i++) {
         if ((charged & (1u << i)) && needs_ext(e, &cells[i], i)) {
             spare[i] = malloc(sizeof(sl__ext_t));
@@ -383,12 +387,10 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
         slot_t *slot = &sh->slots[locate(e, i)];
         if (rc != SL_OK) {
             free(spare[i]);
-            if (u->done & (1u << i)) {
-                if (cells[i].block)
-                    slot_ext(slot)->expire_at = u->expire_at[i];
-                else
-                    slot->v = u->v[i];
-            }
+            if (cells[i].block)
+                slot_ext(slot)->expire_at = cells[i].expire_at;
+            else if (u->done & (1u << i))
+                slot->v = u->v[i];
         } else if (cells[i].block) {
             slot_ext(slot)->expire_at = cells[i].expire_at;
         } else if (slot_pack(sh, cells[i].expire_at, cells[i].word, &v)) {
@@ -426,7 +428,6 @@ static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t
         slot_t *slot = &sh->slots[locate(e, i)];
         uint64_t v;
         if (cells[i].block) {
-            u.expire_at[i] = slot_ext(slot)->expire_at;
             slot_ext(slot)->expire_at = cells[i].expire_at;
         } else if (!owns_out(slot) && slot_pack(sh, cells[i].expire_at, cells[i].word, &v)) {
             u.v[i] = slot->v;

@@ -130,9 +130,9 @@ int sl__mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded)
                 sh->epoch = epoch_for(now);
             uint64_t v;
             if (r->block)
-                rc = sl__mem_make_bytes(m, sh, block_cost(r->block), now, NULL);
+                rc = sl__mem_make_bytes(m, sh, block_cost(r->block), now, NULL, false);
             else if (!slot_pack(sh, r->expire_at, r->word, &v))
-                rc = sl__mem_make_bytes(m, sh, EXT_COST, now, NULL);
+                rc = sl__mem_make_bytes(m, sh, EXT_COST, now, NULL, true);
             if (rc != SL_OK)
                 break;
             slot_t slot = {ident(r->tag) | SLOT_USED, V_OUT};

@@ -313,9 +313,12 @@ size_t sl__mem_reclaim(shard_t *sh, sl_usec_t now, uint32_t budget, const pins_t
 /* Room for one more state, to be placed with `tag`. */
 int sl__mem_make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins,
                       uint64_t tag);
-/* Room for `extra` more bytes of out-of-line records within max_memory. */
+/* Room for `extra` more bytes of out-of-line records within max_memory
+ * (wide: for wide records, not a block); SL_EFULL only when the table is
+ * at MIN_CAP and nothing unpinned is left to evict. Slots may move (and
+ * the table be resized): locate again after it. */
 int sl__mem_make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now,
-                       const pins_t *pins);
+                       const pins_t *pins, bool wide);
 
 /* ---- in store_memory_bulk.c (the store's ops table) ---------------------------- */
 

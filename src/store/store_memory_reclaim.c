@@ -1,7 +1,8 @@
 /* store_memory_reclaim.c -- the memory store's reclamation and eviction
  * (see store_memory.c for the design): recovered states freed by sweeps,
  * room made for a state about to be placed (growth, a sweep first, or CLOCK
- * eviction at the cap) and for out-of-line bytes within max_memory.
+ * eviction at the cap) and for out-of-line bytes within max_memory (out of
+ * other records, or of the table, which shrinks to make them).
  *
  * Not here: the tables themselves (store_memory.c), the sweep from a timer
  * (store_memory_bulk.c).
@@ -97,13 +98,62 @@ int sl__mem_make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const
     return SL_OK;
 }
 
-/* Room for `extra` more bytes of out-of-line records within max_memory. */
+static bool bytes_fit(const memory_store_t *m, const shard_t *sh, size_t extra) {
+    return sh->table_bytes + sh->block_bytes + extra <= m->budget;
+}
+
+/* The capacity one growth step below cap (at least a page less once the
+ * table is in whole pages, which page_fit would round back up). */
+static uint32_t shrunk_cap(uint32_t cap) {
+    uint32_t want = cap - (cap / 8 > 1 ? cap / 8 : 1);
+    if (sl__mem_page_fit(want) >= cap)
+        want = cap - (uint32_t)(PAGE_BYTES / sizeof(slot_t));
+    return want < MIN_CAP ? MIN_CAP : want;
+}
+
+/* Makes bytes for out-of-line records out of the table: plain CLOCK (pins
+ * respected) until the states left fit a table one growth step smaller,
+ * then the table shrinks to it. Stops as soon as `extra` fits (an evicted
+ * slot may have owned a record). At MIN_CAP only records can go. */
+static int shrink_table(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now,
+                        const pins_t *pins) {
+    if (sh->cap <= MIN_CAP)
+        return evict_one(sh, now, pins, true) ? SL_OK : SL_EFULL;
+    uint32_t want = shrunk_cap(sh->cap);
+    while (over_load(sh->count + 1, want)) {
+        if (!evict_one(sh, now, pins, false))
+            return SL_EFULL;
+        if (bytes_fit(m, sh, extra))
+            return SL_OK;
+    }
+    /* Homes are in hash order at any size: the hand keeps its place, so
+     * that the next shrink goes on where this one stopped rather than
+     * evict again the states just past slot 0. */
+    uint32_t hand = sh->hand, cap = sh->cap;
+    int rc = sl__mem_resize(sh, want);
+    if (rc == SL_OK)
+        sh->hand = (uint32_t)((uint64_t)hand * sh->cap / cap);
+    return rc;
+}
+
+/* Room for `extra` more bytes of out-of-line records within max_memory.
+ * Slots and records share the shard's budget, and a table full of packed
+ * states leaves less than a growth step over, so records alone cannot
+ * make room: when evicting other records does not free enough, the table
+ * gives up room (shrink_table). A block's bytes evict records first (one
+ * eviction frees a block's worth); a wide record's go straight to the
+ * table, so that wide states are evicted by CLOCK like any other and not
+ * by each other while they are in use. */
 int sl__mem_make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now,
-                       const pins_t *pins) {
+                       const pins_t *pins, bool wide) {
     if (m->budget == 0)
         return SL_OK;
-    while (sh->table_bytes + sh->block_bytes + extra > m->budget)
-        if (!evict_one(sh, now, pins, true))
-            return SL_EFULL;
+    while (!bytes_fit(m, sh, extra)) {
+        if (!wide && evict_one(sh, now, pins, true))
+            continue;
+        int rc = shrink_table(m, sh, extra, now, pins);
+        if (rc != SL_OK)
+            return rc;
+    }
     return SL_OK;
 }

@@ -228,12 +228,139 @@ static void large_tables(void **state) {
     fill(4u << 20, 4, gcra, 1, 300000, 997); /* tables of many pages; 4 MiB holds ~230,000 */
 }
 
+/* ---- states too large to pack in a store at max_memory ------------------------ */
+
+static void free_parts(rig_t *r) {
+    sl_policy_free(r->policy);
+    sl_limiter_free(r->limiter);
+    sl_store_free(r->store);
+}
+
+/* A one-shard store whose budget is a 128-slot table and `slack` bytes,
+ * filled with 400 small (packed) keys, so that the table has taken all it
+ * could and less than a growth step is left; r->policy is `second`. */
+static rig_t *full_of_small(rig_t *r, size_t slack, const sl_limit_t *second) {
+    sl_store_t *probe; /* what the store's headers cost: an empty store less its table */
+    sl_memory_options_t po = {.shards = 1, .seed = 7};
+    assert_int_equal(sl_store_memory_new(&po, &probe), SL_OK);
+    sl_store_stats_t st;
+    assert_int_equal(sl_store_stats(probe, &st), SL_OK);
+    sl_store_free(probe);
+    size_t fixed = (size_t)st.bytes - heap_price(16 * 16);
+    sl_memory_options_t mo = {.shards = 1, .seed = 7, .max_memory = fixed + heap_price(128 * 16) + slack};
+    assert_int_equal(sl_store_memory_new(&mo, &r->store), SL_OK);
+    r->now = SEC(1000);
+    sl_limiter_options_t lo = {.clock = rig_clock, .clock_ctx = r};
+    assert_int_equal(sl_limiter_new(r->store, &lo, &r->limiter), SL_OK);
+    sl_policy_config_t small = {.name = "small", .limits = gcra, .nlimits = 1};
+    assert_int_equal(sl_policy_new(&small, &r->policy, NULL, 0), SL_OK);
+    for (int i = 0; i < 400; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "k%d", i);
+        r->now += 10;
+        rig_check(r, key);
+    }
+    assert_int_equal(sl_store_stats(r->store, &st), SL_OK);
+    assert_true(st.evictions > 0);
+    sl_policy_free(r->policy);
+    sl_policy_config_t wide_pc = {.name = "wide", .limits = second, .nlimits = 1};
+    assert_int_equal(sl_policy_new(&wide_pc, &r->policy, NULL, 0), SL_OK);
+    return r;
+}
+
+/* Less than a record's bytes left and no record to evict: the table gives
+ * some of its room back rather than refuse the decision. */
+static void wide_state_in_full_shard_decided(void **state) {
+    (void)state;
+    rig_t r;
+    full_of_small(&r, 20, wide);
+    sl_decision_t d = rig_check(&r, "big"); /* asserts SL_OK */
+    assert_true(d.allowed);
+    sl_store_stats_t st;
+    assert_int_equal(sl_store_stats(r.store, &st), SL_OK);
+    assert_true(st.bytes <= st.max_memory);
+    free_parts(&r);
+}
+
+/* Room for only a few records: wide keys each spending most of their limit
+ * keep their states (small unreferenced keys go instead), so asking again
+ * is denied, never allowed through a lost state. */
+static void wide_states_do_not_churn(void **state) {
+    (void)state;
+    static const sl_limit_t daily = {.algorithm = SL_FIXED_WINDOW, .limit = 100000, .period = SEC(86400)};
+    static const size_t slacks[] = {100, 20}; /* room for three records; for none */
+    for (size_t n = 0; n < 2; n++) {
+        size_t slack = slacks[n];
+        rig_t r;
+        full_of_small(&r, slack, &daily);
+        int again = 0;
+        for (int round = 0; round < 5; round++) {
+            for (int k = 0; k < 10; k++) {
+                char key[32];
+                snprintf(key, sizeof key, "w%d", k);
+                r.now += 10;
+                sl_decision_t d = rig_check_cost(&r, key, 70000); /* asserts SL_OK */
+                if (round == 0)
+                    assert_true(d.allowed);
+                else if (d.allowed)
+                    again++;
+            }
+        }
+        if (again)
+            fail_msg("slack %zu: %d of 40 re-asks allowed", slack, again);
+        sl_store_stats_t st;
+        assert_int_equal(sl_store_stats(r.store, &st), SL_OK);
+        assert_true(st.bytes <= st.max_memory);
+        free_parts(&r);
+    }
+}
+
+/* A block charged in place, then a wide record that cannot fit beside it
+ * (the smallest share, the key's own states pinned): the decision fails,
+ * and the block keeps the expiry of what it now holds, so that a sweep
+ * does not take its live content for recovered and forget it. */
+static void failed_wide_record_keeps_block_expiry(void **state) {
+    (void)state;
+    static const sl_limit_t both[] = {
+        /* a counters record of 8 + 16 + 4 * 195 bytes: 816 from malloc */
+        {.algorithm = SL_SLIDING_WINDOW, .limit = 100000, .period = SEC(194), .precision = 194},
+        {.algorithm = SL_FIXED_WINDOW, .limit = 100000, .period = SEC(86400)},
+    };
+    sl_store_t *probe;
+    sl_memory_options_t po = {.shards = 1, .seed = 7};
+    assert_int_equal(sl_store_memory_new(&po, &probe), SL_OK);
+    sl_store_stats_t st;
+    assert_int_equal(sl_store_stats(probe, &st), SL_OK);
+    sl_store_free(probe);
+    size_t table = heap_price(16 * 16);
+    /* the least a shard may have: four minimal tables, 816 bytes beside one */
+    sl_memory_options_t mo = {.shards = 1, .seed = 7, .max_memory = (size_t)st.bytes - table + 4 * table};
+    rig_t r = {.now = SEC(1000)};
+    assert_int_equal(sl_store_memory_new(&mo, &r.store), SL_OK);
+    sl_limiter_options_t lo = {.clock = rig_clock, .clock_ctx = &r};
+    assert_int_equal(sl_limiter_new(r.store, &lo, &r.limiter), SL_OK);
+    sl_policy_config_t pc = {.name = "both", .limits = both, .nlimits = 2};
+    assert_int_equal(sl_policy_new(&pc, &r.policy, NULL, 0), SL_OK);
+    sl_decision_t d;
+    assert_int_equal(sl_check(r.limiter, r.policy, "k", 1, 70000, &d), SL_EFULL);
+    assert_int_equal(sl_store_stats(r.store, &st), SL_OK);
+    assert_true(st.bytes <= st.max_memory);
+    r.now += SEC(1);
+    assert_int_equal(sl_store_sweep(r.store, r.now, 0, NULL), SL_OK);
+    d = rig_peek_cost(&r, "k", 1);
+    assert_int_equal(d.remaining, 30000); /* the sliding window counted it */
+    free_parts(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_shards_inline_states),
         cmocka_unit_test(many_shards_blocks),
         cmocka_unit_test(out_of_line_states),
         cmocka_unit_test(large_tables),
+        cmocka_unit_test(wide_state_in_full_shard_decided),
+        cmocka_unit_test(wide_states_do_not_churn),
+        cmocka_unit_test(failed_wide_record_keeps_block_expiry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
