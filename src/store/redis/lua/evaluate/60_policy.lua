@@ -24,6 +24,20 @@ end
 -- kept as the batch writes them; nil: one GET per evaluation.
 local cache = nil
 
+-- Writes key's value, set to expire when its last state (exp) has
+-- recovered: relative, so that a caller's clock that is not Redis's still
+-- gives each key the lifetime its states need.
+local function set_value(key, value, exp, now)
+    local ttl = 1
+    if exp > now then
+        ttl = ceil_div(exp - now, 1000)
+    end
+    redis.call('SET', key, value, 'PX', ttl)
+    if cache then
+        cache[key] = value
+    end
+end
+
 -- Writes the key's value back when a state changed (the memory store
 -- would have written that slot or changed that block): every state the
 -- key had or a step touched, without the states of limits no longer in
@@ -80,16 +94,7 @@ local function write_back(key, limits, states, now)
                 cache[key] = false
             end
         else
-            -- Relative, so that a caller's clock that is not Redis's still
-            -- gives each key the lifetime its states need.
-            local ttl = 1
-            if maxexp > now then
-                ttl = ceil_div(maxexp - now, 1000)
-            end
-            redis.call('SET', key, value, 'PX', ttl)
-            if cache then
-                cache[key] = value
-            end
+            set_value(key, value, maxexp, now)
         end
     end
 end
@@ -332,14 +337,7 @@ local function rate_one(key, l, now, cost, reply)
         local exp = st.exp
         local value = pre .. struct.pack('<I7I7', exp, st.word)
         if value ~= raw then
-            local ttl = 1
-            if exp > now then
-                ttl = ceil_div(exp - now, 1000)
-            end
-            redis.call('SET', key, value, 'PX', ttl)
-            if cache then
-                cache[key] = value
-            end
+            set_value(key, value, exp, now)
         end
     end
     held_at = 0
