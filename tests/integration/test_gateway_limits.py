@@ -171,6 +171,18 @@ class Limits(unittest.TestCase):
         cls.d.stop()
         cls.up.close()
 
+    def setUp(self):
+        """Each test starts with every concurrency slot back: the slot of an
+        earlier test's last request is given back when libh2o disposes of
+        that request, a moment after its client read the last byte, and a
+        test that expects its first request to find the slot free would
+        otherwise see that earlier request still in flight."""
+        deadline = time.monotonic() + 5
+        for route in ("load", "tenant", "once", "wait", "queue"):
+            while self.metric("sluice_gateway_inflight", route=route) != 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertEqual(self.metric("sluice_gateway_inflight", route=route), 0, route)
+
     def get(self, path, headers=None, timeout=10):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
