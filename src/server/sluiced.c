@@ -165,6 +165,8 @@ static int reload(sld_daemon_t *d, char *err, size_t err_len, uint64_t *generati
     int rc = sld_runtime_reload(d, err, err_len, generation);
     if (rc == SL_OK && gateway)
         sld_gateway_reloaded(gateway);
+    else if (rc == SL_OK && sld_config_section(sld_runtime(d)->cfg, sld_gateway_section.name) != NULL)
+        sld_warn("gateway: added by a reload: it needs a restart (the gateway's listeners open at start)");
     return rc;
 }
 

@@ -275,6 +275,13 @@ class ReloadRoutes(unittest.TestCase):
             self.assertEqual(get(port, "/b/1")[0], 200)
             self.assertEqual(self.two.seen("/b/"), ["/b/1"])
 
+    def test_gateway_added_by_a_reload_is_said_to_need_a_restart(self):
+        plain = "listen: {resp: 127.0.0.1:0, http: 127.0.0.1:0}\nthreads: 2\n" + POLICIES
+        with Daemon(plain) as d:
+            self.assertIn("gateway=off", d.output())
+            self.reload(d, config(route("a", "/a/", self.one.port)), 2)
+            d.wait_log(r"gateway: added by a reload: it needs a restart")
+
     def test_access_log_follows_the_routes(self):
         one, two = self.one.port, self.two.port
         path = tempfile.mkdtemp(prefix="sluiced-test-") + "/gateway.log"
