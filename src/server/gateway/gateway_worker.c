@@ -167,8 +167,8 @@ static int configure(gw_worker_t *w, char *err, size_t err_len) {
 
 /* ---- the front's hooks (net/front.h) ------------------------------------------------------------ */
 
-static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void **out, char *err,
-                        size_t err_len) {
+static int worker_start(void *ctx, uv_loop_t *loop, int fd, sld_spread_t *spread, uint32_t index, void **out,
+                        char *err, size_t err_len) {
     const gw_listener_t *l = ctx;
     sld_gateway_t *gw = l->gw;
     gw_worker_t *w = sld_front_worker_new(sizeof *w, fd, err, err_len);
@@ -185,7 +185,8 @@ static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void
         close(fd);
         return rc;
     }
-    rc = sld_http_server_start(&w->server, gw->d, loop, &w->config, fd, "the gateway", err, err_len);
+    rc = sld_http_server_start(&w->server, gw->d, loop, &w->config, fd, spread, index, "the gateway", err,
+                               err_len);
     /* TLS: h2o_accept() does the handshake, and offers HTTP/2 by ALPN */
     w->server.accept.ssl_ctx = gw->g->listens[l->index].tls;
     if (rc == SL_OK) /* the routes' proxies, for this context */

@@ -27,9 +27,9 @@
 #include "server/grpc/grpc_messages.h"
 #include "server/grpc/grpc_server.h"
 #include "server/grpc/grpc_stats.h"
+#include "server/net/accept_spread.h"
 #include "server/net/admission.h"
 #include "server/net/linger.h"
-#include "server/net/listener.h"
 #include "server/net/tcp_stall.h"
 #include "server/observe/extra_metrics.h"
 
@@ -60,8 +60,7 @@ struct gworker {
     sld_grpc_server_t *g;
     uint32_t index;
     uv_loop_t *loop;
-    uv_tcp_t listener;
-    bool listening;
+    sld_acceptor_t acceptor; /* the listener, and connections handed over (net/accept_spread.h) */
     uv_timer_t timer;
     bool timer_open;
     uv_check_t check;
@@ -176,6 +175,7 @@ static void on_conn_closed(uv_handle_t *handle) {
     sld_buf_free(&c->out);
     sld_linger_add(&w->linger, c->linger_fd); /* -1: nothing */
     sld_conn_release(w->g->d);
+    sld_acceptor_release(&w->acceptor);
     free(c);
 }
 
@@ -260,9 +260,9 @@ static void on_handshake(h2o_socket_t *sock, const char *err) {
     start_session(c);
 }
 
-static void on_accept(uv_stream_t *listener, int status) {
-    gworker_t *w = listener->data;
-    if (status != 0 || w->stopping)
+static void on_accept(void *data, sld_incoming_t *in) {
+    gworker_t *w = data;
+    if (w->stopping)
         return;
     gconn_t *c = calloc(1, sizeof *c);
     if (c == NULL)
@@ -270,8 +270,7 @@ static void on_accept(uv_stream_t *listener, int status) {
     c->w = w;
     c->linger_fd = -1;
     bool tls = w->g->tls != NULL;
-    if (!sld_conn_accept(w->g->d, w->loop, listener, &c->tcp, tls ? "" : (const char *)refusal,
-                         tls ? 0 : sizeof refusal))
+    if (!sld_conn_accept(w->g->d, in, &c->tcp, tls ? "" : (const char *)refusal, tls ? 0 : sizeof refusal))
         return;
     uv_tcp_nodelay(&c->tcp, 1);
     c->since = c->stall.since = uv_now(w->loop);
@@ -318,8 +317,8 @@ static void on_timer(uv_timer_t *timer) {
     }
 }
 
-static int front_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void **state, char *err,
-                       size_t err_len) {
+static int front_start(void *ctx, uv_loop_t *loop, int fd, sld_spread_t *spread, uint32_t index, void **state,
+                       char *err, size_t err_len) {
     sld_grpc_server_t *g = ctx;
     gworker_t *w = sld_front_worker_new(sizeof *w, fd, err, err_len);
     *state = w;
@@ -349,7 +348,7 @@ static int front_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void 
     if (rc == 0)
         rc = uv_check_start(&w->check, on_check);
     if (rc == 0)
-        rc = sld_listener_serve(loop, &w->listener, fd, w, on_accept, &w->listening);
+        rc = sld_acceptor_serve(&w->acceptor, loop, fd, spread, index, w, on_accept);
     else
         close(fd);
     if (rc != 0) {
@@ -365,8 +364,7 @@ static void front_begin_stop(void *state) {
         return;
     w->stopping = true;
     atomic_store(&w->g->stopping, true);
-    sld_listener_close(&w->listener, w->listening);
-    w->listening = false;
+    sld_acceptor_close(&w->acceptor);
     for (gconn_t *c = w->conns, *next; c; c = next) {
         next = c->next;
         if (c->closing)
@@ -434,8 +432,7 @@ static bool front_idle(void *state) {
 
 static void front_dispose(void *state) {
     gworker_t *w = state;
-    sld_listener_close(&w->listener, w->listening);
-    w->listening = false;
+    sld_acceptor_close(&w->acceptor);
     for (gconn_t *c = w->conns; c; c = c->next) {
         if (c->linger_fd >= 0) /* nothing lingers once the loop is going */
             close(c->linger_fd);

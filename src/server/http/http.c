@@ -186,8 +186,8 @@ void sld_http_free(sld_http_t *h) {
 
 /* ---- the front's hooks (net/front.h) ------------------------------------------------------ */
 
-static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void **out, char *err,
-                        size_t err_len) {
+static int worker_start(void *ctx, uv_loop_t *loop, int fd, sld_spread_t *spread, uint32_t index, void **out,
+                        char *err, size_t err_len) {
     sld_http_t *h = ctx;
     sld_http_worker_t *w = sld_front_worker_new(sizeof *w, fd, err, err_len);
     if (w == NULL)
@@ -195,7 +195,7 @@ static int worker_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void
     w->h = h;
     w->index = index;
     *out = w; /* on failure the caller stops and disposes it like any other */
-    return sld_http_server_start(&w->server, h->d, loop, &h->config, fd, "HTTP", err, err_len);
+    return sld_http_server_start(&w->server, h->d, loop, &h->config, fd, spread, index, "HTTP", err, err_len);
 }
 
 /* Answers held by wait= are released (503) first: they must not hold the stop. */

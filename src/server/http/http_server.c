@@ -25,7 +25,6 @@
 
 #include "server/http/http_server.h"
 #include "server/net/admission.h"
-#include "server/net/listener.h"
 #include "server/net/tcp_stall.h"
 
 #define FOREVER_MS (24u * 3600 * 1000)
@@ -83,18 +82,19 @@ static void on_conn_closed(uv_handle_t *handle) {
     unlink_conn(c);
     sld_linger_add(&c->s->linger, c->linger_fd); /* -1: nothing */
     sld_conn_release(c->s->d);
+    sld_acceptor_release(&c->s->acceptor);
     free(c);
 }
 
-static void on_accept(uv_stream_t *listener, int status) {
-    sld_http_server_t *s = listener->data;
-    if (status != 0 || s->stopping)
+static void on_accept(void *data, sld_incoming_t *in) {
+    sld_http_server_t *s = data;
+    if (s->stopping)
         return;
     sld_http_conn_t *c = calloc(1, sizeof *c);
     if (c == NULL)
         return;
     c->s = s;
-    if (!sld_conn_accept(s->d, s->loop, listener, &c->tcp, busy, sizeof busy - 1))
+    if (!sld_conn_accept(s->d, in, &c->tcp, busy, sizeof busy - 1))
         return;
     uv_tcp_nodelay(&c->tcp, 1);
     c->linger_fd = -1;
@@ -109,14 +109,15 @@ static void on_accept(uv_stream_t *listener, int status) {
 /* ---- a worker's listener ------------------------------------------------------------------- */
 
 int sld_http_server_start(sld_http_server_t *s, sld_daemon_t *d, uv_loop_t *loop, h2o_globalconf_t *config,
-                          int fd, const char *what, char *err, size_t err_len) {
+                          int fd, sld_spread_t *spread, uint32_t index, const char *what, char *err,
+                          size_t err_len) {
     s->d = d;
     s->loop = loop;
     h2o_context_init(&s->ctx, loop, config);
     s->serving = true;
     s->accept.ctx = &s->ctx;
     s->accept.hosts = config->hosts;
-    int rc = sld_listener_serve(loop, &s->listener, fd, s, on_accept, &s->listening);
+    int rc = sld_acceptor_serve(&s->acceptor, loop, fd, spread, index, s, on_accept);
     if (rc != 0) {
         snprintf(err, err_len, "cannot serve %s: %s", what, uv_strerror(rc));
         return SL_EIO;
@@ -129,7 +130,7 @@ void sld_http_server_begin_stop(void *worker) {
     if (s->stopping)
         return;
     s->stopping = true;
-    sld_listener_close(&s->listener, s->listening);
+    sld_acceptor_close(&s->acceptor);
     if (!s->serving)
         return;
     /* Replies say "Connection: close" from now on. Not through
@@ -204,7 +205,7 @@ void sld_http_server_dispose(sld_http_server_t *s) {
     if (s->disposed)
         return;
     s->disposed = true;
-    sld_listener_close(&s->listener, s->listening);
+    sld_acceptor_close(&s->acceptor);
     if (s->serving)
         h2o_context_dispose(&s->ctx);
     sld_linger_close_all(&s->linger);

@@ -31,6 +31,7 @@
 #include <h2o.h>
 
 #include "server/http/http_reply.h"
+#include "server/net/accept_spread.h"
 #include "server/net/linger.h"
 #include "server/state/daemon.h"
 
@@ -41,10 +42,9 @@ typedef struct sld_http_server {
     h2o_accept_ctx_t accept;  /* a front serving TLS sets accept.ssl_ctx (the gateway) */
     sld_daemon_t *d;
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    sld_acceptor_t acceptor;  /* the listener, and connections handed over (net/accept_spread.h) */
     sld_http_conn_t *conns;
     sld_linger_t linger;      /* closed by h2o while stopping, until their clients close */
-    bool listening;           /* the listener handle exists (and must be closed) */
     bool serving;             /* ctx exists (and must be disposed) */
     bool stopping;
     bool disposed;
@@ -63,12 +63,14 @@ void sld_http_server_config(h2o_globalconf_t *config, const sld_config_t *cfg);
 void sld_http_server_name(h2o_req_t *req);
 
 /* Serves the listening socket fd (taken over: closed on failure) on `loop`
- * with `config` (which must outlive the server), into s (zeroed memory,
+ * as worker `index` of the front's `spread` (net/accept_spread.h) with
+ * `config` (which must outlive the server), into s (zeroed memory,
  * the first member of the front's worker). `what` names the listener in
  * the error ("HTTP", "the gateway"). On failure s is still stopped and
  * disposed like a server that ran. */
 int sld_http_server_start(sld_http_server_t *s, sld_daemon_t *d, uv_loop_t *loop, h2o_globalconf_t *config,
-                          int fd, const char *what, char *err, size_t err_len);
+                          int fd, sld_spread_t *spread, uint32_t index, const char *what, char *err,
+                          size_t err_len);
 
 /* net/front.h's begin_stop, tick, force_close and idle, for a worker whose
  * first member is a sld_http_server_t. */

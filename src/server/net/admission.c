@@ -17,14 +17,14 @@ void sld_conn_release(sld_daemon_t *d) { atomic_fetch_sub(&d->stats.connected, 1
 
 static void on_refused_closed(uv_handle_t *handle) { free(handle); }
 
-bool sld_conn_accept(sld_daemon_t *d, uv_loop_t *loop, uv_stream_t *listener, uv_tcp_t *tcp,
-                     const char *refusal, size_t refusal_len) {
-    uv_tcp_init(loop, tcp);
-    if (uv_accept(listener, (uv_stream_t *)tcp) != 0) {
+bool sld_conn_accept(sld_daemon_t *d, sld_incoming_t *in, uv_tcp_t *tcp, const char *refusal,
+                     size_t refusal_len) {
+    if (sld_incoming_take(in, tcp) != 0) {
         uv_close((uv_handle_t *)tcp, on_refused_closed);
         return false;
     }
     if (!sld_conn_admit(d)) {
+        sld_acceptor_release(sld_incoming_acceptor(in));
         uv_buf_t b = uv_buf_init((char *)refusal, (unsigned)refusal_len);
         uv_try_write((uv_stream_t *)tcp, &b, 1);
         uv_close((uv_handle_t *)tcp, on_refused_closed);

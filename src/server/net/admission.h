@@ -18,6 +18,7 @@
 
 #include <uv.h>
 
+#include "server/net/accept_spread.h"
 #include "server/state/daemon.h"
 
 /* Counts a connection just accepted. True: admitted, counted as connected
@@ -28,13 +29,14 @@ bool sld_conn_admit(sld_daemon_t *d);
 /* An admitted connection has closed. */
 void sld_conn_release(sld_daemon_t *d);
 
-/* Accepts the connection waiting on `listener` into `tcp` (not yet
+/* Takes the incoming connection (accept_spread.h) into `tcp` (not yet
  * initialised; the first member of a malloc'd connection) and admits it.
- * True: admitted, serve it. False: it could not be accepted, or it was over
- * max_connections and got `refusal` (the front's words, written as far as
- * the socket takes them at once); either way its handle is closing and the
- * connection's memory is freed with it. */
-bool sld_conn_accept(sld_daemon_t *d, uv_loop_t *loop, uv_stream_t *listener, uv_tcp_t *tcp,
-                     const char *refusal, size_t refusal_len);
+ * True: admitted, serve it (and release it from its acceptor and here when
+ * it closes). False: it could not be taken, or it was over max_connections
+ * and got `refusal` (the front's words, written as far as the socket takes
+ * them at once); either way its handle is closing and the connection's
+ * memory is freed with it. */
+bool sld_conn_accept(sld_daemon_t *d, sld_incoming_t *in, uv_tcp_t *tcp, const char *refusal,
+                     size_t refusal_len);
 
 #endif

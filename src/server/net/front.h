@@ -3,8 +3,9 @@
  * handlers or hiredis's adapter hooks.
  *
  * The server (server.c) opens one listening socket per front per worker
- * (SO_REUSEPORT on one port), runs the loops, and reaches a front only
- * through these hooks; a front owns its connections, parsing and replies
+ * (SO_REUSEPORT on one port) and one spread per front (each connection
+ * served by the worker with fewest, accept_spread.h), runs the loops,
+ * and reaches a front only through these hooks; a front owns its connections, parsing and replies
  * and never names the server. Whoever wires the daemon (sluiced.c) builds
  * the table of each front that is on and hands them to sld_server_start().
  *
@@ -23,14 +24,17 @@
 
 #include <uv.h>
 
+#include "server/net/accept_spread.h"
+
 typedef struct sld_front_ops {
     const char *name; /* "resp", "http": for error messages */
     /* Serves the listening socket fd on `loop` as worker `index` (taking fd
-     * over); *worker gets the front's state for that loop. On failure
-     * *worker may still be set: it is stopped, disposed and freed like any
-     * other. */
-    int (*start)(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void **worker, char *err,
-                 size_t err_len);
+     * over) through an acceptor of `spread`, the front's spread over the
+     * workers (accept_spread.h); *worker gets the front's state for that
+     * loop. On failure *worker may still be set: it is stopped, disposed
+     * and freed like any other. */
+    int (*start)(void *ctx, uv_loop_t *loop, int fd, sld_spread_t *spread, uint32_t index, void **worker,
+                 char *err, size_t err_len);
     /* Stops accepting; what was received is answered, then connections close. */
     void (*begin_stop)(void *worker);
     /* Every second (every 50 ms while stopping), at loop time `now` (ms):

@@ -20,6 +20,7 @@
 
 #include "server/engine/engine.h"
 #include "server/net/listener.h"
+#include "server/observe/extra_metrics.h"
 #include "server/net/server.h"
 
 #define TICK_MS 1000
@@ -51,6 +52,8 @@ struct worker {
 struct sld_server {
     sld_daemon_t *d;
     sld_front_t *fronts;
+    sld_spread_t **spreads;  /* one per front: its connections over the workers */
+    sld_metrics_extra_t metrics; /* sluice_worker_connections */
     size_t nfronts;
     worker_t *workers;
     uint32_t nworkers;
@@ -168,7 +171,8 @@ static int worker_serve(sld_server_t *s, uint32_t i, int *ports, char *err, size
     for (size_t k = 0; k < s->nfronts; k++) {
         const sld_front_t *f = &s->fronts[k];
         int fd = f->listen ? sld_listener_open(f->listen, i == 0 ? -1 : ports[k], &ports[k], err, err_len) : -1;
-        if ((fd < 0 && f->listen) || f->ops->start(f->ctx, &w->loop, fd, i, &w->fronts[k].state, err, err_len) != SL_OK)
+        if ((fd < 0 && f->listen) || f->ops->start(f->ctx, &w->loop, fd, s->spreads[k], i, &w->fronts[k].state, err,
+                                                       err_len) != SL_OK)
             return SL_EIO;
     }
     return SL_OK;
@@ -181,9 +185,17 @@ static void server_free(sld_server_t *s) {
                 s->fronts[k].ops->free(s->workers[i].fronts[k].state);
     if (s->workers)
         free(s->workers[0].fronts);
+    for (size_t k = 0; s->spreads != NULL && k < s->nfronts; k++)
+        sld_spread_free(s->spreads[k]);
+    free(s->spreads);
     free(s->workers);
     free(s->fronts);
     free(s);
+}
+
+static void write_metrics(void *ctx, sld_buf_t *out) {
+    const sld_server_t *s = ctx;
+    sld_spread_write_metrics(s->spreads, s->nfronts, out);
 }
 
 /* Stops and frees the workers [0, s->nworkers) and the server; on the
@@ -229,6 +241,20 @@ int sld_server_start(sld_daemon_t *d, const sld_front_t *fronts, size_t nfronts,
     s->d = d;
     memcpy(s->fronts, fronts, nfronts * sizeof *fronts);
     s->nfronts = nfronts;
+    s->spreads = calloc(nfronts, sizeof *s->spreads);
+    for (size_t k = 0; s->spreads != NULL && k < nfronts; k++)
+        if (sld_spread_new(threads, fronts[k].ops->name, &s->spreads[k]) != SL_OK) {
+            free(ports);
+            snprintf(err, err_len, "out of memory");
+            abandon(s);
+            return SL_ENOMEM;
+        }
+    if (s->spreads == NULL) {
+        free(ports);
+        snprintf(err, err_len, "out of memory");
+        abandon(s);
+        return SL_ENOMEM;
+    }
     memset(d->counters, 0, sizeof(sld_counters_t) * threads);
     d->ncounters = threads;
     for (size_t k = 0; k < nfronts; k++)
@@ -259,10 +285,14 @@ int sld_server_start(sld_daemon_t *d, const sld_front_t *fronts, size_t nfronts,
         abandon(s);
         return rc;
     }
-    for (size_t k = 0; k < nfronts; k++)
+    for (size_t k = 0; k < nfronts; k++) {
+        sld_spread_set_port(s->spreads[k], ports[k]);
         if (fronts[k].port != NULL)
             *fronts[k].port = ports[k];
+    }
     free(ports);
+    s->metrics = (sld_metrics_extra_t){.write = write_metrics, .ctx = s};
+    sld_metrics_extra_set_workers(&s->metrics);
     for (uint32_t i = 0; i < threads; i++)
         uv_thread_create(&s->workers[i].thread, worker_run, &s->workers[i]);
     *out = s;
@@ -291,5 +321,6 @@ void sld_server_stop(sld_server_t *s, uint64_t grace_ms) {
         uv_thread_join(&s->workers[i].thread);
         uv_loop_close(&s->workers[i].loop);
     }
+    sld_metrics_extra_set_workers(NULL); /* no scrape runs: the workers that answer them are gone */
     server_free(s);
 }

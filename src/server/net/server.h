@@ -4,7 +4,8 @@
  *
  * One libuv loop per worker thread; on it, each front has its own listening
  * socket on the front's address (SO_REUSEPORT: the kernel spreads
- * connections). Connections stay on the worker that accepted them.
+ * connections), and a connection is served by the worker of its front with
+ * fewest connections (accept_spread.h), where it stays.
  *
  * Not here: connections, parsing, replies (the fronts'), configuration and
  * signals (sluiced.c).

@@ -21,6 +21,8 @@ void sld_metrics_extra_set(const sld_metrics_extra_t *e);
 /* The same for a second writer of its own: the gRPC front's (Envoy
  * ratelimit's stats), written after the first. */
 void sld_metrics_extra_set_rls(const sld_metrics_extra_t *e);
+/* The same for the server's own: each worker's connections per front. */
+void sld_metrics_extra_set_workers(const sld_metrics_extra_t *e);
 /* Appends what the writers set say, if any. */
 void sld_metrics_extra_render(sld_buf_t *out);
 /* Appends what the first writer (the gateway's) says, if set: what

@@ -24,9 +24,9 @@
 #include <uv.h>
 
 #include "server/engine/engine.h"
+#include "server/net/accept_spread.h"
 #include "server/net/admission.h"
 #include "server/net/linger.h"
-#include "server/net/listener.h"
 #include "server/net/reply_queue.h"
 #include "server/net/tcp_stall.h"
 #include "server/resp/commands.h"
@@ -71,12 +71,11 @@ struct conn {
 struct worker {
     sld_resp_front_t *f;
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    sld_acceptor_t acceptor;  /* the listener, and connections handed over (net/accept_spread.h) */
     uint32_t index;           /* the worker's: its counters, metrics, engine batches */
     sld_counters_t *counters; /* the worker's */
     conn_t *conns;
     sld_linger_t linger;      /* connections closed while stopping, until their clients close */
-    bool listening;           /* the listener handle exists (and must be closed) */
     bool stopping;
 };
 
@@ -110,6 +109,7 @@ static void conn_close(conn_t *c) {
         c->next->prev = c->prev;
     if (c->admitted)
         sld_conn_release(c->w->f->d);
+    sld_acceptor_release(&c->w->acceptor); /* admitted or not, it was taken */
     uv_close((uv_handle_t *)&c->tcp, on_close);
 }
 
@@ -360,18 +360,17 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     process(c);
 }
 
-static void on_connection(uv_stream_t *listener, int status) {
-    worker_t *w = listener->data;
+static void on_connection(void *data, sld_incoming_t *in) {
+    worker_t *w = data;
     sld_daemon_t *d = w->f->d;
-    if (status < 0 || w->stopping)
+    if (w->stopping)
         return;
     conn_t *c = calloc(1, sizeof *c);
     if (c == NULL)
         return;
     c->w = w;
     sld_reply_queue_init(&c->replies, &c->out, on_replies_ready, c);
-    uv_tcp_init(w->loop, &c->tcp);
-    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+    if (sld_incoming_take(in, &c->tcp) != 0) {
         uv_close((uv_handle_t *)&c->tcp, on_close);
         return;
     }
@@ -400,8 +399,8 @@ void sld_resp_front_init(sld_resp_front_t *f, sld_daemon_t *d) {
     atomic_init(&f->next_id, 0);
 }
 
-static int front_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void **out, char *err,
-                       size_t err_len) {
+static int front_start(void *ctx, uv_loop_t *loop, int fd, sld_spread_t *spread, uint32_t index, void **out,
+                       char *err, size_t err_len) {
     sld_resp_front_t *f = ctx;
     worker_t *w = sld_front_worker_new(sizeof *w, fd, err, err_len);
     if (w == NULL)
@@ -411,7 +410,7 @@ static int front_start(void *ctx, uv_loop_t *loop, int fd, uint32_t index, void 
     w->index = index;
     w->counters = &f->d->counters[index];
     *out = w; /* even on failure: the caller stops and disposes it like any other */
-    int rc = sld_listener_serve(loop, &w->listener, fd, w, on_connection, &w->listening);
+    int rc = sld_acceptor_serve(&w->acceptor, loop, fd, spread, index, w, on_connection);
     if (rc != 0) {
         snprintf(err, err_len, "cannot serve RESP: %s", uv_strerror(rc));
         return SL_EIO;
@@ -424,7 +423,7 @@ static void front_begin_stop(void *arg) {
     if (w->stopping)
         return;
     w->stopping = true;
-    sld_listener_close(&w->listener, w->listening);
+    sld_acceptor_close(&w->acceptor);
     for (conn_t *c = w->conns, *next; c; c = next) {
         next = c->next;
         stop_reading(c);
@@ -479,7 +478,7 @@ static bool front_idle(void *arg) {
 
 static void front_dispose(void *arg) {
     worker_t *w = arg;
-    sld_listener_close(&w->listener, w->listening);
+    sld_acceptor_close(&w->acceptor);
     sld_linger_close_all(&w->linger);
 }
 
