@@ -59,3 +59,21 @@ cpu_ticks() {
 }
 # shellcheck disable=SC2034  # HZ is for the scripts that source this
 HZ=$(getconf CLK_TCK)
+
+# conn_spread PORT [METRICS_URL] -> the established client connections on
+# PORT per worker, "a/b": nginx's by worker process (ss -p), sluiced's by
+# worker thread from its /metrics (sluice_worker_connections of the front
+# on PORT; the scrape's own connection counts when PORT is the HTTP front's)
+# when METRICS_URL is given; NA when it cannot be told (a sluiced without
+# that series).
+conn_spread() {
+  local port=$1 url=${2:-} s
+  if [ -n "$url" ]; then
+    s=$(curl -s --max-time 2 "$url" | awk -v p="port=\"$port\"" \
+      'index($0, "sluice_worker_connections{") == 1 && index($0, p) { printf "%s%s", sep, $NF; sep = "/" }')
+  else
+    s=$(ss -tnpH state established "( sport = :$port )" 2>/dev/null | grep -o 'pid=[0-9]*' | sort | uniq -c \
+      | awk '{ printf "%s%s", sep, $1; sep = "/" }')
+  fi
+  echo "${s:-NA}"
+}

@@ -41,13 +41,23 @@
 #   bench/gateway_vs_nginx.sh                  # ~6 min: RUNS=3, DUR=10
 #   PIN=0 THREADS=2 bench/gateway_vs_nginx.sh  # nothing pinned, 2 workers each
 #   RUNS=1 DUR=2 bench/gateway_vs_nginx.sh     # smoke
+#   SLUICED_B=../before/build/sluiced PIN=0 THREADS=2 CASES="pass reject" bench/gateway_vs_nginx.sh
+#                                              # a second build alternating too
+#
+# Each wrk run also samples, half way through, how the client connections
+# are spread over the workers ("spread", a/b: nginx's by worker process
+# through ss, sluiced's from /metrics on its HTTP front, METRICS_PORT,
+# sluice_worker_connections; NA for a build without that series).
 #
 # PIN=1 (default): both fronts on CPU 0, the upstream and the client on
 # CPU 1 (taskset). Knobs: RUNS (3), DUR (10), CONNS (64), KEYSPACE (100000),
 # KEYBY (header|xff), THREADS (1), UPSTREAM_WORKERS (1), H2_STREAMS ("1 16"),
 # CASES ("pass reject h2 delay"), DELAY_RATE (100), OFFERED (200),
-# DELAY_SECS (5), ARR_PORT (18286), SLUICED (build/sluiced), NGINX, ports
-# UP_PORT (18282), NGX_PORT (18281), NGX_H2_PORT (18285), GW_PORT (18283).
+# DELAY_SECS (5), ARR_PORT (18286), SLUICED (build/sluiced), SLUICED_B (none:
+# a second sluiced, e.g. a build before a change, run as "sluiced_b" in the
+# same alternation), NGINX, ports UP_PORT (18282), NGX_PORT (18281),
+# NGX_H2_PORT (18285), GW_PORT (18283), METRICS_PORT (18284), and for
+# SLUICED_B GW_B_PORT (18287), METRICS_B_PORT (18288).
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="${PEERS:-$ROOT/../shared/bench/peers}"
@@ -79,15 +89,24 @@ UP_PORT=${UP_PORT:-18282}
 NGX_PORT=${NGX_PORT:-18281}
 NGX_H2_PORT=${NGX_H2_PORT:-18285}
 GW_PORT=${GW_PORT:-18283}
+METRICS_PORT=${METRICS_PORT:-18284}
+SLUICED_B=${SLUICED_B:-}
+GW_B_PORT=${GW_B_PORT:-18287}
+METRICS_B_PORT=${METRICS_B_PORT:-18288}
+FRONTS="nginx sluiced${SLUICED_B:+ sluiced_b}"
 
 SRV_PIN=(); CLI_PIN=()
 if [ "$PIN" = 1 ]; then SRV_PIN=(taskset -c 0); CLI_PIN=(taskset -c 1); fi
 
 [ -x "$SLUICED" ] || { echo "no sluiced at $SLUICED (make first)" >&2; exit 1; }
+[ -z "$SLUICED_B" ] || [ -x "$SLUICED_B" ] || { echo "no sluiced at SLUICED_B=$SLUICED_B" >&2; exit 1; }
 [ -x "$NGINX" ] || { echo "no nginx at $NGINX" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "no wrk" >&2; exit 1; }
 command -v h2load >/dev/null || { echo "no h2load (nghttp2-client)" >&2; exit 1; }
-for p in "$UP_PORT" "$NGX_PORT" "$NGX_H2_PORT" "$GW_PORT" "$ARR_PORT"; do port_free "$p" || exit 1; done
+B_PORTS=(); [ -n "$SLUICED_B" ] && B_PORTS=("$GW_B_PORT" "$METRICS_B_PORT")
+for p in "$UP_PORT" "$NGX_PORT" "$NGX_H2_PORT" "$GW_PORT" "$ARR_PORT" "$METRICS_PORT" "${B_PORTS[@]}"; do
+  port_free "$p" || exit 1
+done
 
 if [ "$KEYBY" = xff ]; then
   NGX_KEY='$binary_remote_addr'; SL_KEY='[ip]'
@@ -164,11 +183,13 @@ EOF
 EOF
 } >"$OUT/ngx/nginx.conf"
 
-cat >"$OUT/sluice.yaml" <<EOF
+sluice_conf() {  # GATEWAY_PORT METRICS_PORT: the HTTP front only serves /metrics
+cat <<EOF
+listen: {resp: "", http: 127.0.0.1:$2}
 limits: {max_connections: 10000}
 $SL_TRUST
 gateway:
-  listen: 127.0.0.1:$GW_PORT
+  listen: 127.0.0.1:$1
   headers: {client: off}          # nginx adds no rate limit fields either
   routes:
     - name: pass
@@ -204,9 +225,13 @@ policies:
     key: [endpoint]
     limits: [{algorithm: gcra, limit: 1000000, period: 1s, burst: 1000}]
 EOF
+}
+sluice_conf "$GW_PORT" "$METRICS_PORT" >"$OUT/sluice.yaml"
+sluice_conf "$GW_B_PORT" "$METRICS_B_PORT" >"$OUT/sluice_b.yaml"
 
 awk -v n="$KEYSPACE" -v p="$NGX_H2_PORT" 'BEGIN{for (i = 1; i <= n; i++) print "http://127.0.0.1:" p "/h2/" i}' >"$OUT/uris-nginx"
 awk -v n="$KEYSPACE" -v p="$GW_PORT" 'BEGIN{for (i = 1; i <= n; i++) print "http://127.0.0.1:" p "/h2/" i}' >"$OUT/uris-sluiced"
+awk -v n="$KEYSPACE" -v p="$GW_B_PORT" 'BEGIN{for (i = 1; i <= n; i++) print "http://127.0.0.1:" p "/h2/" i}' >"$OUT/uris-sluiced_b"
 
 for d in up ngx; do
   "$NGINX" -t -p "$OUT/$d/" -c "$OUT/$d/nginx.conf" -e "$OUT/$d/error.log" >/dev/null 2>&1 \
@@ -218,32 +243,51 @@ start_bg upstream "$OUT/upstream.log" "${CLI_PIN[@]}" "$NGINX" -p "$OUT/up/" -c 
 start_bg arrivals "$OUT/arrivals.log" "${CLI_PIN[@]}" python3 "$ROOT/bench/arrivals_upstream.py" "$ARR_PORT" "$OUT/arrivals"
 start_bg nginx "$OUT/nginx.log" "${SRV_PIN[@]}" "$NGINX" -p "$OUT/ngx/" -c "$OUT/ngx/nginx.conf" -e "$OUT/ngx/error.log"
 start_bg sluiced "$OUT/sluiced.log" "${SRV_PIN[@]}" "$SLUICED" --snapshot off --config "$OUT/sluice.yaml" --threads "$THREADS"
-for p in "$UP_PORT" "$NGX_PORT" "$NGX_H2_PORT" "$GW_PORT" "$ARR_PORT"; do wait_port 127.0.0.1 "$p" || { cat "$OUT/sluiced.log" >&2; exit 1; }; done
-for u in "http://127.0.0.1:$NGX_PORT/pass" "http://127.0.0.1:$GW_PORT/pass"; do
+[ -z "$SLUICED_B" ] || start_bg sluiced_b "$OUT/sluiced_b.log" "${SRV_PIN[@]}" "$SLUICED_B" --snapshot off \
+  --config "$OUT/sluice_b.yaml" --threads "$THREADS"
+for p in "$UP_PORT" "$NGX_PORT" "$NGX_H2_PORT" "$GW_PORT" "$ARR_PORT" "${B_PORTS[@]}"; do
+  wait_port 127.0.0.1 "$p" || { cat "$OUT"/sluiced*.log >&2; exit 1; }
+done
+GW_URLS=("http://127.0.0.1:$GW_PORT"); [ -n "$SLUICED_B" ] && GW_URLS+=("http://127.0.0.1:$GW_B_PORT")
+for u in "http://127.0.0.1:$NGX_PORT/pass" "${GW_URLS[@]/%//pass}"; do
   code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Key: probe' -H 'X-Forwarded-For: 10.9.9.9' "$u")
   [ "$code" = 200 ] || { echo "$u answered $code, not 200" >&2; exit 1; }
 done
-for u in "http://127.0.0.1:$NGX_H2_PORT/h2/probe" "http://127.0.0.1:$GW_PORT/h2/probe"; do
+for u in "http://127.0.0.1:$NGX_H2_PORT/h2/probe" "${GW_URLS[@]/%//h2/probe}"; do
   code=$(curl -s --http2-prior-knowledge -o /dev/null -w '%{http_version} %{http_code}' "$u")
   [ "$code" = "2 200" ] || { echo "$u over HTTP/2 answered '$code', not '2 200'" >&2; exit 1; }
 done
 
 {
   echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg); pin=$PIN (fronts: ${SRV_PIN[*]:-any}; upstream and client: ${CLI_PIN[*]:-any})"
-  echo "# $("$NGINX" -v 2>&1); $("$SLUICED" --version); $(h2load --version | head -1); wrk -t2 -c$CONNS; runs=$RUNS dur=${DUR}s keyspace=$KEYSPACE keyby=$KEYBY threads=$THREADS upstream_workers=$UPSTREAM_WORKERS"
+  echo "# $("$NGINX" -v 2>&1); $("$SLUICED" --version)${SLUICED_B:+; sluiced_b: $SLUICED_B}; $(h2load --version | head -1); wrk -t2 -c$CONNS; runs=$RUNS dur=${DUR}s keyspace=$KEYSPACE keyby=$KEYBY threads=$THREADS upstream_workers=$UPSTREAM_WORKERS"
 } | tee "$OUT/header"
 
 front_pid() { cat "$OUT/$1.pid"; }
 
-# one_run CASE FRONT I -> "rps p50 p99 total non2xx err"
+# front_port FRONT -> the port its clients use (HTTP/1.1)
+front_port() {
+  case $1 in nginx) echo "$NGX_PORT" ;; sluiced) echo "$GW_PORT" ;; sluiced_b) echo "$GW_B_PORT" ;; esac
+}
+
+# one_run CASE FRONT I -> "rps p50 p99 total non2xx err" (pass and reject: and the spread)
 one_run() {
-  local case=$1 front=$2 i=$3 port log="$OUT/$1-$2-$3.log"
-  if [ "$front" = nginx ]; then port=$NGX_PORT; else port=$GW_PORT; fi
+  local case=$1 front=$2 i=$3 port log="$OUT/$1-$2-$3.log" murl= sampler
+  port=$(front_port "$front")
+  case $front in
+    sluiced) murl=http://127.0.0.1:$METRICS_PORT/metrics ;;
+    sluiced_b) murl=http://127.0.0.1:$METRICS_B_PORT/metrics ;;
+  esac
   case $case in
     pass|reject)
-      local path=/pass hot=0; [ "$case" = reject ] && { path=/rej; hot=0.5; }
-      wrk_run "$log" -t2 -c"$CONNS" -d"${DUR}s" --latency -s "$ROOT/bench/keyheader.lua" \
-        "http://127.0.0.1:$port$path" -- "$KEYSPACE" "$KEYBY" "$hot" 100 ;;
+      local path=/pass hot=0 r; [ "$case" = reject ] && { path=/rej; hot=0.5; }
+      rm -f "$OUT/spread"
+      ( sleep "$(( (DUR + 1) / 2 ))"; conn_spread "$port" "$murl" >"$OUT/spread" ) &
+      sampler=$!
+      r=$(wrk_run "$log" -t2 -c"$CONNS" -d"${DUR}s" --latency -s "$ROOT/bench/keyheader.lua" \
+        "http://127.0.0.1:$port$path" -- "$KEYSPACE" "$KEYBY" "$hot" 100)
+      wait "$sampler"
+      echo "$r $(cat "$OUT/spread" 2>/dev/null || echo NA)" ;;
     h2-m*)
       local m=${case#h2-m} uris="$OUT/uris-$front" c
       c=$(( CONNS / m )); [ "$c" -lt 2 ] && c=2
@@ -260,26 +304,28 @@ for c in "${case_list[@]}"; do
   [ "$c" = delay ] && continue
   declare -A R=()
   for i in $(seq "$RUNS"); do
-    for f in nginx sluiced; do
+    for f in $FRONTS; do
       t0=$(cpu_ticks "$(front_pid "$f")"); u0=$(cpu_ticks "$(front_pid upstream)")
-      read -r r q50 q99 tot n2 er <<<"$(one_run "$c" "$f" "$i")"
+      sp=NA
+      read -r r q50 q99 tot n2 er sp <<<"$(one_run "$c" "$f" "$i")"
       t1=$(cpu_ticks "$(front_pid "$f")"); u1=$(cpu_ticks "$(front_pid upstream)")
       ucpu=$(awk -v d=$((u1 - u0)) -v hz="$HZ" -v s="$DUR" 'BEGIN{ printf "%d", 100 * d / hz / s }')
       eff=$(awk -v n="$tot" -v d=$((t1 - t0)) -v hz="$HZ" 'BEGIN{ if (d > 0) printf "%d", n * hz / d; else print "NA" }')
       cpu=$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v s="$DUR" 'BEGIN{ printf "%d", 100 * d / hz / s }')
       R[$f.rps]+="$r "; R[$f.p50]+="$q50 "; R[$f.p99]+="$q99 "; R[$f.eff]+="$eff "; R[$f.cpu]+="$cpu "; R[$f.ucpu]+="$ucpu "
+      R[$f.sp]+="${R[$f.sp]:+,}\"${sp:-NA}\""
       R[$f.tot]=$(( ${R[$f.tot]:-0} + ${tot:-0} )); R[$f.n2]=$(( ${R[$f.n2]:-0} + ${n2:-0} ))
       [ "$er" != none ] && [ "$er" != 0 ] && echo "warning: $c $f run $i: errors $er" >&2
-      echo "  $c $f run $i: $r req/s p50 $q50 ms p99 $q99 ms non-2xx $n2/$tot; front cpu $cpu %, $eff req per cpu-s; upstream cpu $ucpu %" >&2
+      echo "  $c $f run $i: $r req/s p50 $q50 ms p99 $q99 ms non-2xx $n2/$tot; front cpu $cpu %, $eff req per cpu-s; upstream cpu $ucpu %; spread ${sp:-NA}" >&2
     done
   done
-  for f in nginx sluiced; do
+  for f in $FRONTS; do
     read -r m lo hi <<<"$(printf '%s\n' ${R[$f.rps]} | grep -v NA | stats)"
     m50=$(printf '%s\n' ${R[$f.p50]} | med); m99=$(printf '%s\n' ${R[$f.p99]} | med)
     meff=$(printf '%s\n' ${R[$f.eff]} | med); mcpu=$(printf '%s\n' ${R[$f.cpu]} | med); mucpu=$(printf '%s\n' ${R[$f.ucpu]} | med)
     share=$(awk -v a="${R[$f.n2]}" -v b="${R[$f.tot]}" 'BEGIN{ printf "%.1f", (b > 0) ? 100 * a / b : 0 }')
-    printf '{"bench":"gateway","case":"%s","front":"%s","threads":%s,"conns":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"non2xx_pct":%s,"front_cpu_pct":%s,"req_per_cpu_s":%s,"upstream_cpu_pct":%s,"runs":%s,"dur_s":%s,"keyspace":%s,"keyby":"%s","pin":%s}\n' \
-      "$c" "$f" "$THREADS" "$CONNS" "$m" "$lo" "$hi" "$m50" "$m99" "$share" "$mcpu" "$meff" "$mucpu" "$RUNS" "$DUR" "$KEYSPACE" "$KEYBY" "$PIN" | tee -a "$OUT/lines"
+    printf '{"bench":"gateway","case":"%s","front":"%s","threads":%s,"conns":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"non2xx_pct":%s,"front_cpu_pct":%s,"req_per_cpu_s":%s,"upstream_cpu_pct":%s,"runs":%s,"dur_s":%s,"keyspace":%s,"keyby":"%s","pin":%s,"spread":[%s]}\n' \
+      "$c" "$f" "$THREADS" "$CONNS" "$m" "$lo" "$hi" "$m50" "$m99" "$share" "$mcpu" "$meff" "$mucpu" "$RUNS" "$DUR" "$KEYSPACE" "$KEYBY" "$PIN" "${R[$f.sp]}" | tee -a "$OUT/lines"
   done
   unset R
 done
@@ -288,8 +334,8 @@ done
 shaping_rows=()
 if [[ " $CASES " == *" delay "* ]]; then
   for i in $(seq "$RUNS"); do
-    for f in nginx sluiced; do
-      if [ "$f" = nginx ]; then port=$NGX_PORT; else port=$GW_PORT; fi
+    for f in $FRONTS; do
+      port=$(front_port "$f")
       key="d$i-$f-$$"
       load=$("${CLI_PIN[@]}" python3 "$ROOT/bench/offered_load.py" "http://127.0.0.1:$port/delay" "$OFFERED" "$DELAY_SECS" "$key")
       sleep 0.5   # the last log lines
@@ -320,7 +366,7 @@ awk -F'[:,{}"]+' '
     printf "%-8s %-8s %10s %22s %8s %8s %7s %5s %9s %14s %8s %9s\n", "case", "front", "req/s", "[min..max]", "p50 ms", "p99 ms", "non2xx%", "cpu%", "req/cpu-s", "sluiced/nginx", "p99 s/n", "cpu-s s/n"
     for (k = 1; k <= n; k++) {
       split(order[k], f, "|"); ng = f[1] "|nginx"; ratio = ""; pr = ""; er = ""
-      if (f[2] == "sluiced" && rps[ng] > 0) { ratio = sprintf("%.2fx", rps[order[k]] / rps[ng]); if (p99[ng] > 0) pr = sprintf("%.2fx", p99[order[k]] / p99[ng]); if (eff[ng] > 0) er = sprintf("%.2fx", eff[order[k]] / eff[ng]) }
+      if (f[2] != "nginx" && rps[ng] > 0) { ratio = sprintf("%.2fx", rps[order[k]] / rps[ng]); if (p99[ng] > 0) pr = sprintf("%.2fx", p99[order[k]] / p99[ng]); if (eff[ng] > 0) er = sprintf("%.2fx", eff[order[k]] / eff[ng]) }
       printf "%-8s %-8s %10d %22s %8s %8s %7s %5s %9s %14s %8s %9s\n", f[1], f[2], rps[order[k]],
         "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]], rej[order[k]], cpu[order[k]], eff[order[k]], ratio, pr, er }
   }' "$OUT/lines"

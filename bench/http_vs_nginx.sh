@@ -26,11 +26,19 @@
 #   bench/http_vs_nginx.sh                       # everything (~5 min)
 #   RUNS=5 PIN=1 bench/http_vs_nginx.sh          # PIN=1: servers on CPU 0, wrk on CPU 1
 #   RUNS=1 DUR=2 CONNS=64 THREADS=1 bench/http_vs_nginx.sh   # smoke
+#   SLUICED_B=../before/build/sluiced bench/http_vs_nginx.sh   # a second build, alternating too
+#
+# Each run also samples, half way through, how the connections are spread
+# over the workers ("spread", a/b: nginx's by worker process through ss,
+# sluiced's from its /metrics, sluice_worker_connections; NA for a build
+# without that series).
 #
 # Knobs: RUNS (3), DUR (10, seconds), CONNS ("64 256"), KEYSPACE (100000),
 # PIN (0), THREADS ("1 2": sluiced's threads and nginx's workers), WRK_THREADS (2),
-# SLUICED (build/sluiced), NGINX (nginx on PATH, else /usr/sbin/nginx),
-# NGINX_PORT (18080), SLUICED_PORT (18091).
+# SLUICED (build/sluiced), SLUICED_B (none: a second sluiced, e.g. a build
+# before a change, run as "sluiced_b" in the same alternation), NGINX (nginx
+# on PATH, else /usr/sbin/nginx), NGINX_PORT (18080), SLUICED_PORT (18091),
+# SLUICED_B_PORT (18092).
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="${PEERS:-$ROOT/../shared/bench/peers}"
@@ -53,11 +61,15 @@ SLUICED=${SLUICED:-$ROOT/build/sluiced}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 NGINX_PORT=${NGINX_PORT:-18080}
 SLUICED_PORT=${SLUICED_PORT:-18091}
+SLUICED_B=${SLUICED_B:-}
+SLUICED_B_PORT=${SLUICED_B_PORT:-18092}
+SERVERS="nginx sluiced${SLUICED_B:+ sluiced_b}"
 
 SRV_PIN=(); CLI_PIN=()
 if [ "$PIN" = 1 ]; then SRV_PIN=(taskset -c 0); CLI_PIN=(taskset -c 1); fi
 
 [ -x "$SLUICED" ] || { echo "no sluiced at $SLUICED (make first)" >&2; exit 1; }
+[ -z "$SLUICED_B" ] || [ -x "$SLUICED_B" ] || { echo "no sluiced at SLUICED_B=$SLUICED_B" >&2; exit 1; }
 [ -x "$NGINX" ] || { echo "no nginx at $NGINX (apt-get install nginx)" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "no wrk (apt-get install wrk)" >&2; exit 1; }
 
@@ -70,38 +82,47 @@ sed -e '1i -- written by bench/http_vs_nginx.sh: the peer kit randkey.lua, with 
 grep -q 'sep .. "key="' "$OUT/randkey_query.lua" && grep -q '^  sep = ' "$OUT/randkey_query.lua" \
   || { echo "could not adapt $PEERS/wrk/randkey.lua" >&2; exit 1; }
 
-# one_run SERVER N CONNS I -> "rps p50_ms p99_ms total non2xx sockerr req_per_cpu_s"
+# one_run SERVER N CONNS I -> "rps p50_ms p99_ms total non2xx sockerr req_per_cpu_s spread"
 one_run() {
-  local server=$1 n=$2 conns=$3 i=$4 script url t0 t1 r
-  if [ "$server" = nginx ]; then script=$PEERS/wrk/randkey.lua url="http://127.0.0.1:$NGINX_PORT/pass"
-  else script=$OUT/randkey_query.lua url="http://127.0.0.1:$SLUICED_PORT/v1/check?policy=bench"; fi
+  local server=$1 n=$2 conns=$3 i=$4 script url t0 t1 r port murl sampler
+  case $server in
+    nginx) port=$NGINX_PORT ;;
+    sluiced) port=$SLUICED_PORT ;;
+    sluiced_b) port=$SLUICED_B_PORT ;;
+  esac
+  if [ "$server" = nginx ]; then script=$PEERS/wrk/randkey.lua url="http://127.0.0.1:$port/pass" murl=
+  else script=$OUT/randkey_query.lua url="http://127.0.0.1:$port/v1/check?policy=bench" murl="http://127.0.0.1:$port/metrics"; fi
+  rm -f "$OUT/spread"
+  ( sleep "$(( (DUR + 1) / 2 ))"; conn_spread "$port" "$murl" >"$OUT/spread" ) &
+  sampler=$!
   t0=$(cpu_ticks "$(cat "$OUT/$server.pid")")
   r=$(wrk_run "$OUT/wrk-$server-$n-$conns-$i.log" -t"$WRK_THREADS" -c"$conns" -d"${DUR}s" --latency -s "$script" "$url" -- "$KEYSPACE")
   t1=$(cpu_ticks "$(cat "$OUT/$server.pid")")
+  wait "$sampler"
   read -r _ _ _ tot _ _ <<<"$r"
-  echo "$r $(awk -v n="$tot" -v d=$((t1 - t0)) -v hz="$HZ" 'BEGIN{ if (d > 0) printf "%d", n * hz / d; else print "NA" }')"
+  echo "$r $(awk -v n="$tot" -v d=$((t1 - t0)) -v hz="$HZ" 'BEGIN{ if (d > 0) printf "%d", n * hz / d; else print "NA" }') $(cat "$OUT/spread" 2>/dev/null || echo NA)"
 }
 
 # measure N CONNS: RUNS alternating runs of each server, one JSON line each
 measure() {
-  local n=$1 conns=$2 i f r q50 q99 tot n2 er eff
+  local n=$1 conns=$2 i f r q50 q99 tot n2 er eff sp
   declare -A R=()
   for i in $(seq "$RUNS"); do
-    for f in nginx sluiced; do
-      read -r r q50 q99 tot n2 er eff <<<"$(one_run "$f" "$n" "$conns" "$i")"
-      R[$f.rps]+="$r "; R[$f.p50]+="$q50 "; R[$f.p99]+="$q99 "; R[$f.eff]+="$eff "
+    for f in $SERVERS; do
+      read -r r q50 q99 tot n2 er eff sp <<<"$(one_run "$f" "$n" "$conns" "$i")"
+      R[$f.rps]+="$r "; R[$f.p50]+="$q50 "; R[$f.p99]+="$q99 "; R[$f.eff]+="$eff "; R[$f.sp]+="${R[$f.sp]:+,}\"$sp\""
       R[$f.bad]=$(( ${R[$f.bad]:-0} + ${n2:-0} )); [ "$er" != none ] && R[$f.err]=$er
-      echo "  $f n=$n c=$conns run $i: $r req/s p50 $q50 ms p99 $q99 ms; $eff req per cpu-s" >&2
+      echo "  $f n=$n c=$conns run $i: $r req/s p50 $q50 ms p99 $q99 ms; $eff req per cpu-s; spread $sp" >&2
     done
   done
   local m lo hi m50 m99 meff
-  for f in nginx sluiced; do
+  for f in $SERVERS; do
     read -r m lo hi <<<"$(printf '%s\n' ${R[$f.rps]} | grep -v NA | stats)"
     m50=$(printf '%s\n' ${R[$f.p50]} | med); m99=$(printf '%s\n' ${R[$f.p99]} | med); meff=$(printf '%s\n' ${R[$f.eff]} | med)
     [ "${R[$f.bad]}" -gt 0 ] && echo "warning: $f n=$n c=$conns: ${R[$f.bad]} answers were not 2xx" >&2
     [ -n "${R[$f.err]:-}" ] && echo "warning: $f n=$n c=$conns: socket errors ${R[$f.err]}" >&2
-    printf '{"bench":"http","server":"%s","threads":%s,"case":"pass/spread","conns":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"req_per_cpu_s":%s,"non2xx":%s,"runs":%s,"dur_s":%s,"keyspace":%s}\n' \
-      "$f" "$n" "$conns" "$m" "$lo" "$hi" "$m50" "$m99" "$meff" "${R[$f.bad]}" "$RUNS" "$DUR" "$KEYSPACE" | tee -a "$OUT/lines"
+    printf '{"bench":"http","server":"%s","threads":%s,"case":"pass/spread","conns":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"req_per_cpu_s":%s,"non2xx":%s,"runs":%s,"dur_s":%s,"keyspace":%s,"spread":[%s]}\n' \
+      "$f" "$n" "$conns" "$m" "$lo" "$hi" "$m50" "$m99" "$meff" "${R[$f.bad]}" "$RUNS" "$DUR" "$KEYSPACE" "${R[$f.sp]}" | tee -a "$OUT/lines"
   done
 }
 
@@ -146,10 +167,11 @@ EOF
 
 port_free "$NGINX_PORT" || exit 1
 port_free "$SLUICED_PORT" || exit 1
+[ -z "$SLUICED_B" ] || port_free "$SLUICED_B_PORT" || exit 1
 
 {
   echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cores; load $(cut -d" " -f1-3 /proc/loadavg); pin=$PIN conns=\"$CONNS\" keyspace=$KEYSPACE runs=$RUNS dur=${DUR}s wrk -t$WRK_THREADS"
-  echo "# $("$NGINX" -v 2>&1); $("$SLUICED" --version); wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}')"
+  echo "# $("$NGINX" -v 2>&1); $("$SLUICED" --version)${SLUICED_B:+; sluiced_b: $SLUICED_B}; wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}')"
   echo "# nginx: limit_req burst=1000 nodelay on \$arg_key, empty_gif; sluiced: GET /v1/check, token_bucket 1000000/s"
 } | tee "$OUT/header"
 
@@ -159,19 +181,24 @@ for n in $THREADS; do
     || { "$NGINX" -t -p "$OUT/nginx/" -c "$OUT/nginx/nginx.conf" -e "$OUT/nginx/error.log"; exit 1; }
   start_bg nginx "$OUT/nginx-$n.log" "${SRV_PIN[@]}" "$NGINX" -p "$OUT/nginx/" -c "$OUT/nginx/nginx.conf" -e "$OUT/nginx/error.log"
   start_bg sluiced "$OUT/sluiced-$n.log" "${SRV_PIN[@]}" "$SLUICED" --snapshot off --config "$OUT/sluice.yaml" --threads "$n"
+  [ -z "$SLUICED_B" ] || start_bg sluiced_b "$OUT/sluiced_b-$n.log" "${SRV_PIN[@]}" "$SLUICED_B" --snapshot off \
+    --config "$OUT/sluice.yaml" --threads "$n" --http "127.0.0.1:$SLUICED_B_PORT"
   wait_port 127.0.0.1 "$NGINX_PORT" || exit 1
-  if ! wait_port 127.0.0.1 "$SLUICED_PORT"; then
-    echo "sluiced did not open its HTTP port $SLUICED_PORT (no HTTP front in this build?):" >&2
-    cat "$OUT/sluiced-$n.log" >&2
-    exit 1
-  fi
+  for f in $SERVERS; do
+    [ "$f" = nginx ] && continue
+    port=$SLUICED_PORT; [ "$f" = sluiced_b ] && port=$SLUICED_B_PORT
+    if ! wait_port 127.0.0.1 "$port"; then
+      echo "$f did not open its HTTP port $port (no HTTP front in this build?):" >&2
+      cat "$OUT/$f-$n.log" >&2
+      exit 1
+    fi
+    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v1/check?policy=bench&key=probe")
+    [ "$code" = 200 ] || { echo "$f /v1/check answered $code, not 200" >&2; exit 1; }
+  done
   code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NGINX_PORT/pass?key=probe")
   [ "$code" = 200 ] || { echo "nginx /pass answered $code, not 200" >&2; exit 1; }
-  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SLUICED_PORT/v1/check?policy=bench&key=probe")
-  [ "$code" = 200 ] || { echo "sluiced /v1/check answered $code, not 200" >&2; exit 1; }
   for c in $CONNS; do measure "$n" "$c"; done
-  stop_named nginx
-  stop_named sluiced
+  for f in $SERVERS; do stop_named "$f"; done
 done
 
 echo
@@ -186,7 +213,7 @@ awk -F'[:,{}"]+' '
       split(order[k], f, "|")
       ng = "nginx|" f[2] "|" f[3]
       ratio = ""; pr = ""; er = ""
-      if (f[1] == "sluiced" && (ng in rps) && rps[ng] > 0) {
+      if (f[1] != "nginx" && (ng in rps) && rps[ng] > 0) {
         ratio = sprintf("%.2fx", rps[order[k]] / rps[ng])
         if (p99[ng] > 0) pr = sprintf("%.2fx", p99[order[k]] / p99[ng])
         if (eff[ng] > 0) er = sprintf("%.2fx", eff[order[k]] / eff[ng]) }
