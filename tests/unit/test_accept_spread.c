@@ -84,35 +84,56 @@ static int ended(int fd) {
     return n == 0 || (n < 0 && errno == ECONNRESET);
 }
 
-static void goes_to_the_worker_with_fewest(void **state) {
-    (void)state;
+/* Two workers of one front, each listening on a port of its own. */
+typedef struct pair {
     sld_spread_t *sp;
-    assert_int_equal(sld_spread_new(2, "test", &sp), SL_OK);
-    worker_t a = {0}, b = {0};
-    start(&a, sp, 0);
-    start(&b, sp, 1);
+    worker_t a, b;
+} pair_t;
+
+static int pair_setup(void **state) {
+    pair_t *p = calloc(1, sizeof *p);
+    assert_int_equal(sld_spread_new(2, "test", &p->sp), SL_OK);
+    start(&p->a, p->sp, 0);
+    start(&p->b, p->sp, 1);
+    *state = p;
+    return 0;
+}
+
+static int pair_teardown(void **state) {
+    pair_t *p = *state;
+    finish(&p->a);
+    finish(&p->b);
+    sld_spread_free(p->sp);
+    free(p);
+    return 0;
+}
+
+static void goes_to_the_worker_with_fewest(void **state) {
+    pair_t *p = *state;
+    sld_spread_t *sp = p->sp;
+    worker_t *a = &p->a, *b = &p->b;
     int clients[4];
     for (int i = 0; i < 4; i++) { /* all at a's socket: the kernel's spread at its worst */
-        clients[i] = connect_to(a.port);
-        accept_on(&a, sp, i + 1);
+        clients[i] = connect_to(a->port);
+        accept_on(a, sp, i + 1);
     }
     /* 0 and 0: a keeps; 1 and 0: b; 1 and 1: a; 2 and 1: b */
-    assert_int_equal(a.served, 2);
-    assert_int_equal(b.served, 0); /* handed over, in b's inbox until b's loop runs */
+    assert_int_equal(a->served, 2);
+    assert_int_equal(b->served, 0); /* handed over, in b's inbox until b's loop runs */
     assert_int_equal(sld_spread_count(sp, 0), 2);
     assert_int_equal(sld_spread_count(sp, 1), 2);
-    uv_run(&b.loop, UV_RUN_NOWAIT);
-    assert_int_equal(b.served, 2);
+    uv_run(&b->loop, UV_RUN_NOWAIT);
+    assert_int_equal(b->served, 2);
     assert_int_equal(sld_spread_count(sp, 1), 2);
     for (int i = 0; i < 2; i++) {
-        sld_acceptor_release(&a.acc);
-        sld_acceptor_release(&b.acc);
+        sld_acceptor_release(&a->acc);
+        sld_acceptor_release(&b->acc);
     }
     assert_int_equal(sld_spread_count(sp, 0), 0);
     assert_int_equal(sld_spread_count(sp, 1), 0);
 
     sld_buf_t m = {0};
-    sld_spread_set_port(sp, a.port);
+    sld_spread_set_port(sp, a->port);
     sld_spread_write_metrics(&sp, 1, &m);
     sld_buf_append(&m, "", 1);
     assert_non_null(strstr((char *)m.data, "# TYPE sluice_worker_connections gauge\n"));
@@ -120,61 +141,49 @@ static void goes_to_the_worker_with_fewest(void **state) {
     assert_non_null(strstr((char *)m.data, "\",worker=\"1\"} 0\n"));
     sld_buf_free(&m);
 
-    finish(&a);
-    finish(&b);
     for (int i = 0; i < 4; i++)
         close(clients[i]);
-    sld_spread_free(sp);
 }
 
 static void a_stopped_inbox_closes_its_sockets(void **state) {
-    (void)state;
-    sld_spread_t *sp;
-    assert_int_equal(sld_spread_new(2, "test", &sp), SL_OK);
-    worker_t a = {0}, b = {0};
-    start(&a, sp, 0);
-    start(&b, sp, 1);
-    int kept = connect_to(a.port);
-    accept_on(&a, sp, 1);
-    int handed = connect_to(a.port);
-    accept_on(&a, sp, 2);
+    pair_t *p = *state;
+    sld_spread_t *sp = p->sp;
+    worker_t *a = &p->a, *b = &p->b;
+    int kept = connect_to(a->port);
+    accept_on(a, sp, 1);
+    int handed = connect_to(a->port);
+    accept_on(a, sp, 2);
     assert_int_equal(sld_spread_count(sp, 1), 1); /* in b's inbox */
 
-    sld_acceptor_close(&b.acc); /* b stops before its loop took it */
+    sld_acceptor_close(&b->acc); /* b stops before its loop took it */
     assert_int_equal(sld_spread_count(sp, 1), 0);
     assert_int_equal(ended(handed), 1);
-    assert_int_equal(b.served, 0);
+    assert_int_equal(b->served, 0);
 
     /* b takes no more: a serves the next ones although it has more */
-    int later = connect_to(a.port);
-    accept_on(&a, sp, 2);
-    assert_int_equal(a.served, 2);
+    int later = connect_to(a->port);
+    accept_on(a, sp, 2);
+    assert_int_equal(a->served, 2);
     assert_int_equal(sld_spread_count(sp, 0), 2);
     assert_int_equal(ended(kept), 0); /* still open */
 
-    sld_acceptor_release(&a.acc);
-    sld_acceptor_release(&a.acc);
-    finish(&a);
-    finish(&b);
+    sld_acceptor_release(&a->acc);
+    sld_acceptor_release(&a->acc);
     close(kept);
     close(handed);
     close(later);
-    sld_spread_free(sp);
 }
 
 static void a_declined_connection_is_closed_and_uncounted(void **state) {
-    (void)state;
-    sld_spread_t *sp;
-    assert_int_equal(sld_spread_new(2, "test", &sp), SL_OK);
-    worker_t a = {0}, b = {0};
-    start(&a, sp, 0);
-    start(&b, sp, 1);
-    a.decline = b.decline = true; /* a front stopping, or out of memory */
-    int c1 = connect_to(a.port);
-    int c2 = connect_to(a.port);
+    pair_t *p = *state;
+    sld_spread_t *sp = p->sp;
+    worker_t *a = &p->a, *b = &p->b;
+    a->decline = b->decline = true; /* a front stopping, or out of memory */
+    int c1 = connect_to(a->port);
+    int c2 = connect_to(a->port);
     for (int i = 0; i < 20; i++) {
-        uv_run(&a.loop, UV_RUN_NOWAIT);
-        uv_run(&b.loop, UV_RUN_NOWAIT);
+        uv_run(&a->loop, UV_RUN_NOWAIT);
+        uv_run(&b->loop, UV_RUN_NOWAIT);
         poll(NULL, 0, 10);
     }
     assert_int_equal(ended(c1), 1);
@@ -182,17 +191,14 @@ static void a_declined_connection_is_closed_and_uncounted(void **state) {
     assert_int_equal(sld_spread_count(sp, 0), 0);
     assert_int_equal(sld_spread_count(sp, 1), 0);
     /* the listener still accepts after a connection it did not take */
-    a.decline = false;
-    int c3 = connect_to(a.port);
-    accept_on(&a, sp, 1);
-    assert_int_equal(a.served, 1);
-    sld_acceptor_release(&a.acc);
-    finish(&a);
-    finish(&b);
+    a->decline = false;
+    int c3 = connect_to(a->port);
+    accept_on(a, sp, 1);
+    assert_int_equal(a->served, 1);
+    sld_acceptor_release(&a->acc);
     close(c1);
     close(c2);
     close(c3);
-    sld_spread_free(sp);
 }
 
 static void one_worker_serves_everything(void **state) {
@@ -217,9 +223,10 @@ static void one_worker_serves_everything(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(goes_to_the_worker_with_fewest),
-        cmocka_unit_test(a_stopped_inbox_closes_its_sockets),
-        cmocka_unit_test(a_declined_connection_is_closed_and_uncounted),
+        cmocka_unit_test_setup_teardown(goes_to_the_worker_with_fewest, pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(a_stopped_inbox_closes_its_sockets, pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(a_declined_connection_is_closed_and_uncounted, pair_setup,
+                                        pair_teardown),
         cmocka_unit_test(one_worker_serves_everything),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
