@@ -4,6 +4,7 @@ local now
 if ARGV[1] == '' then
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    expiry_opt = 'PXAT' -- now is Redis's clock: deadlines need no offset
 else
     now = tonumber(ARGV[1])
 end
