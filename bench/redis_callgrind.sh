@@ -23,9 +23,11 @@
 #   CASES="direct-hot strict-hot" bench/redis_callgrind.sh  # one key for all
 #
 # Cases: direct, strict (keys rl:<random of KEYSPACE>), direct-hot,
-# strict-hot (the key rl:hot), strict-repeat (KEYSPACE_REPEAT keys under a
-# limit of 1000 per hour: keys charged again while their state lives, the
-# case where a write may keep the key's TTL).
+# strict-hot (the key rl:hot), direct-repeat and strict-repeat
+# (KEYSPACE_REPEAT keys under a limit of 1000 per hour: keys charged again
+# while their state lives), strict-fixed (SL.CHECK of a fixed_window of
+# 1000 per hour on KEYSPACE_REPEAT keys: a charge within the window keeps
+# the key's expiry).
 # Knobs: SLUICED (build/sluiced), N (20000), CLIENTS (64), KEYSPACE
 # (100000), KEYSPACE_REPEAT (1000), CASES ("direct strict"), KEEP (0: 1
 # keeps the callgrind files), REDIS_PORT (19400), SLUICED_PORT (19401).
@@ -89,7 +91,7 @@ run() {
   local name=$1 space=$KEYSPACE key="rl:__rand_int__" cell="99 100 1" lua="100 100 1 1"
   case $name in
     *-hot) key="rl:hot" ;;
-    *-repeat) space=$KEYSPACE_REPEAT; cell="999 1000 3600"; lua="1000 1000 3600 1" ;;
+    *-repeat|*-fixed) space=$KEYSPACE_REPEAT; cell="999 1000 3600"; lua="1000 1000 3600 1" ;;
   esac
   port_free "$REDIS_PORT"
   valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.$name.%p" redis-server --port "$REDIS_PORT" \
@@ -111,6 +113,8 @@ store: {type: redis, url: "redis://127.0.0.1:$REDIS_PORT", timeout: 10s}
 policies:
   - name: bench
     limits: [{algorithm: gcra, limit: 100, period: 1s, burst: 99}]
+  - name: fixed
+    limits: [{algorithm: fixed_window, limit: 1000, period: 1h}]
 EOF
     "$SLUICED" --snapshot off --config "$OUT/sluice.yaml" --threads 1 >"$OUT/sluiced-$name.log" 2>&1 &
     spid=$!
@@ -118,6 +122,7 @@ EOF
     wait_port "$SLUICED_PORT"
     target=$SLUICED_PORT
     cmd=(CL.THROTTLE "$key" $cell)
+    [[ $name == *-fixed ]] && cmd=(SL.CHECK fixed "$key")
   fi
   # warm-up on other keys: the script loaded, connections made, Lua's
   # allocator grown; then only the measured requests are counted
