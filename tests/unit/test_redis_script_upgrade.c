@@ -9,7 +9,9 @@
  *   reads what the other wrote;
  * - a write that keeps the key's expiry (SET ... KEEPTTL) does so only when
  *   the value it replaces ended no earlier, and the key never expires
- *   before its last state has recovered, on the test clock.
+ *   before its last state has recovered, on the test clock;
+ * - the compact batch answer of a one-limit decision read, and refused when
+ *   malformed.
  */
 #include "rig.h"
 #include "redis_rig.h"
@@ -245,10 +247,88 @@ static void expiry_kept_only_when_it_covers(void **state) {
     sl_policy_free(gc);
 }
 
+static redisReply *string_reply(const unsigned char *bytes, size_t len) {
+    redisReply *r = calloc(1, sizeof *r);
+    r->type = REDIS_REPLY_STRING;
+    r->str = malloc(len + 1);
+    memcpy(r->str, bytes, len);
+    r->len = len;
+    return r;
+}
+
+/* status, remaining, reset, wait: what evaluate.lua packs as '<BI7I7i8' */
+static size_t compact(unsigned char *out, unsigned status, uint64_t rem, uint64_t reset, int64_t wait) {
+    out[0] = (unsigned char)status;
+    for (int i = 0; i < 7; i++) {
+        out[1 + i] = (unsigned char)(rem >> (8 * i));
+        out[8 + i] = (unsigned char)(reset >> (8 * i));
+    }
+    for (int i = 0; i < 8; i++)
+        out[15 + i] = (unsigned char)((uint64_t)wait >> (8 * i));
+    return 23;
+}
+
+static int parse_one(const sl__redis_eval_req_t *req, const unsigned char *b, size_t len, sl_decision_t *d,
+                     sl_limit_report_t *r) {
+    redisReply *rep = string_reply(b, len);
+    const char *why = NULL;
+    int rc = sl__redis_parse_evaluate_batch(req, 1, rep, 0, d, r, &why);
+    freeReplyObject(rep);
+    return rc;
+}
+
+static void compact_replies_parse(void **state) {
+    (void)state;
+    sl_policy_t *p1 = make_policy("c1", one_gcra, 1, SL_MODE_HARD, 0, NULL);
+    sl_policy_t *p3 = make_policy("c3", mixed, 3, SL_MODE_HARD, 0, NULL);
+    sl__redis_eval_req_t one = {p1, "a", 1, 1}, three = {p3, "a", 1, 1};
+    unsigned char b[32];
+    sl_decision_t d;
+    sl_limit_report_t r[SL_MAX_LIMITS];
+    /* allowed, a shaper's delay of 40 */
+    assert_int_equal(parse_one(&one, b, compact(b, 4, 3, 300, 40), &d, r), SL_OK);
+    assert_true(d.allowed && !d.limited);
+    assert_int_equal(d.limit, p1->limits[0].nominal);
+    assert_int_equal(d.remaining, 3);
+    assert_int_equal(d.reset_after, 300);
+    assert_int_equal(d.retry_after, 0);
+    assert_int_equal(d.delay, 40);
+    assert_int_equal(d.limit_index, 0);
+    assert_true(r[0].allowed);
+    assert_int_equal(r[0].limit, p1->limits[0].nominal);
+    assert_int_equal(r[0].remaining, 3);
+    assert_int_equal(r[0].reset_after, 300);
+    assert_int_equal(r[0].retry_after, 0);
+    /* allowed over a soft limit */
+    assert_int_equal(parse_one(&one, b, compact(b, 6, 0, 300, 0), &d, r), SL_OK);
+    assert_true(d.allowed && d.limited);
+    /* denied: the wait is the retry, -1 never */
+    assert_int_equal(parse_one(&one, b, compact(b, 5, 0, 900, 250), &d, r), SL_OK);
+    assert_true(!d.allowed && d.limited);
+    assert_int_equal(d.retry_after, 250);
+    assert_int_equal(d.delay, 0);
+    assert_int_equal(r[0].retry_after, 250);
+    assert_int_equal(parse_one(&one, b, compact(b, 5, 0, 900, -1), &d, r), SL_OK);
+    assert_int_equal(d.retry_after, SL_NEVER);
+    assert_int_equal(r[0].retry_after, SL_NEVER);
+    /* malformed: a wait below -1, an allowed one never, a status past 6,
+     * cut short, something after it, or a policy of several limits */
+    assert_int_equal(parse_one(&one, b, compact(b, 5, 0, 900, -2), &d, r), SL_EINVAL);
+    assert_int_equal(parse_one(&one, b, compact(b, 4, 0, 900, -1), &d, r), SL_EINVAL);
+    assert_int_equal(parse_one(&one, b, compact(b, 7, 0, 900, 0), &d, r), SL_EINVAL);
+    assert_int_equal(parse_one(&one, b, compact(b, 4, 0, 900, 0) - 1, &d, r), SL_EINVAL);
+    b[23] = 0;
+    assert_int_equal(parse_one(&one, b, compact(b, 4, 0, 900, 0) + 1, &d, r), SL_EINVAL);
+    assert_int_equal(parse_one(&three, b, compact(b, 4, 0, 900, 0), &d, r), SL_EINVAL);
+    sl_policy_free(p1);
+    sl_policy_free(p3);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(old_and_new_read_each_other),
         cmocka_unit_test(expiry_kept_only_when_it_covers),
+        cmocka_unit_test(compact_replies_parse),
     };
     return cmocka_run_group_tests(tests, setup, script_rig_teardown);
 }
