@@ -12,7 +12,7 @@
 -- KEYS[1]  the key's states: a string of records, one per limit: its 8-byte
 --          id, the length of the state (1 byte, or 255 and 4 bytes), the
 --          state. Smaller than a hash (measured in docs/distributed.md), and
---          one SET ... PX writes it with its expiry.
+--          one SET writes it with its expiry (60_policy.lua: set_value).
 -- KEYS[2]  elastic only: the policy's pool, same layout
 -- ARGV[1]  now (us since the epoch), or "" for the server's TIME
 -- ARGV[2]  cost (clamped below 2^52 by the caller: larger costs all behave alike)
