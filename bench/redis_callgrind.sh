@@ -47,6 +47,9 @@ OUT=$(mktemp -d /tmp/redis-callgrind.XXXXXX)
 
 [ -x "$SLUICED" ] || { echo "no sluiced at $SLUICED (make first)" >&2; exit 1; }
 [ -f "$PEERS/lua/gcra.lua" ] || { echo "no peer kit at $PEERS" >&2; exit 1; }
+# wait_port and port_free; its EXIT trap is replaced by cleanup below
+# shellcheck source=/dev/null
+source "$PEERS/common.sh"
 
 PIDS=()
 stop() { # PID: TERM, then wait (only processes this script started)
@@ -57,20 +60,6 @@ stop() { # PID: TERM, then wait (only processes this script started)
 cleanup() { for p in "${PIDS[@]}"; do stop "$p"; done; [ "$KEEP" = 1 ] || rm -rf "$OUT"; }
 trap cleanup EXIT
 
-wait_port() {
-  for _ in $(seq 600); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "port $1 never opened" >&2
-  return 1
-}
-port_free() {
-  if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
-    echo "127.0.0.1:$1 is already in use; refusing to start" >&2
-    exit 1
-  fi
-}
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 
 # bench PORT N KEYSPACE ARGS...: N requests, CLIENTS clients, pipeline 1
@@ -93,19 +82,19 @@ run() {
     *-hot) key="rl:hot" ;;
     *-repeat|*-fixed) space=$KEYSPACE_REPEAT; cell="999 1000 3600"; lua="1000 1000 3600 1" ;;
   esac
-  port_free "$REDIS_PORT"
+  port_free "$REDIS_PORT" || exit 1
   valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.$name.%p" redis-server --port "$REDIS_PORT" \
     --bind 127.0.0.1 --save "" --appendonly no --dir "$OUT" >"$OUT/redis-$name.log" 2>&1 &
   local vpid=$! spid=""
   PIDS+=("$vpid")
-  wait_port "$REDIS_PORT"
+  wait_port 127.0.0.1 "$REDIS_PORT" 60 || exit 1
   local target=$REDIS_PORT
   local -a cmd
   if [[ $name == direct* ]]; then
     local sha; sha=$(rcli SCRIPT LOAD "$(cat "$PEERS/lua/gcra.lua")")
     cmd=(EVALSHA "$sha" 1 "$key" $lua)
   else
-    port_free "$SLUICED_PORT"
+    port_free "$SLUICED_PORT" || exit 1
     cat >"$OUT/sluice.yaml" <<EOF
 listen: {resp: 127.0.0.1:$SLUICED_PORT, http: off}
 limits: {max_connections: 1000}
@@ -119,7 +108,7 @@ EOF
     "$SLUICED" --snapshot off --config "$OUT/sluice.yaml" --threads 1 >"$OUT/sluiced-$name.log" 2>&1 &
     spid=$!
     PIDS+=("$spid")
-    wait_port "$SLUICED_PORT"
+    wait_port 127.0.0.1 "$SLUICED_PORT" 60 || exit 1
     target=$SLUICED_PORT
     cmd=(CL.THROTTLE "$key" $cell)
     [[ $name == *-fixed ]] && cmd=(SL.CHECK fixed "$key")
