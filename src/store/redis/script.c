@@ -502,6 +502,10 @@ int sl__redis_parse_evaluate(const sl_policy_t *p, const struct redisReply *r, s
                            * (signed, -1 never), delay 7, limit_index 2 (signed) */
 #define REPLY_REPORT 30   /* allowed 1, limit 7, remaining 7, reset 7, retry 8 (signed) */
 #define REPLY_HELD 7      /* status 2: when it runs, then each limit's state's end, 7 each */
+/* Status 3 to 6 (3, + 1 allowed, + 2 limited): a one-limit decision whose
+ * report is the decision: remaining 7, reset 7, wait 8 (signed: allowed,
+ * the delay; denied, the retry, -1 never). */
+#define REPLY_COMPACT 22
 
 static uint64_t get_le(const unsigned char *in, int bytes) {
     uint64_t v = 0;
@@ -551,6 +555,26 @@ static int decode_decision(const sl_policy_t *p, const unsigned char *d, sl_deci
     return SL_OK;
 }
 
+/* A compact decision (status 3 to 6, c at its status byte): its one
+ * limit's report is the decision itself. */
+static int decode_compact(const sl_policy_t *p, const unsigned char *c, sl_decision_t *out,
+                          sl_limit_report_t *limits, const char **why) {
+    unsigned bits = c[0] - 3u;
+    bool allowed = bits & 1u;
+    sl_usec_t wait;
+    if (!get_retry(c + 15, &wait) || (allowed && wait == SL_NEVER))
+        return bad(why, "a decision field is out of range");
+    sl_decision_t v = {.allowed = allowed, .limited = (bits & 2u) != 0,
+                       .limit = p->limits[0].nominal, .remaining = get_le(c + 1, 7),
+                       .reset_after = (sl_usec_t)get_le(c + 8, 7),
+                       .retry_after = allowed ? 0 : wait, .delay = allowed ? wait : 0, .limit_index = 0};
+    if (limits)
+        limits[0] = (sl_limit_report_t){.allowed = v.allowed, .limit = v.limit, .remaining = v.remaining,
+                                        .reset_after = v.reset_after, .retry_after = v.retry_after};
+    *out = v;
+    return SL_OK;
+}
+
 int sl__redis_batch_offsets(const sl__redis_eval_req_t *reqs, size_t n, const struct redisReply *r,
                             size_t *offsets, const char **why) {
     if (reqs == NULL || n == 0 || n > SL__REDIS_MAX_BATCH)
@@ -564,12 +588,13 @@ int sl__redis_batch_offsets(const sl__redis_eval_req_t *reqs, size_t n, const st
     const unsigned char *s = (const unsigned char *)r->str;
     size_t len = r->len, at = 0;
     for (size_t j = 0; j < n; j++) {
-        if (at >= len || s[at] > 2)
-            return bad(why, "not a reply of evaluate.lua for this batch");
         size_t nl = reqs[j].p->nlimits;
-        size_t size = s[at] == 0 ? 1
+        if (at >= len || s[at] > 6 || (s[at] > 2 && nl != 1))
+            return bad(why, "not a reply of evaluate.lua for this batch");
+        size_t size = s[at] == 0   ? 1
                       : s[at] == 1 ? 1 + REPLY_DECISION + REPLY_REPORT * nl
-                                   : 1 + REPLY_DECISION + REPLY_REPORT * nl + REPLY_HELD * (1 + nl);
+                      : s[at] == 2 ? 1 + REPLY_DECISION + REPLY_REPORT * nl + REPLY_HELD * (1 + nl)
+                                   : 1 + REPLY_COMPACT;
         if (size > len - at)
             return bad(why, "a batch reply cut short");
         offsets[j] = at;
@@ -586,6 +611,8 @@ int sl__redis_parse_evaluate_at(const sl__redis_eval_req_t *req, const struct re
     const unsigned char *s = (const unsigned char *)r->str;
     if (s[at] == 0)
         return bad(why, "the script failed for this request");
+    if (s[at] > 2)
+        return decode_compact(req->p, s + at, out, limits, why);
     return decode_decision(req->p, s + at + 1, out, limits, why);
 }
 

@@ -12,7 +12,7 @@
 -- KEYS[1]  the key's states: a string of records, one per limit: its 8-byte
 --          id, the length of the state (1 byte, or 255 and 4 bytes), the
 --          state. Smaller than a hash (measured in docs/distributed.md), and
---          one SET ... PX writes it with its expiry.
+--          one SET writes it with its expiry (60_policy.lua: set_value).
 -- KEYS[2]  elastic only: the policy's pool, same layout
 -- ARGV[1]  now (us since the epoch), or "" for the server's TIME
 -- ARGV[2]  cost (clamped below 2^52 by the caller: larger costs all behave alike)
@@ -40,8 +40,10 @@
 -- reply above packed as '<BBI7I7I7i8I7i2' .. per limit 'BI7I7I7i8', for 2
 -- (decided, and an admitted reservation holds a place for later) the same
 -- then I7 when it runs and per limit I7 where its state ended (what a
--- refund needs), for 0 (failed inside the script, the others still
--- decided) nothing.
+-- refund needs), for 3 to 6 (rate_one's decision of a one-limit policy:
+-- 3, + 1 allowed, + 2 limited) '<I7I7i8' remaining, reset and the delay
+-- (allowed) or the retry (denied, -1 never), for 0 (failed inside the
+-- script, the others still decided) nothing.
 --
 -- A refund (ARGV[2] is "r"; script.c: sl__redis_build_refund): KEYS[1] the
 -- key, ARGV[1] now, ARGV[3] the limits, ARGV[4] I7 cost, I7 when the place

@@ -24,15 +24,44 @@ end
 -- kept as the batch writes them; nil: one GET per evaluation.
 local cache = nil
 
+-- How this call sets expiries (70_main.lua): 'PXAT' when now is the
+-- server's TIME, 'PX' (relative) when it is the caller's clock.
+local expiry_opt = 'PX'
+-- The last expiry written as a string, and its number: the keys a call
+-- charges mostly share one (the same now, the same limit), and Redis
+-- turns a number argument into a string at every command (about 2k
+-- instructions) and formatting one in Lua costs more.
+local expiry_ms, expiry_str = -1, ''
+
 -- Writes key's value, set to expire when its last state (exp) has
--- recovered: relative, so that a caller's clock that is not Redis's still
--- gives each key the lifetime its states need.
-local function set_value(key, value, exp, now)
-    local ttl = 1
-    if exp > now then
-        ttl = ceil_div(exp - now, 1000)
+-- recovered (at least 1 ms after now). `keep`: the key's expiry is already
+-- no earlier than that -- the value it replaces had a state ending at exp
+-- or later, and every write (of any version of this script) set the key's
+-- expiry to its last state's end -- so SET ... KEEPTTL leaves it (about
+-- 4k instructions less than setting one: a fixed window charged again
+-- within its window). Otherwise, on the server's clock that moment
+-- is a PXAT deadline on Redis's own clock: SET ... PX is propagated as
+-- PXAT, a rewrite of the command that costs Redis about 2k instructions.
+-- On a caller's clock it stays relative (PX), so that a clock that is not
+-- Redis's still gives each key the lifetime its states need.
+local function set_value(key, value, exp, now, keep)
+    if keep then
+        redis.call('SET', key, value, 'KEEPTTL')
+        if cache then
+            cache[key] = value
+        end
+        return
     end
-    redis.call('SET', key, value, 'PX', ttl)
+    local ms
+    if expiry_opt == 'PXAT' then
+        ms = exp > now and ceil_div(exp, 1000) or idiv(now, 1000) + 1
+    else
+        ms = exp > now and ceil_div(exp - now, 1000) or 1
+    end
+    if ms ~= expiry_ms then
+        expiry_ms, expiry_str = ms, string.format('%d', ms)
+    end
+    redis.call('SET', key, value, expiry_opt, expiry_str)
     if cache then
         cache[key] = value
     end
@@ -45,11 +74,17 @@ end
 local function write_back(key, limits, states, now)
     local n = #limits
     local value, changed = '', false
-    local maxexp = 0
+    local maxexp, oldmax = 0, -1
     for i = 1, n do
         local l, st = limits[i], states[i]
         local old = st.old
         local new = nil
+        if old and #old >= 7 then -- every state starts with its exp
+            local e = struct.unpack('<I7', old)
+            if e > oldmax then
+                oldmax = e
+            end
+        end
         if st.keep then -- not read by this call (a refund's other limits)
             new = old
         elseif old or st.touched or st.dirty then -- a new state left alone stays unwritten
@@ -94,7 +129,7 @@ local function write_back(key, limits, states, now)
                 cache[key] = false
             end
         else
-            set_value(key, value, maxexp, now)
+            set_value(key, value, maxexp, now, maxexp <= oldmax)
         end
     end
 end
@@ -299,68 +334,106 @@ end
 
 -- The common case alone: a plain decision (no peek, shadow, pool or
 -- reservation) of a policy of one rate limit whose key holds that state
--- alone, as the general path would decide it, with the same rate_step,
--- but without its tables: the state lives in one scratch table reused by
--- every call, the value is read once and written once, and the reply is
--- filled directly. false (nothing done): another layout (a state holding
+-- alone, as the general path would decide it (rate_step, its charge and,
+-- after a counted deny, its report of the state as it now is), written out
+-- on local variables: a table field costs a hash lookup, a call of idiv()
+-- a Lua call and a C call, and this path is most of what Redis runs. The
+-- value is read once and written once. Returns true, allowed, limited,
+-- remaining, reset and wait (allowed: the delay; denied: the retry, -1
+-- never); false (nothing done) for another layout (a state holding
 -- reservations, records of other limits), for the general path.
-local one_st = {exp = 0, word = 0, held = false, dirty = nil, debt = 0, delay = 0, retry = 0,
-                allowed = false, rem_now = 0, reset_now = 0, rem_ch = 0, reset_ch = 0}
-local function rate_one(key, l, now, cost, reply)
+local function rate_one(key, l, now, cost)
     local raw
     if cache then
         raw = cache[key]
     else
         raw = redis.call('GET', key)
     end
-    local pre, st = l.pre, one_st
+    local pre = l.pre
+    local exp, word = 0, 0
     if raw then
         if #raw ~= 23 or string.sub(raw, 1, 9) ~= pre then
             return false
         end
-        st.exp, st.word = struct.unpack('<I7I7', raw, 10)
-    else
-        st.exp, st.word = 0, 0
+        exp, word = struct.unpack('<I7I7', raw, 10)
     end
-    st.held, st.dirty = false, nil
-    rate_step(l, st, now, cost, false)
-    local allowed, touched = st.allowed, false
-    if cost > 0 and (allowed or l.cd) then
-        rate_step(l, st, now, cost, true)
-        touched = true
-        if not allowed then -- a counted deny moved the state: report it as it now is
-            rate_step(l, st, now, cost, false)
+    local exp0 = raw and exp or -1
+    local rate, period, cap = l.rate, l.period, l.cap
+    local tau = cap * period
+    local dmax = l.cd and 2 * tau or tau
+    -- debt_at(now), as rate_step: a state further ahead than dmax allows
+    -- means the clock went back: it is set to dmax (and written)
+    local debt, dirty = 0, false
+    if exp > now then
+        local ahead, valid = exp - now, false
+        if ahead <= (dmax - fmod(dmax, rate)) / rate + 1 then
+            if word >= rate then
+                word = rate - 1
+            end
+            debt = ahead * rate - word
+            valid = debt <= dmax
+        end
+        if not valid then
+            debt, dirty = dmax, true
         end
     end
-    -- a plain charge never leaves a debt past dmax: the state holds nothing
-    if raw or touched or st.dirty then
-        local exp = st.exp
-        local value = pre .. struct.pack('<I7I7', exp, st.word)
+    local allowed, limited, rem, rs, wait = false, true, 0, 0, 0
+    local charged = nil -- the debt to write
+    local inc = cost <= cap and cost * period or 0
+    if cost <= cap and debt + inc <= tau then
+        allowed = true
+        local d = debt + inc
+        local r = fmod(tau - d, period)
+        rem = (tau - d - r) / period
+        r = fmod(d, rate)
+        rs = (d - r) / rate + (r ~= 0 and 1 or 0)
+        if l.shaper then -- the delay: until the debt before it has drained
+            r = fmod(debt, rate)
+            wait = (debt - r) / rate + (r ~= 0 and 1 or 0)
+        end
+        limited = rem < cap - l.nominal
+        if cost > 0 then
+            charged = d
+        end
+    else
+        if cost > 0 and l.cd then -- a counted deny: reported as the state now is
+            local d = debt
+            if d <= dmax then
+                d = debt + (cost > cap and dmax or inc)
+                if d > dmax then
+                    d = dmax
+                end
+            end
+            charged, debt = d, d
+        end
+        if debt < tau then
+            local r = fmod(tau - debt, period)
+            rem = (tau - debt - r) / period
+        end
+        local r = fmod(debt, rate)
+        rs = (debt - r) / rate + (r ~= 0 and 1 or 0)
+        if cost > cap then
+            wait = -1
+        else
+            local over = debt + inc - tau
+            r = fmod(over, rate)
+            wait = (over - r) / rate + (r ~= 0 and 1 or 0)
+        end
+    end
+    if not charged and dirty then
+        charged = dmax
+    end
+    if charged then -- rate_set: a plain charge never leaves a debt past dmax
+        local r = fmod(charged, rate)
+        local whole = (charged - r) / rate + (r ~= 0 and 1 or 0)
+        exp = now + whole
+        local value = pre .. struct.pack('<I7I7', exp, whole * rate - charged)
         if value ~= raw then
-            set_value(key, value, exp, now)
+            set_value(key, value, exp, now, exp <= exp0)
         end
     end
-    held_at = 0
-    local tol, nominal = l.cap - l.nominal, l.nominal
-    local rem, rs = st.rem_now, st.reset_now
-    if allowed then
-        rem, rs = st.rem_ch, st.reset_ch
-    end
-    rem = rem > tol and rem - tol or 0
-    reply[10], reply[11], reply[12] = nominal, rem, rs
-    if allowed then
-        reply[1], reply[2], reply[6], reply[7] = 1, st.rem_ch < tol and 1 or 0, 0, st.delay
-        reply[9], reply[13] = 1, 0
-    else
-        local r = st.retry
-        if r == NEVER then
-            r = -1
-        end
-        reply[1], reply[2], reply[6], reply[7] = 0, 1, r, 0
-        reply[9], reply[13] = 0, r
-    end
-    reply[3], reply[4], reply[5], reply[8] = nominal, rem, rs, 0
-    return true
+    local tol = cap - l.nominal
+    return true, allowed, limited, rem > tol and rem - tol or 0, rs, wait
 end
 
 -- One request: the reply of a single call, in `reply` when given (every
@@ -375,8 +448,20 @@ local function decide(key, limits, pool_key, pool_limits, now, cost, flags, repl
             reply = {0, 0, 0, 0, 0, 0, 0, 0}
         end
     end
-    if flags == 0 and limits[2] == nil and limits[1].kind == 0 and rate_one(key, limits[1], now, cost, reply) then
-        return reply
+    if flags == 0 and limits[2] == nil and limits[1].kind == 0 then
+        local done, allowed, limited, rem, rs, wait = rate_one(key, limits[1], now, cost)
+        if done then
+            held_at = 0
+            local nominal = limits[1].nominal
+            local a, retry, delay = 0, wait, 0
+            if allowed then
+                a, retry, delay = 1, 0, wait
+            end
+            reply[1], reply[2], reply[3], reply[4], reply[5] = a, limited and 1 or 0, nominal, rem, rs
+            reply[6], reply[7], reply[8] = retry, delay, 0
+            reply[9], reply[10], reply[11], reply[12], reply[13] = a, nominal, rem, rs, retry
+            return reply
+        end
     end
     local peek = flags % 2 == 1 -- flags < 16: exact
     if flags < 8 then

@@ -4,6 +4,7 @@ local now
 if ARGV[1] == '' then
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    expiry_opt = 'PXAT' -- now is Redis's clock: deadlines need no offset
 else
     now = tonumber(ARGV[1])
 end
@@ -60,14 +61,40 @@ local function limits_at(i)
     end
     return l
 end
--- One reply table per number of limits, reused: each is packed at once.
-local replies = {}
-local function one(key, li, pool_key, pi, cost, flags, wait, floor)
-    local pool_limits = nil
+
+-- The reply: one string, per request a status byte, then for 1 (decided)
+-- the decision and its reports packed (script.c: REPLY_DECISION, _REPORT),
+-- for 2 (decided, a place held for later) the same then when it runs and
+-- where each limit's state ended (I7 each: REPLY_HELD), for 3 to 6 (a
+-- decision of rate_one: one limit, whose report is the decision; 3 + 1 when
+-- allowed + 2 when limited) its remaining, reset and wait (allowed: the
+-- delay, denied: the retry) as '<I7I7i8' (REPLY_COMPACT), for 0 (failed)
+-- nothing more: thousands of integer replies would cost Redis and the
+-- caller more than the decisions.
+local formats = {}
+local replies = {} -- one reply table per number of limits, reused: each is packed at once
+local function one(key, li, pool_key, pi, cost, flags, at)
+    local limits = limits_at(li)
+    if flags == 0 and limits[2] == nil and limits[1].kind == 0 then
+        local done, allowed, limited, rem, rs, wait = rate_one(key, limits[1], now, cost)
+        if done then
+            local status = 3
+            if allowed then
+                status = 4
+            end
+            if limited then
+                status = status + 2
+            end
+            return struct.pack('<BI7I7i8', status, rem, rs, wait)
+        end
+    end
+    local pool_limits, wait, floor = nil, nil, nil
     if flags % 8 >= 4 then
         pool_limits = limits_at(pi)
     end
-    local limits = limits_at(li)
+    if flags >= 8 then
+        wait, floor = struct.unpack('<I4I4', reqs, at + 12)
+    end
     local n = #limits
     local reply = replies[n]
     if not reply then
@@ -77,46 +104,34 @@ local function one(key, li, pool_key, pi, cost, flags, wait, floor)
         end
         replies[n] = reply
     end
-    return decide(key, limits, pool_key, pool_limits, now, cost, flags, reply, wait, floor)
+    local r = decide(key, limits, pool_key, pool_limits, now, cost, flags, reply, wait, floor)
+    local f = formats[n]
+    if not f then
+        f = '<BBBI7I7I7i8I7i2' .. string.rep('BI7I7I7i8', n)
+        formats[n] = f
+    end
+    if held_at > 0 then -- 2: and what its place held, for a refund
+        local h = struct.pack('<I7', held_at)
+        for x = 1, n do
+            h = h .. struct.pack('<I7', held_exp[x])
+        end
+        return struct.pack(f, 2, unpack(r)) .. h
+    end
+    return struct.pack(f, 1, unpack(r))
 end
 
--- The reply: one string, per request a status byte, then for 1 (decided)
--- the decision and its reports packed (script.c: REPLY_DECISION, _REPORT),
--- for 2 (decided, a place held for later) the same then when it runs and
--- where each limit's state ended (I7 each: REPLY_HELD), for 0 (failed)
--- nothing more: thousands of integer replies would cost
--- Redis and the caller more than the decisions.
-local formats = {}
 local out = {}
 local k = 1
 for i = 1, #reqs / BATCH_BYTES do
-    local li, pi, cost, flags, wait, floor =
-        struct.unpack('<I2I2I7BI4I4', reqs, (i - 1) * BATCH_BYTES + 1)
+    local at = (i - 1) * BATCH_BYTES + 1
+    local li, pi, cost, flags = struct.unpack('<I2I2I7B', reqs, at)
     local key, pool_key = KEYS[k], nil
     k = k + 1
     if flags % 8 >= 4 then
         pool_key = KEYS[k]
         k = k + 1
     end
-    local ok, r = pcall(one, key, li, pool_key, pi, cost, flags, wait, floor)
-    if ok then
-        local n = (#r - 8) / 5
-        local f = formats[n]
-        if not f then
-            f = '<BBBI7I7I7i8I7i2' .. string.rep('BI7I7I7i8', n)
-            formats[n] = f
-        end
-        if held_at > 0 then -- 2: and what its place held, for a refund
-            local h = struct.pack('<I7', held_at)
-            for x = 1, n do
-                h = h .. struct.pack('<I7', held_exp[x])
-            end
-            out[i] = struct.pack(f, 2, unpack(r)) .. h
-        else
-            out[i] = struct.pack(f, 1, unpack(r))
-        end
-    else
-        out[i] = '\0'
-    end
+    local ok, s = pcall(one, key, li, pool_key, pi, cost, flags, at)
+    out[i] = ok and s or '\0'
 end
 return table.concat(out)
