@@ -7,8 +7,10 @@
  * cannot be precomputed), which is what lets a state cost ~19 bytes all-in.
  * expire_at is when the state has recovered; past it the slot is garbage,
  * whatever the algorithm, so reclamation never needs the limit's parameters.
- * sliding_log rings and sub-window counters live out of line, after their
- * state's expire_at; v points at them.
+ * sliding_log rings and sub-window counters live out of line in the
+ * shard's slab (store_memory_slab.c), as their state's expire_at and the
+ * entries; v holds the record's place and a ring's head and count, and a
+ * decision sees the block as a view (eval_t's views).
  *
  * Layout of a tag: bits 0-2 flags (used, CLOCK reference, owns a block),
  * bits 3-18 the key's shard selector (shared by all limits of the key, so one
@@ -28,7 +30,8 @@
  * is used up, recovered states go first, then CLOCK eviction (counted).
  *
  * Its insides (slots, shards, the store) are in store_memory_private.h;
- * reclamation and eviction in store_memory_reclaim.c; the operations over
+ * blocks' records in store_memory_slab.c; reclamation and eviction in
+ * store_memory_reclaim.c; the operations over
  * the whole store (statistics, sweep, snapshots) in
  * store_memory_bulk.c; decisions that find their shard's lock taken are
  * run by its holder (store_memory_combine.c).
@@ -183,24 +186,26 @@ typedef struct eval {
     int64_t at[SL_MAX_LIMITS];  /* slot index found, -1 = none */
     uint64_t moves;             /* sh->moves when `at` was taken */
     pins_t pins;
+    sl__block_t views[SL_MAX_LIMITS]; /* the cells' blocks, views into the slab */
 } eval_t;
 
 static int64_t locate(const eval_t *e, size_t i) {
     return e->sh->moves == e->moves ? e->at[i] : find(e->sh, e->tags[i]);
 }
 
-/* load_cell() of a slot whose state is out of line (a block, its state's
- * expire_at before it, or a wide record) or the zero state. Out of line
- * so that the packed path stays short. */
-__attribute__((noinline)) static sl__cell_t load_out(eval_t *e, slot_t *s, const sl__limit_t *l) {
+/* load_cell() of limit i, whose slot s holds its state out of line (a
+ * block, its state's expire_at in its record, or a wide record) or the
+ * zero state. Out of line so that the packed path stays short. */
+__attribute__((noinline)) static sl__cell_t load_out(eval_t *e, size_t i, slot_t *s,
+                                                     const sl__limit_t *l) {
     sl__cell_t c = {0, 0, NULL};
     if (s->tag & SLOT_BLOCK) {
-        sl__block_t *b = slot_block(s);
+        sl__block_t *b = slot_block(e->sh, s, &e->views[i]);
         if (!sl__limit_block_fits(l, b)) {
             drop_out(e->sh, s);
             return c;
         }
-        c.expire_at = slot_ext(s)->expire_at;
+        memcpy(&c.expire_at, (const char *)b->data - SLAB_EXPIRE_BYTES, sizeof c.expire_at);
         c.block = b;
         return c;
     }
@@ -233,7 +238,7 @@ static inline sl__cell_t load_cell(eval_t *e, size_t i) {
         c.word = slot_word(s);
         return c;
     }
-    return load_out(e, s, l);
+    return load_out(e, i, s, l);
 }
 
 static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
@@ -251,28 +256,28 @@ static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
     }
     if (block_cap == 0)
         return SL_OK;
+    /* The new record is taken before the old one goes, and the old one
+     * frees bytes only if it was the last of its chunk: the whole new
+     * record's cost must fit. */
     uint32_t kind = sl__limit_block_kind(&e->p->limits[i]);
-    size_t old_cost = cell->block ? block_cost(cell->block) : 0;
-    size_t new_cost = block_cost_of(kind, block_cap);
-    int rc = sl__mem_make_bytes(e->m, sh, new_cost > old_cost ? new_cost - old_cost : 0, e->now, &e->pins,
-                                false);
+    int rc = sl__mem_make_record(e->m, sh, kind, block_cap, e->now, &e->pins);
+    uint64_t ref;
+    if (rc == SL_OK)
+        rc = sl__slab_alloc(&sh->slab, &sh->block_bytes, kind, block_cap, &ref);
     if (rc != SL_OK)
         return rc;
-    sl__ext_t *rec = malloc(EXT_BLOCK_AT + sl__block_size(kind, block_cap));
-    if (rec == NULL)
-        return SL_ENOMEM;
-    sl__block_t *b = (sl__block_t *)((char *)rec + EXT_BLOCK_AT);
-    sl__block_init(b, kind, block_cap);
+    sl__block_t b;
+    sl__slab_view(&sh->slab, ref, &b);
     at = locate(e, i); /* eviction may have moved it */
     slot_t *s = &sh->slots[at];
     if (cell->block)
-        sl__block_move(cell->block, b);
-    rec->expire_at = slot_expire(sh, s); /* until the charge writes its own */
+        sl__block_move(cell->block, &b);
+    sl__slab_set_expire(&sh->slab, ref, slot_expire(sh, s)); /* until the charge writes its own */
     drop_out(sh, s); /* the old block, if any */
     s->tag |= SLOT_BLOCK;
-    s->v = V_OUT | (uint64_t)(uintptr_t)rec;
-    sh->block_bytes += new_cost;
-    cell->block = b;
+    s->v = V_OUT | sl__slab_keep(&sh->slab, ref, &b);
+    e->views[i] = b;
+    cell->block = &e->views[i];
     return SL_OK;
 }
 
@@ -346,7 +351,7 @@ static bool needs_ext(const eval_t *e, const sl__cell_t *c, size_t i) {
     if (c->block || slot_pack(e->sh, c->expire_at, c->word, &v))
         return false;
     const slot_t *s = &e->sh->slots[locate(e, i)];
-    return !(owns_out(s) && !(s->tag & SLOT_BLOCK));
+    return !owns_ext(s);
 }
 
 /* What store_charged() overwrote before it gave up on its fast path. */
@@ -374,7 +379,7 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
     for (size_t i = 0; i < n; i++)
         if ((charged & (1u << i)) && needs_ext(e, &cells[i], i))
             need++;
-    int rc = need ? sl__mem_make_bytes(e->m, sh, need * EXT_COST, e->now, &e->pins, true) : SL_OK;
+    int rc = need ? sl__mem_make_bytes(e->m, sh, need * EXT_COST, e->now, &e->pins) : SL_OK;
     for (size_t i = 0; rc == SL_OK && need && i < n; i++) {
         if ((charged & (1u << i)) && needs_ext(e, &cells[i], i)) {
             spare[i] = malloc(sizeof(sl__ext_t));
@@ -388,11 +393,11 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
         if (rc != SL_OK) {
             free(spare[i]);
             if (cells[i].block)
-                slot_ext(slot)->expire_at = cells[i].expire_at;
+                store_block(sh, slot, cells[i].expire_at, cells[i].block);
             else if (u->done & (1u << i))
                 slot->v = u->v[i];
         } else if (cells[i].block) {
-            slot_ext(slot)->expire_at = cells[i].expire_at;
+            store_block(sh, slot, cells[i].expire_at, cells[i].block);
         } else if (slot_pack(sh, cells[i].expire_at, cells[i].word, &v)) {
             drop_out(sh, slot);
             slot->v = v;
@@ -403,32 +408,50 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
     return rc;
 }
 
+/* The head and count of the blocks of the limits in `mask` back into
+ * their slots, charged or not: deciding tidies a ring in place (entries
+ * that left the window, or all of them once it has recovered), and the
+ * next decision must see it tidied, as it sees the rest of the block. */
+static void keep_views(const eval_t *e, const sl__cell_t *cells, size_t n, uint32_t mask) {
+    for (size_t i = 0; i < n; i++) {
+        if (cells[i].block && (mask & (1u << i))) {
+            slot_t *s = &e->sh->slots[locate(e, i)];
+            s->v = V_OUT | sl__slab_keep(&e->sh->slab, slot_ref(s), cells[i].block);
+        }
+    }
+}
+
 /* The charged limits' states back into their slots (a block's expiry is
- * updated where the block lies, its content already is). */
+ * updated in its record and its head and count in its slot; its content
+ * is in place already), and the other blocks' head and count. */
 static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t n, uint32_t charged) {
     shard_t *sh = e->sh;
     undo_t u;
     u.done = 0;
     if (n == 1) { /* most policies: nothing to put back if it fails */
-        if (!charged)
+        if (!charged) {
+            if (cells[0].block)
+                keep_views(e, cells, 1, 1);
             return SL_OK;
+        }
         slot_t *slot = &sh->slots[locate(e, 0)];
         uint64_t v;
         if (cells[0].block)
-            slot_ext(slot)->expire_at = cells[0].expire_at;
+            store_block(sh, slot, cells[0].expire_at, cells[0].block);
         else if (!owns_out(slot) && slot_pack(sh, cells[0].expire_at, cells[0].word, &v))
             slot->v = v;
         else
             return store_wide(e, cells, n, charged, &u);
         return SL_OK;
     }
+    keep_views(e, cells, n, ~charged);
     for (size_t i = 0; i < n; i++) {
         if (!(charged & (1u << i)))
             continue;
         slot_t *slot = &sh->slots[locate(e, i)];
         uint64_t v;
         if (cells[i].block) {
-            slot_ext(slot)->expire_at = cells[i].expire_at;
+            store_block(sh, slot, cells[i].expire_at, cells[i].block);
         } else if (!owns_out(slot) && slot_pack(sh, cells[i].expire_at, cells[i].word, &v)) {
             u.v[i] = slot->v;
             slot->v = v;
@@ -484,6 +507,8 @@ static int decide_locked(void *ctx) {
     }
     if (rc == SL_OK)
         rc = store_charged(e, cells, p->nlimits, charged);
+    else
+        keep_views(e, cells, p->nlimits, ~UINT32_C(0));
     if (rc == SL_OK && costed && p->write_back && m->journal)
         m->journal(m->journal_ctx, p, d->key, d->key_len, costed, d->cost, now);
     return rc;
@@ -587,7 +612,7 @@ static int store_cell(eval_t *e, size_t i, const sl__cell_t *c) {
         return rc;
     if (c->block) {
         sl__block_move(c->block, fresh.block);
-        slot_ext(&e->sh->slots[locate(e, i)])->expire_at = c->expire_at;
+        store_block(e->sh, &e->sh->slots[locate(e, i)], c->expire_at, fresh.block);
         return SL_OK;
     }
     sl__cell_t one[SL_MAX_LIMITS];
@@ -651,20 +676,6 @@ uint32_t sl__mem_shard_of_key(const memory_store_t *m, const sl_policy_t *p, con
     return shard_of(m, make_tag(key_hash(m, p, key, key_len), p->limits[0].id));
 }
 void sl__mem_place(shard_t *sh, slot_t item) { place(sh, item); }
-bool sl__mem_adopt_block(shard_t *sh, slot_t *s, sl__block_t *b, sl_usec_t expire_at) {
-    size_t size = sl__block_size(b->kind, b->cap);
-    sl__ext_t *rec = malloc(EXT_BLOCK_AT + size);
-    if (rec == NULL)
-        return false;
-    drop_out(sh, s);
-    rec->expire_at = expire_at;
-    sh->block_bytes += block_cost(b);
-    memcpy((char *)rec + EXT_BLOCK_AT, b, size);
-    free(b);
-    s->tag |= SLOT_BLOCK;
-    s->v = V_OUT | (uint64_t)(uintptr_t)rec;
-    return true;
-}
 int sl__mem_set_state(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word) {
     uint64_t v;
     if (slot_pack(sh, expire_at, word, &v)) {
@@ -690,8 +701,9 @@ static void mem_destroy(sl_store_t *s) {
     for (uint32_t i = 0; i < m->nshards; i++) {
         shard_t *sh = &m->shards[i];
         for (uint32_t k = 0; sh->slots && k < sh->cap; k++)
-            if (sh->slots[k].tag && owns_out(&sh->slots[k]))
+            if (sh->slots[k].tag && owns_ext(&sh->slots[k]))
                 free(slot_ext(&sh->slots[k]));
+        sl__slab_destroy(&sh->slab);
         table_free(sh->slots, sh->cap);
         pthread_mutex_destroy(&sh->lock);
     }
@@ -767,6 +779,9 @@ int sl_store_memory_new(const sl_memory_options_t *opts, sl_store_t **out) {
         sh->slots = table_alloc(MIN_CAP);
         sh->cap = MIN_CAP;
         sh->table_bytes = table_cost(MIN_CAP);
+        /* Under a cap, a class's last chunk is partly empty: chunks of at
+         * most 1/32 of a shard's share keep that slack small. */
+        sl__slab_init(&sh->slab, m->budget ? m->budget / 32 : SLAB_CHUNK_BYTES);
         publish(sh);
         if (sh->slots == NULL) {
             m->nshards = i + 1;
