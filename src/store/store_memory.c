@@ -616,6 +616,7 @@ static int store_cell(eval_t *e, size_t i, const sl__cell_t *c) {
         return SL_OK;
     }
     sl__cell_t one[SL_MAX_LIMITS];
+    memset(one, 0, (i + 1) * sizeof one[0]); /* the others have no block to keep */
     one[i] = *c;
     return store_charged(e, one, i + 1, 1u << i);
 }
