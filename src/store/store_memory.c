@@ -187,7 +187,17 @@ typedef struct eval {
     uint64_t moves;             /* sh->moves when `at` was taken */
     pins_t pins;
     sl__block_t views[SL_MAX_LIMITS]; /* the cells' blocks, views into the slab */
+    uint64_t places[SL_MAX_LIMITS];   /* their records' places (sl__slab_view) */
+    unsigned hbs[SL_MAX_LIMITS];
 } eval_t;
+
+/* Writes limit i's block (view b) back into its slot s: the ring's head
+ * and count, and with `expire` its record's expire_at. */
+static inline void put_block(const eval_t *e, size_t i, slot_t *s, const sl__block_t *b, bool expire,
+                             sl_usec_t expire_at) {
+    s->v = V_OUT | (expire ? sl__slab_store(e->places[i], e->hbs[i], b, expire_at)
+                           : sl__slab_ref(e->places[i], e->hbs[i], b));
+}
 
 static int64_t locate(const eval_t *e, size_t i) {
     return e->sh->moves == e->moves ? e->at[i] : find(e->sh, e->tags[i]);
@@ -200,7 +210,8 @@ __attribute__((noinline)) static sl__cell_t load_out(eval_t *e, size_t i, slot_t
                                                      const sl__limit_t *l) {
     sl__cell_t c = {0, 0, NULL};
     if (s->tag & SLOT_BLOCK) {
-        sl__block_t *b = slot_block(e->sh, s, &e->views[i]);
+        sl__block_t *b = &e->views[i];
+        e->places[i] = sl__slab_view(&e->sh->slab, slot_ref(s), b, &e->hbs[i]);
         if (!sl__limit_block_fits(l, b)) {
             drop_out(e->sh, s);
             return c;
@@ -267,16 +278,19 @@ static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
     if (rc != SL_OK)
         return rc;
     sl__block_t b;
-    sl__slab_view(&sh->slab, ref, &b);
+    unsigned hb;
+    uint64_t place = sl__slab_view(&sh->slab, ref, &b, &hb);
     at = locate(e, i); /* eviction may have moved it */
     slot_t *s = &sh->slots[at];
     if (cell->block)
         sl__block_move(cell->block, &b);
-    sl__slab_set_expire(&sh->slab, ref, slot_expire(sh, s)); /* until the charge writes its own */
+    sl_usec_t was = slot_expire(sh, s); /* until the charge writes its own */
     drop_out(sh, s); /* the old block, if any */
     s->tag |= SLOT_BLOCK;
-    s->v = V_OUT | sl__slab_keep(&sh->slab, ref, &b);
+    s->v = V_OUT | sl__slab_store(place, hb, &b, was);
     e->views[i] = b;
+    e->places[i] = place;
+    e->hbs[i] = hb;
     cell->block = &e->views[i];
     return SL_OK;
 }
@@ -393,11 +407,11 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
         if (rc != SL_OK) {
             free(spare[i]);
             if (cells[i].block)
-                store_block(sh, slot, cells[i].expire_at, cells[i].block);
+                put_block(e, i, slot, cells[i].block, true, cells[i].expire_at);
             else if (u->done & (1u << i))
                 slot->v = u->v[i];
         } else if (cells[i].block) {
-            store_block(sh, slot, cells[i].expire_at, cells[i].block);
+            put_block(e, i, slot, cells[i].block, true, cells[i].expire_at);
         } else if (slot_pack(sh, cells[i].expire_at, cells[i].word, &v)) {
             drop_out(sh, slot);
             slot->v = v;
@@ -413,37 +427,20 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
  * that left the window, or all of them once it has recovered), and the
  * next decision must see it tidied, as it sees the rest of the block. */
 static void keep_views(const eval_t *e, const sl__cell_t *cells, size_t n, uint32_t mask) {
-    for (size_t i = 0; i < n; i++) {
-        if (cells[i].block && (mask & (1u << i))) {
-            slot_t *s = &e->sh->slots[locate(e, i)];
-            s->v = V_OUT | sl__slab_keep(&e->sh->slab, slot_ref(s), cells[i].block);
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        if (cells[i].block && (mask & (1u << i)))
+            put_block(e, i, &e->sh->slots[locate(e, i)], cells[i].block, false, 0);
 }
 
 /* The charged limits' states back into their slots (a block's expiry is
  * updated in its record and its head and count in its slot; its content
  * is in place already), and the other blocks' head and count. */
-static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t n, uint32_t charged) {
+/* store_charged() for policies of several limits. */
+__attribute__((noinline)) static int store_many(const eval_t *e, const sl__cell_t *cells, size_t n,
+                                                uint32_t charged) {
     shard_t *sh = e->sh;
     undo_t u;
     u.done = 0;
-    if (n == 1) { /* most policies: nothing to put back if it fails */
-        if (!charged) {
-            if (cells[0].block)
-                keep_views(e, cells, 1, 1);
-            return SL_OK;
-        }
-        slot_t *slot = &sh->slots[locate(e, 0)];
-        uint64_t v;
-        if (cells[0].block)
-            store_block(sh, slot, cells[0].expire_at, cells[0].block);
-        else if (!owns_out(slot) && slot_pack(sh, cells[0].expire_at, cells[0].word, &v))
-            slot->v = v;
-        else
-            return store_wide(e, cells, n, charged, &u);
-        return SL_OK;
-    }
     keep_views(e, cells, n, ~charged);
     for (size_t i = 0; i < n; i++) {
         if (!(charged & (1u << i)))
@@ -451,7 +448,7 @@ static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t
         slot_t *slot = &sh->slots[locate(e, i)];
         uint64_t v;
         if (cells[i].block) {
-            store_block(sh, slot, cells[i].expire_at, cells[i].block);
+            put_block(e, i, slot, cells[i].block, true, cells[i].expire_at);
         } else if (!owns_out(slot) && slot_pack(sh, cells[i].expire_at, cells[i].word, &v)) {
             u.v[i] = slot->v;
             slot->v = v;
@@ -459,6 +456,30 @@ static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t
             return store_wide(e, cells, n, charged, &u);
         }
         u.done |= 1u << i;
+    }
+    return SL_OK;
+}
+
+static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t n, uint32_t charged) {
+    if (n != 1)
+        return store_many(e, cells, n, charged);
+    /* most policies: nothing to put back if it fails */
+    shard_t *sh = e->sh;
+    if (!charged) {
+        if (cells[0].block)
+            put_block(e, 0, &sh->slots[locate(e, 0)], cells[0].block, false, 0);
+        return SL_OK;
+    }
+    slot_t *slot = &sh->slots[locate(e, 0)];
+    uint64_t v;
+    if (cells[0].block) {
+        put_block(e, 0, slot, cells[0].block, true, cells[0].expire_at);
+    } else if (!owns_out(slot) && slot_pack(sh, cells[0].expire_at, cells[0].word, &v)) {
+        slot->v = v;
+    } else {
+        undo_t u;
+        u.done = 0;
+        return store_wide(e, cells, n, charged, &u);
     }
     return SL_OK;
 }
@@ -612,7 +633,7 @@ static int store_cell(eval_t *e, size_t i, const sl__cell_t *c) {
         return rc;
     if (c->block) {
         sl__block_move(c->block, fresh.block);
-        store_block(e->sh, &e->sh->slots[locate(e, i)], c->expire_at, fresh.block);
+        put_block(e, i, &e->sh->slots[locate(e, i)], fresh.block, true, c->expire_at);
         return SL_OK;
     }
     sl__cell_t one[SL_MAX_LIMITS];
@@ -677,21 +698,6 @@ uint32_t sl__mem_shard_of_key(const memory_store_t *m, const sl_policy_t *p, con
     return shard_of(m, make_tag(key_hash(m, p, key, key_len), p->limits[0].id));
 }
 void sl__mem_place(shard_t *sh, slot_t item) { place(sh, item); }
-int sl__mem_set_state(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word) {
-    uint64_t v;
-    if (slot_pack(sh, expire_at, word, &v)) {
-        drop_out(sh, s);
-        s->v = v;
-        return SL_OK;
-    }
-    if (set_wide(sh, s, expire_at, word, NULL))
-        return SL_OK;
-    sl__ext_t *ext = malloc(sizeof *ext);
-    if (ext == NULL)
-        return SL_ENOMEM;
-    install_ext(sh, s, ext, expire_at, word);
-    return SL_OK;
-}
 void sl__mem_remove_at(shard_t *sh, uint32_t i) { remove_at(sh, i); }
 int sl__mem_resize(shard_t *sh, uint32_t cap) { return resize(sh, cap); }
 size_t sl__mem_table_cost(uint32_t cap) { return table_cost(cap); }

@@ -91,14 +91,31 @@ static int adopt_block(shard_t *sh, slot_t *s, sl__block_t *b, sl_usec_t expire_
         return rc;
     drop_out(sh, s);
     sl__block_t own;
-    sl__slab_view(&sh->slab, ref, &own);
+    unsigned hb;
+    uint64_t place = sl__slab_view(&sh->slab, ref, &own, &hb);
     memcpy(own.data, b->data, 4 * (size_t)sl__block_words(b->kind) * b->cap);
     own.head = b->head;
     own.count = b->count;
     free(b);
     s->tag |= SLOT_BLOCK;
-    s->v = V_OUT | ref;
-    store_block(sh, s, expire_at, &own);
+    s->v = V_OUT | sl__slab_store(place, hb, &own, expire_at);
+    return SL_OK;
+}
+
+/* Writes {expire_at, word} as slot s's inline state (s owns no block). */
+static int set_state(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word) {
+    uint64_t v;
+    if (slot_pack(sh, expire_at, word, &v)) {
+        drop_out(sh, s);
+        s->v = v;
+        return SL_OK;
+    }
+    if (set_wide(sh, s, expire_at, word, NULL))
+        return SL_OK;
+    sl__ext_t *ext = malloc(sizeof *ext);
+    if (ext == NULL)
+        return SL_ENOMEM;
+    install_ext(sh, s, ext, expire_at, word);
     return SL_OK;
 }
 
@@ -163,7 +180,7 @@ int sl__mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded)
                 if (rc == SL_OK)
                     r->block = NULL;
             } else {
-                rc = sl__mem_set_state(sh, &slot, r->expire_at, r->word);
+                rc = set_state(sh, &slot, r->expire_at, r->word);
             }
             if (rc != SL_OK)
                 break;

@@ -206,9 +206,10 @@ static inline uint64_t slot_ref(const slot_t *s) { return s->v & ~V_OUT; }
 
 /* Slot s's block as a view into the slab (b), or NULL when it has none. */
 static inline sl__block_t *slot_block(const shard_t *sh, const slot_t *s, sl__block_t *b) {
+    unsigned hb;
     if (!(s->tag & SLOT_BLOCK))
         return NULL;
-    sl__slab_view(&sh->slab, slot_ref(s), b);
+    sl__slab_view(&sh->slab, slot_ref(s), b, &hb);
     return b;
 }
 
@@ -270,12 +271,6 @@ static inline void drop_out(shard_t *sh, slot_t *s) {
     s->v = V_OUT;
 }
 
-/* Writes a block's state back: its expire_at into the record, the view b's
- * head and count into the slot (whose block b is). */
-static inline void store_block(shard_t *sh, slot_t *s, sl_usec_t expire_at, const sl__block_t *b) {
-    sl__slab_set_expire(&sh->slab, slot_ref(s), expire_at);
-    s->v = V_OUT | sl__slab_keep(&sh->slab, slot_ref(s), b);
-}
 
 /* Makes ext (fresh, counted by the caller) slot s's state {expire_at, word}. */
 static inline void install_ext(shard_t *sh, slot_t *s, sl__ext_t *ext, sl_usec_t expire_at, uint64_t word) {
@@ -309,8 +304,6 @@ void sl__mem_remove_at(shard_t *sh, uint32_t i);
 int sl__mem_resize(shard_t *sh, uint32_t cap);
 size_t sl__mem_table_cost(uint32_t cap);
 uint32_t sl__mem_page_fit(uint32_t cap);
-/* Writes {expire_at, word} as slot s's inline state (s owns no block). */
-int sl__mem_set_state(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word);
 
 /* ---- reclamation and eviction (store_memory_reclaim.c) -------------------------- */
 

@@ -52,6 +52,9 @@ static bool shape(const sl__slab_t *s, uint32_t kind, uint32_t cap, sl__slab_cla
     }
     while (c->shift < MAX_SHIFT && ((uint64_t)c->size << (c->shift + 1)) <= s->chunk_bytes)
         c->shift++;
+    c->hmask = (uint32_t)((UINT64_C(1) << c->hb) - 1);
+    c->cmask = (uint32_t)((UINT64_C(1) << (c->hc - c->hb)) - 1);
+    c->imask = (UINT32_C(1) << c->shift) - 1;
     c->room = c->released = SLAB_NIL;
     return c->hc < SLAB_CLASS_SHIFT;
 }
@@ -247,7 +250,7 @@ void sl__slab_free(sl__slab_t *s, size_t *bytes, uint64_t ref) {
     sl__slab_class_t *c = &s->classes[k];
     uint64_t n = (ref & SLAB_LOW) >> c->hc;
     uint32_t j = (uint32_t)(n >> c->shift);
-    uint16_t i = (uint16_t)(n & ((UINT64_C(1) << c->shift) - 1));
+    uint16_t i = (uint16_t)(n & c->imask);
     sl__slab_chunk_t *ch = &c->chunks[j];
     c->live--;
     if (--ch->live == 0) { /* its memory goes back; its number is reused first */

@@ -56,6 +56,8 @@ typedef struct sl__slab_class {
     uint32_t kind;       /* SL__BLOCK_*; SL__BLOCK_NONE: a free entry */
     uint32_t cap;        /* entries per block */
     uint32_t size;       /* bytes per record: expire_at, then the entries */
+    uint32_t hmask, cmask; /* head's and count's bits (count's from hb on) */
+    uint32_t imask;      /* a record's index in its chunk, from its number */
     uint8_t hb, hc;      /* head in ref bits 0..hb-1, count in hb..hc-1 */
     uint8_t shift;       /* a full chunk holds 1 << shift records */
     uint32_t live;       /* records in use */
@@ -94,11 +96,13 @@ static inline const sl__slab_class_t *sl__slab_class(const sl__slab_t *s, uint64
     return &s->classes[ref >> SLAB_CLASS_SHIFT];
 }
 
-static inline char *sl__slab_record(const sl__slab_t *s, uint64_t ref) {
-    const sl__slab_class_t *c = sl__slab_class(s, ref);
+static inline char *sl__slab_record_in(const sl__slab_class_t *c, uint64_t ref) {
     uint64_t n = (ref & SLAB_LOW) >> c->hc;
-    const sl__slab_chunk_t *ch = &c->chunks[n >> c->shift];
-    return ch->mem + (size_t)(n & ((UINT64_C(1) << c->shift) - 1)) * c->size;
+    return c->chunks[n >> c->shift].mem + (size_t)(n & c->imask) * c->size;
+}
+
+static inline char *sl__slab_record(const sl__slab_t *s, uint64_t ref) {
+    return sl__slab_record_in(sl__slab_class(s, ref), ref);
 }
 
 static inline sl_usec_t sl__slab_expire(const sl__slab_t *s, uint64_t ref) {
@@ -107,25 +111,30 @@ static inline sl_usec_t sl__slab_expire(const sl__slab_t *s, uint64_t ref) {
     return t;
 }
 
-static inline void sl__slab_set_expire(const sl__slab_t *s, uint64_t ref, sl_usec_t t) {
-    memcpy(sl__slab_record(s, ref), &t, sizeof t);
-}
-
-/* The block of record ref, as a view of its entries. */
-static inline void sl__slab_view(const sl__slab_t *s, uint64_t ref, sl__block_t *b) {
+/* The block of record ref, as a view of its entries (b). Returns the
+ * record's place (ref without head and count) and sets *hb, for
+ * sl__slab_ref() to make the ref of the block as it is later. */
+static inline uint64_t sl__slab_view(const sl__slab_t *s, uint64_t ref, sl__block_t *b, unsigned *hb) {
     const sl__slab_class_t *c = sl__slab_class(s, ref);
-    uint64_t low = ref & SLAB_LOW;
     b->kind = c->kind;
     b->cap = c->cap;
-    b->head = (uint32_t)(low & ((UINT64_C(1) << c->hb) - 1));
-    b->count = (uint32_t)((low >> c->hb) & ((UINT64_C(1) << (c->hc - c->hb)) - 1));
-    b->data = (uint32_t *)(sl__slab_record(s, ref) + SLAB_EXPIRE_BYTES);
+    b->head = (uint32_t)ref & c->hmask;
+    b->count = (uint32_t)(ref >> c->hb) & c->cmask;
+    b->data = (uint32_t *)(sl__slab_record_in(c, ref) + SLAB_EXPIRE_BYTES);
+    *hb = c->hb;
+    return ref & ~((uint64_t)c->cmask << c->hb | c->hmask);
 }
 
-/* ref, holding b's head and count (b is its view). */
-static inline uint64_t sl__slab_keep(const sl__slab_t *s, uint64_t ref, const sl__block_t *b) {
-    const sl__slab_class_t *c = sl__slab_class(s, ref);
-    return (ref & ~((UINT64_C(1) << c->hc) - 1)) | (uint64_t)b->head | (uint64_t)b->count << c->hb;
+/* The ref of view b's record (at `place`, from sl__slab_view) with b's
+ * head and count. */
+static inline uint64_t sl__slab_ref(uint64_t place, unsigned hb, const sl__block_t *b) {
+    return place | b->head | (uint64_t)b->count << hb;
+}
+
+/* Writes view b's state back: expire_at into its record, and its ref. */
+static inline uint64_t sl__slab_store(uint64_t place, unsigned hb, const sl__block_t *b, sl_usec_t expire_at) {
+    memcpy((char *)b->data - SLAB_EXPIRE_BYTES, &expire_at, sizeof expire_at);
+    return sl__slab_ref(place, hb, b);
 }
 
 #endif
