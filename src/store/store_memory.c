@@ -203,24 +203,18 @@ static int64_t locate(const eval_t *e, size_t i) {
     return e->sh->moves == e->moves ? e->at[i] : find(e->sh, e->tags[i]);
 }
 
-/* load_cell() of limit i, whose slot s holds its state out of line (a
- * block, its state's expire_at in its record, or a wide record) or the
- * zero state. Out of line so that the packed path stays short. */
-__attribute__((noinline)) static sl__cell_t load_out(eval_t *e, size_t i, slot_t *s,
-                                                     const sl__limit_t *l) {
+/* Limit i's block in slot s, as a view (out of line, and a leaf: no
+ * registers to save). */
+__attribute__((noinline)) static sl__block_t *load_block(eval_t *e, size_t i, const slot_t *s) {
+    sl__block_t *b = &e->views[i];
+    e->places[i] = sl__slab_view(&e->sh->slab, slot_ref(s), b, &e->hbs[i]);
+    return b;
+}
+
+/* load_cell() of limit i, whose slot s holds its state in a wide record
+ * or is the zero state. Out of line so that the packed path stays short. */
+__attribute__((noinline)) static sl__cell_t load_out(eval_t *e, slot_t *s, const sl__limit_t *l) {
     sl__cell_t c = {0, 0, NULL};
-    if (s->tag & SLOT_BLOCK) {
-        sl__block_t *b = &e->views[i];
-        e->places[i] = sl__slab_view(&e->sh->slab, slot_ref(s), b, &e->hbs[i]);
-        if (!sl__limit_block_fits(l, b)) {
-            drop_out(e->sh, s);
-            return c;
-        }
-        memcpy(&c.expire_at, (const char *)b->data - SLAB_EXPIRE_BYTES, sizeof c.expire_at);
-        c.block = b;
-        return c;
-    }
-    /* a wide record or the zero state: no block */
     sl_usec_t expire_at = slot_expire(e->sh, s);
     if (sl__limit_block_kind(l) != SL__BLOCK_NONE && expire_at > e->now) {
         drop_out(e->sh, s);
@@ -249,7 +243,17 @@ static inline sl__cell_t load_cell(eval_t *e, size_t i) {
         c.word = slot_word(s);
         return c;
     }
-    return load_out(e, i, s, l);
+    if (s->tag & SLOT_BLOCK) {
+        sl__block_t *b = load_block(e, i, s);
+        if (!sl__limit_block_fits(l, b)) {
+            drop_out(e->sh, s);
+            return c;
+        }
+        memcpy(&c.expire_at, (const char *)b->data - SLAB_EXPIRE_BYTES, sizeof c.expire_at);
+        c.block = b;
+        return c;
+    }
+    return load_out(e, s, l);
 }
 
 static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
