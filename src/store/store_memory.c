@@ -7,10 +7,9 @@
  * cannot be precomputed), which is what lets a state cost ~19 bytes all-in.
  * expire_at is when the state has recovered; past it the slot is garbage,
  * whatever the algorithm, so reclamation never needs the limit's parameters.
- * sliding_log rings and sub-window counters live out of line in the
- * shard's slab (store_memory_slab.c), as their state's expire_at and the
- * entries; v holds the record's place and a ring's head and count, and a
- * decision sees the block as a view (eval_t's views).
+ * Blocks (sliding_log rings, sub-window counters) are records of expire_at
+ * and entries in the shard's slab; v holds the record's place and a ring's
+ * head and count, and a decision sees the block as a view (eval_t).
  *
  * Layout of a tag: bits 0-2 flags (used, CLOCK reference, owns a block),
  * bits 3-18 the key's shard selector (shared by all limits of the key, so one
@@ -21,8 +20,8 @@
  * Tables: linear probing with Robin Hood displacement and backward-shift
  * deletion (no tombstones), between 81% and 92% full, so a state costs 17 to
  * 20 bytes at any size (tables of a page or more are mmapped and rounded up
- * to whole pages). A recovered state stays in place until its
- * room is wanted (a key coming back reuses it for nothing): a full sweep
+ * to whole pages). A recovered state stays in place until its room is
+ * wanted (a key coming back reuses it for nothing): a full sweep
  * precedes every growth, the CLOCK hand frees them under the cap, and
  * sl_store_sweep() frees them (and shrinks emptied tables) from a timer.
  * With max_memory, each shard gets an equal share of what the headers leave
@@ -31,10 +30,9 @@
  *
  * Its insides (slots, shards, the store) are in store_memory_private.h;
  * blocks' records in store_memory_slab.c; reclamation and eviction in
- * store_memory_reclaim.c; the operations over
- * the whole store (statistics, sweep, snapshots) in
- * store_memory_bulk.c; decisions that find their shard's lock taken are
- * run by its holder (store_memory_combine.c).
+ * store_memory_reclaim.c; the operations over the whole store (statistics,
+ * sweep, snapshots) in store_memory_bulk.c; decisions that find their
+ * shard's lock taken are run by its holder (store_memory_combine.c).
  *
  * Not here: what a state means (core), the file format (snapshot.c).
  */
@@ -187,15 +185,15 @@ typedef struct eval {
     uint64_t moves;             /* sh->moves when `at` was taken */
     pins_t pins;
     sl__block_t views[SL_MAX_LIMITS]; /* the cells' blocks, views into the slab */
-    uint64_t places[SL_MAX_LIMITS];   /* their records' places (sl__slab_view) */
-    unsigned hbs[SL_MAX_LIMITS];
+    uint64_t places[SL_MAX_LIMITS];   /* their records' places, and */
+    unsigned hbs[SL_MAX_LIMITS];      /* ... where count starts (sl__slab_view) */
 } eval_t;
 
-/* Writes limit i's block (view b) back into its slot s: the ring's head
- * and count, and with `expire` its record's expire_at. */
+/* Limit i's block (view b) back into slot s: head and count, and with
+ * `expire` its record's expire_at. */
 static inline void put_block(const eval_t *e, size_t i, slot_t *s, const sl__block_t *b, bool expire,
-                             sl_usec_t expire_at) {
-    s->v = V_OUT | (expire ? sl__slab_store(e->places[i], e->hbs[i], b, expire_at)
+                             sl_usec_t at) {
+    s->v = V_OUT | (expire ? sl__slab_store(e->places[i], e->hbs[i], b, at)
                            : sl__slab_ref(e->places[i], e->hbs[i], b));
 }
 
@@ -203,8 +201,7 @@ static int64_t locate(const eval_t *e, size_t i) {
     return e->sh->moves == e->moves ? e->at[i] : find(e->sh, e->tags[i]);
 }
 
-/* Limit i's block in slot s, as a view (out of line, and a leaf: no
- * registers to save). */
+/* Limit i's block in slot s, as a view (out of line, a leaf: no registers to save). */
 __attribute__((noinline)) static sl__block_t *load_block(eval_t *e, size_t i, const slot_t *s) {
     sl__block_t *b = &e->views[i];
     e->places[i] = sl__slab_view(&e->sh->slab, slot_ref(s), b, &e->hbs[i]);
@@ -267,13 +264,11 @@ static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
         if (sh->count == 0) /* nothing is packed against the old epoch */
             sh->epoch = epoch_for(e->now);
         place(sh, (slot_t){e->tags[i] | SLOT_REF, V_OUT});
-        at = find(sh, e->tags[i]);
     }
     if (block_cap == 0)
         return SL_OK;
-    /* The new record is taken before the old one goes, and the old one
-     * frees bytes only if it was the last of its chunk: the whole new
-     * record's cost must fit. */
+    /* The old record frees bytes only if it was its chunk's last: the whole
+     * new record must fit. */
     uint32_t kind = sl__limit_block_kind(&e->p->limits[i]);
     int rc = sl__mem_make_record(e->m, sh, kind, block_cap, e->now, &e->pins);
     uint64_t ref;
@@ -281,20 +276,15 @@ static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
         rc = sl__slab_alloc(&sh->slab, &sh->block_bytes, kind, block_cap, &ref);
     if (rc != SL_OK)
         return rc;
-    sl__block_t b;
-    unsigned hb;
-    uint64_t place = sl__slab_view(&sh->slab, ref, &b, &hb);
-    at = locate(e, i); /* eviction may have moved it */
-    slot_t *s = &sh->slots[at];
+    sl__block_t old = cell->block ? *cell->block : (sl__block_t){0, 0, 0, 0, NULL}, *b = &e->views[i];
+    e->places[i] = sl__slab_view(&sh->slab, ref, b, &e->hbs[i]);
+    slot_t *s = &sh->slots[locate(e, i)]; /* eviction may have moved it */
     if (cell->block)
-        sl__block_move(cell->block, &b);
+        sl__block_move(&old, b);
     sl_usec_t was = slot_expire(sh, s); /* until the charge writes its own */
     drop_out(sh, s); /* the old block, if any */
     s->tag |= SLOT_BLOCK;
-    s->v = V_OUT | sl__slab_store(place, hb, &b, was);
-    e->views[i] = b;
-    e->places[i] = place;
-    e->hbs[i] = hb;
+    put_block(e, i, s, b, true, was);
     cell->block = &e->views[i];
     return SL_OK;
 }
@@ -427,8 +417,7 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
 }
 
 /* The head and count of the blocks of the limits in `mask` back into
- * their slots, charged or not: deciding tidies a ring in place (entries
- * that left the window, or all of them once it has recovered), and the
+ * their slots, charged or not: deciding tidies a ring in place, and the
  * next decision must see it tidied, as it sees the rest of the block. */
 static void keep_views(const eval_t *e, const sl__cell_t *cells, size_t n, uint32_t mask) {
     for (size_t i = 0; i < n; i++)
@@ -436,9 +425,6 @@ static void keep_views(const eval_t *e, const sl__cell_t *cells, size_t n, uint3
             put_block(e, i, &e->sh->slots[locate(e, i)], cells[i].block, false, 0);
 }
 
-/* The charged limits' states back into their slots (a block's expiry is
- * updated in its record and its head and count in its slot; its content
- * is in place already), and the other blocks' head and count. */
 /* store_charged() for policies of several limits. */
 __attribute__((noinline)) static int store_many(const eval_t *e, const sl__cell_t *cells, size_t n,
                                                 uint32_t charged) {
@@ -464,6 +450,9 @@ __attribute__((noinline)) static int store_many(const eval_t *e, const sl__cell_
     return SL_OK;
 }
 
+/* The charged limits' states back into their slots (a block's content is
+ * in place: its expire_at goes to its record, head and count to its
+ * slot), and the other blocks' head and count. */
 static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t n, uint32_t charged) {
     if (n != 1)
         return store_many(e, cells, n, charged);
