@@ -240,14 +240,14 @@ bool sl__limit_cell_valid(const sl__limit_t *l, const sl__cell_t *cell) {
 }
 
 size_t sl__block_size(uint32_t kind, uint32_t cap) {
-    size_t word = kind == SL__BLOCK_LOG64 ? 8 : 4;
-    return sizeof(sl__block_t) + word * cap;
+    return sizeof(sl__block_t) + 4 * (size_t)sl__block_words(kind) * cap;
 }
 
 void sl__block_init(sl__block_t *b, uint32_t kind, uint32_t cap) {
     memset(b, 0, sl__block_size(kind, cap));
     b->kind = kind;
     b->cap = cap;
+    b->data = (uint32_t *)(b + 1);
 }
 
 void sl__block_move(const sl__block_t *from, sl__block_t *to) {

@@ -62,7 +62,10 @@ typedef struct sl__limit {
 /* Out-of-line state. Logs are rings of timestamps, oldest at `head`:
  * LOG32 holds them modulo 2^32 us (periods up to 2^31 us, ~35 min), LOG64
  * whole. COUNTERS holds precision+1 sub-window counters indexed by
- * sub-window number modulo cap. */
+ * sub-window number modulo cap. A block describes its entries and points
+ * at them: they follow it (sl__block_init) or lie where the store keeps
+ * them (the memory store's slabs hold only the entries, and the block is a
+ * view built for one decision). */
 enum { SL__BLOCK_NONE = 0, SL__BLOCK_LOG32 = 1, SL__BLOCK_LOG64 = 2, SL__BLOCK_COUNTERS = 3 };
 
 #define SL__MAX_BLOCK_CAP (UINT32_C(1) << 24)
@@ -72,8 +75,11 @@ typedef struct sl__block {
     uint32_t cap;    /* entries (LOG32/COUNTERS) or entry pairs (LOG64) */
     uint32_t head;
     uint32_t count;
-    uint32_t data[]; /* cap words, or 2*cap for LOG64 */
+    uint32_t *data;  /* cap words, or 2*cap for LOG64 */
 } sl__block_t;
+
+/* 32-bit words per entry of a block of `kind`. */
+static inline uint32_t sl__block_words(uint32_t kind) { return kind == SL__BLOCK_LOG64 ? 2 : 1; }
 
 /* The state of one limit for one key, as the store hands it over. A state
  * with expire_at <= now has fully recovered and means "new key". */
@@ -145,9 +151,10 @@ bool sl__limit_block_fits(const sl__limit_t *l, const sl__block_t *b);
  * (sl__block_valid, sl__limit_block_fits); this checks the rest. */
 bool sl__limit_cell_valid(const sl__limit_t *l, const sl__cell_t *cell);
 
-/* Bytes of a block of `kind` holding `cap` entries. */
+/* Bytes of a block of `kind` holding `cap` entries, its entries after it. */
 size_t sl__block_size(uint32_t kind, uint32_t cap);
-/* Prepares caller memory of sl__block_size(kind, cap) bytes as an empty block. */
+/* Prepares caller memory of sl__block_size(kind, cap) bytes as an empty
+ * block whose entries follow it. */
 void sl__block_init(sl__block_t *b, uint32_t kind, uint32_t cap);
 /* Copies the live content of `from` into the larger, initialised `to`. */
 void sl__block_move(const sl__block_t *from, sl__block_t *to);

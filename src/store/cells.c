@@ -48,8 +48,6 @@ static uint64_t get(in_t *r, size_t n) {
     return v;
 }
 
-static uint32_t words_of(uint32_t kind) { return kind == SL__BLOCK_LOG64 ? 2 : 1; }
-
 size_t sl__cells_encode(const sl_policy_t *p, const sl__cell_t *cells, sl_usec_t now, void *buf,
                         size_t cap) {
     out_t o = {buf, cap, 0};
@@ -66,7 +64,7 @@ size_t sl__cells_encode(const sl_policy_t *p, const sl__cell_t *cells, sl_usec_t
         if (b == NULL)
             continue;
         uint32_t n = b->kind == SL__BLOCK_COUNTERS ? b->cap : b->count;
-        uint32_t w = words_of(b->kind);
+        uint32_t w = sl__block_words(b->kind);
         put(&o, n, 4);
         for (uint32_t k = 0; k < n; k++) {
             uint32_t pos = b->kind == SL__BLOCK_COUNTERS ? k : (b->head + k) % b->cap;
@@ -88,7 +86,7 @@ static int index_of(const sl_policy_t *p, uint64_t id) {
  * sense for limit l (r->bad when they are not even there). */
 static sl__block_t *read_block(in_t *r, const sl__limit_t *l, uint32_t kind) {
     uint32_t n = (uint32_t)get(r, 4);
-    uint32_t w = words_of(kind);
+    uint32_t w = sl__block_words(kind);
     if (r->bad || n == 0 || n > SL__MAX_BLOCK_CAP || (r->len - r->at) / 4 / w < n) {
         r->bad = true;
         return NULL;

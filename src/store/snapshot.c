@@ -59,8 +59,6 @@ static uint64_t get_u64(const unsigned char *p) {
     return v;
 }
 
-static size_t block_words(uint32_t kind) { return kind == SL__BLOCK_LOG64 ? 2 : 1; }
-
 ssize_t (*sl__snapshot_write_fn)(int fd, const void *buf, size_t n) = write;
 
 /* ---- writer ------------------------------------------------------------------ */
@@ -175,7 +173,7 @@ int sl__snapshot_add(sl__snapshot_writer_t *w, const sl__record_t *r) {
     if (w->err)
         return w->err;
     const sl__block_t *b = r->block;
-    size_t payload = b ? 16 + 4 * block_words(b->kind) * (size_t)b->cap : 8;
+    size_t payload = b ? 16 + 4 * sl__block_words(b->kind) * (size_t)b->cap : 8;
     if (reserve(w, 20 + payload) != SL_OK)
         return w->err;
     unsigned char *p = w->buf + w->len;
@@ -191,7 +189,7 @@ int sl__snapshot_add(sl__snapshot_writer_t *w, const sl__record_t *r) {
         put_u32(p + 8, b->head);
         put_u32(p + 12, b->count);
         p += 16;
-        size_t words = block_words(b->kind) * b->cap;
+        size_t words = (size_t)sl__block_words(b->kind) * b->cap;
         for (size_t i = 0; i < words; i++)
             put_u32(p + 4 * i, b->data[i]);
     }
@@ -321,7 +319,7 @@ static size_t parse_record(const unsigned char *p, size_t n, sl__record_t *r, sl
     head->count = get_u32(p + 32);
     if (!sl__block_valid(head))
         return 0;
-    size_t bytes = 4 * block_words(head->kind) * (size_t)head->cap;
+    size_t bytes = 4 * sl__block_words(head->kind) * (size_t)head->cap;
     if (n - 36 < bytes)
         return 0;
     return 36 + bytes;
@@ -394,8 +392,10 @@ int sl__snapshot_parse(const unsigned char *buf, size_t len, sl_usec_t now, sl__
                     sl__snapshot_release(&s);
                     return SL_ENOMEM;
                 }
-                *r.block = head;
-                size_t words = block_words(head.kind) * head.cap;
+                sl__block_init(r.block, head.kind, head.cap);
+                r.block->head = head.head;
+                r.block->count = head.count;
+                size_t words = (size_t)sl__block_words(head.kind) * head.cap;
                 for (size_t i = 0; i < words; i++)
                     r.block->data[i] = get_u32(p + 36 + 4 * i);
             }

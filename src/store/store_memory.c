@@ -7,8 +7,9 @@
  * cannot be precomputed), which is what lets a state cost ~19 bytes all-in.
  * expire_at is when the state has recovered; past it the slot is garbage,
  * whatever the algorithm, so reclamation never needs the limit's parameters.
- * sliding_log rings and sub-window counters live out of line, after their
- * state's expire_at; v points at them.
+ * Blocks (sliding_log rings, sub-window counters) are records of expire_at
+ * and entries in the shard's slab; v holds the record's place and a ring's
+ * head and count, and a decision sees the block as a view (eval_t).
  *
  * Layout of a tag: bits 0-2 flags (used, CLOCK reference, owns a block),
  * bits 3-18 the key's shard selector (shared by all limits of the key, so one
@@ -19,8 +20,8 @@
  * Tables: linear probing with Robin Hood displacement and backward-shift
  * deletion (no tombstones), between 81% and 92% full, so a state costs 17 to
  * 20 bytes at any size (tables of a page or more are mmapped and rounded up
- * to whole pages). A recovered state stays in place until its
- * room is wanted (a key coming back reuses it for nothing): a full sweep
+ * to whole pages). A recovered state stays in place until its room is
+ * wanted (a key coming back reuses it for nothing): a full sweep
  * precedes every growth, the CLOCK hand frees them under the cap, and
  * sl_store_sweep() frees them (and shrinks emptied tables) from a timer.
  * With max_memory, each shard gets an equal share of what the headers leave
@@ -28,10 +29,10 @@
  * is used up, recovered states go first, then CLOCK eviction (counted).
  *
  * Its insides (slots, shards, the store) are in store_memory_private.h;
- * reclamation and eviction in store_memory_reclaim.c; the operations over
- * the whole store (statistics, sweep, snapshots) in
- * store_memory_bulk.c; decisions that find their shard's lock taken are
- * run by its holder (store_memory_combine.c).
+ * blocks' records in store_memory_slab.c; reclamation and eviction in
+ * store_memory_reclaim.c; the operations over the whole store (statistics,
+ * sweep, snapshots) in store_memory_bulk.c; decisions that find their
+ * shard's lock taken are run by its holder (store_memory_combine.c).
  *
  * Not here: what a state means (core), the file format (snapshot.c).
  */
@@ -183,28 +184,34 @@ typedef struct eval {
     int64_t at[SL_MAX_LIMITS];  /* slot index found, -1 = none */
     uint64_t moves;             /* sh->moves when `at` was taken */
     pins_t pins;
+    sl__block_t views[SL_MAX_LIMITS]; /* the cells' blocks, views into the slab */
+    uint64_t places[SL_MAX_LIMITS];   /* their records' places, and */
+    unsigned hbs[SL_MAX_LIMITS];      /* ... where count starts (sl__slab_view) */
 } eval_t;
+
+/* Limit i's block (view b) back into slot s: head and count, and with
+ * `expire` its record's expire_at. */
+static inline void put_block(const eval_t *e, size_t i, slot_t *s, const sl__block_t *b, bool expire,
+                             sl_usec_t at) {
+    s->v = V_OUT | (expire ? sl__slab_store(e->places[i], e->hbs[i], b, at)
+                           : sl__slab_ref(e->places[i], e->hbs[i], b));
+}
 
 static int64_t locate(const eval_t *e, size_t i) {
     return e->sh->moves == e->moves ? e->at[i] : find(e->sh, e->tags[i]);
 }
 
-/* load_cell() of a slot whose state is out of line (a block, its state's
- * expire_at before it, or a wide record) or the zero state. Out of line
- * so that the packed path stays short. */
+/* Limit i's block in slot s, as a view (out of line, a leaf: no registers to save). */
+__attribute__((noinline)) static sl__block_t *load_block(eval_t *e, size_t i, const slot_t *s) {
+    sl__block_t *b = &e->views[i];
+    e->places[i] = sl__slab_view(&e->sh->slab, slot_ref(s), b, &e->hbs[i]);
+    return b;
+}
+
+/* load_cell() of limit i, whose slot s holds its state in a wide record
+ * or is the zero state. Out of line so that the packed path stays short. */
 __attribute__((noinline)) static sl__cell_t load_out(eval_t *e, slot_t *s, const sl__limit_t *l) {
     sl__cell_t c = {0, 0, NULL};
-    if (s->tag & SLOT_BLOCK) {
-        sl__block_t *b = slot_block(s);
-        if (!sl__limit_block_fits(l, b)) {
-            drop_out(e->sh, s);
-            return c;
-        }
-        c.expire_at = slot_ext(s)->expire_at;
-        c.block = b;
-        return c;
-    }
-    /* a wide record or the zero state: no block */
     sl_usec_t expire_at = slot_expire(e->sh, s);
     if (sl__limit_block_kind(l) != SL__BLOCK_NONE && expire_at > e->now) {
         drop_out(e->sh, s);
@@ -233,6 +240,16 @@ static inline sl__cell_t load_cell(eval_t *e, size_t i) {
         c.word = slot_word(s);
         return c;
     }
+    if (s->tag & SLOT_BLOCK) {
+        sl__block_t *b = load_block(e, i, s);
+        if (!sl__limit_block_fits(l, b)) {
+            drop_out(e->sh, s);
+            return c;
+        }
+        memcpy(&c.expire_at, (const char *)b->data - SLAB_EXPIRE_BYTES, sizeof c.expire_at);
+        c.block = b;
+        return c;
+    }
     return load_out(e, s, l);
 }
 
@@ -247,32 +264,28 @@ static int prepare(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
         if (sh->count == 0) /* nothing is packed against the old epoch */
             sh->epoch = epoch_for(e->now);
         place(sh, (slot_t){e->tags[i] | SLOT_REF, V_OUT});
-        at = find(sh, e->tags[i]);
     }
     if (block_cap == 0)
         return SL_OK;
+    /* The old record frees bytes only if it was its chunk's last: the whole
+     * new record must fit. */
     uint32_t kind = sl__limit_block_kind(&e->p->limits[i]);
-    size_t old_cost = cell->block ? block_cost(cell->block) : 0;
-    size_t new_cost = block_cost_of(kind, block_cap);
-    int rc = sl__mem_make_bytes(e->m, sh, new_cost > old_cost ? new_cost - old_cost : 0, e->now, &e->pins,
-                                false);
+    int rc = sl__mem_make_record(e->m, sh, kind, block_cap, e->now, &e->pins);
+    uint64_t ref;
+    if (rc == SL_OK)
+        rc = sl__slab_alloc(&sh->slab, &sh->block_bytes, kind, block_cap, &ref);
     if (rc != SL_OK)
         return rc;
-    sl__ext_t *rec = malloc(EXT_BLOCK_AT + sl__block_size(kind, block_cap));
-    if (rec == NULL)
-        return SL_ENOMEM;
-    sl__block_t *b = (sl__block_t *)((char *)rec + EXT_BLOCK_AT);
-    sl__block_init(b, kind, block_cap);
-    at = locate(e, i); /* eviction may have moved it */
-    slot_t *s = &sh->slots[at];
+    sl__block_t old = cell->block ? *cell->block : (sl__block_t){0, 0, 0, 0, NULL}, *b = &e->views[i];
+    e->places[i] = sl__slab_view(&sh->slab, ref, b, &e->hbs[i]);
+    slot_t *s = &sh->slots[locate(e, i)]; /* eviction may have moved it */
     if (cell->block)
-        sl__block_move(cell->block, b);
-    rec->expire_at = slot_expire(sh, s); /* until the charge writes its own */
+        sl__block_move(&old, b);
+    sl_usec_t was = slot_expire(sh, s); /* until the charge writes its own */
     drop_out(sh, s); /* the old block, if any */
     s->tag |= SLOT_BLOCK;
-    s->v = V_OUT | (uint64_t)(uintptr_t)rec;
-    sh->block_bytes += new_cost;
-    cell->block = b;
+    put_block(e, i, s, b, true, was);
+    cell->block = &e->views[i];
     return SL_OK;
 }
 
@@ -346,7 +359,7 @@ static bool needs_ext(const eval_t *e, const sl__cell_t *c, size_t i) {
     if (c->block || slot_pack(e->sh, c->expire_at, c->word, &v))
         return false;
     const slot_t *s = &e->sh->slots[locate(e, i)];
-    return !(owns_out(s) && !(s->tag & SLOT_BLOCK));
+    return !owns_ext(s);
 }
 
 /* What store_charged() overwrote before it gave up on its fast path. */
@@ -374,7 +387,7 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
     for (size_t i = 0; i < n; i++)
         if ((charged & (1u << i)) && needs_ext(e, &cells[i], i))
             need++;
-    int rc = need ? sl__mem_make_bytes(e->m, sh, need * EXT_COST, e->now, &e->pins, true) : SL_OK;
+    int rc = need ? sl__mem_make_bytes(e->m, sh, need * EXT_COST, e->now, &e->pins) : SL_OK;
     for (size_t i = 0; rc == SL_OK && need && i < n; i++) {
         if ((charged & (1u << i)) && needs_ext(e, &cells[i], i)) {
             spare[i] = malloc(sizeof(sl__ext_t));
@@ -388,11 +401,11 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
         if (rc != SL_OK) {
             free(spare[i]);
             if (cells[i].block)
-                slot_ext(slot)->expire_at = cells[i].expire_at;
+                put_block(e, i, slot, cells[i].block, true, cells[i].expire_at);
             else if (u->done & (1u << i))
                 slot->v = u->v[i];
         } else if (cells[i].block) {
-            slot_ext(slot)->expire_at = cells[i].expire_at;
+            put_block(e, i, slot, cells[i].block, true, cells[i].expire_at);
         } else if (slot_pack(sh, cells[i].expire_at, cells[i].word, &v)) {
             drop_out(sh, slot);
             slot->v = v;
@@ -403,32 +416,29 @@ __attribute__((noinline)) static int store_wide(const eval_t *e, const sl__cell_
     return rc;
 }
 
-/* The charged limits' states back into their slots (a block's expiry is
- * updated where the block lies, its content already is). */
-static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t n, uint32_t charged) {
+/* The head and count of the blocks of the limits in `mask` back into
+ * their slots, charged or not: deciding tidies a ring in place, and the
+ * next decision must see it tidied, as it sees the rest of the block. */
+static void keep_views(const eval_t *e, const sl__cell_t *cells, size_t n, uint32_t mask) {
+    for (size_t i = 0; i < n; i++)
+        if (cells[i].block && (mask & (1u << i)))
+            put_block(e, i, &e->sh->slots[locate(e, i)], cells[i].block, false, 0);
+}
+
+/* store_charged() for policies of several limits. */
+__attribute__((noinline)) static int store_many(const eval_t *e, const sl__cell_t *cells, size_t n,
+                                                uint32_t charged) {
     shard_t *sh = e->sh;
     undo_t u;
     u.done = 0;
-    if (n == 1) { /* most policies: nothing to put back if it fails */
-        if (!charged)
-            return SL_OK;
-        slot_t *slot = &sh->slots[locate(e, 0)];
-        uint64_t v;
-        if (cells[0].block)
-            slot_ext(slot)->expire_at = cells[0].expire_at;
-        else if (!owns_out(slot) && slot_pack(sh, cells[0].expire_at, cells[0].word, &v))
-            slot->v = v;
-        else
-            return store_wide(e, cells, n, charged, &u);
-        return SL_OK;
-    }
+    keep_views(e, cells, n, ~charged);
     for (size_t i = 0; i < n; i++) {
         if (!(charged & (1u << i)))
             continue;
         slot_t *slot = &sh->slots[locate(e, i)];
         uint64_t v;
         if (cells[i].block) {
-            slot_ext(slot)->expire_at = cells[i].expire_at;
+            put_block(e, i, slot, cells[i].block, true, cells[i].expire_at);
         } else if (!owns_out(slot) && slot_pack(sh, cells[i].expire_at, cells[i].word, &v)) {
             u.v[i] = slot->v;
             slot->v = v;
@@ -436,6 +446,33 @@ static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t
             return store_wide(e, cells, n, charged, &u);
         }
         u.done |= 1u << i;
+    }
+    return SL_OK;
+}
+
+/* The charged limits' states back into their slots (a block's content is
+ * in place: its expire_at goes to its record, head and count to its
+ * slot), and the other blocks' head and count. */
+static inline int store_charged(const eval_t *e, const sl__cell_t *cells, size_t n, uint32_t charged) {
+    if (n != 1)
+        return store_many(e, cells, n, charged);
+    /* most policies: nothing to put back if it fails */
+    shard_t *sh = e->sh;
+    if (!charged) {
+        if (cells[0].block)
+            put_block(e, 0, &sh->slots[locate(e, 0)], cells[0].block, false, 0);
+        return SL_OK;
+    }
+    slot_t *slot = &sh->slots[locate(e, 0)];
+    uint64_t v;
+    if (cells[0].block) {
+        put_block(e, 0, slot, cells[0].block, true, cells[0].expire_at);
+    } else if (!owns_out(slot) && slot_pack(sh, cells[0].expire_at, cells[0].word, &v)) {
+        slot->v = v;
+    } else {
+        undo_t u;
+        u.done = 0;
+        return store_wide(e, cells, n, charged, &u);
     }
     return SL_OK;
 }
@@ -484,6 +521,8 @@ static int decide_locked(void *ctx) {
     }
     if (rc == SL_OK)
         rc = store_charged(e, cells, p->nlimits, charged);
+    else
+        keep_views(e, cells, p->nlimits, ~UINT32_C(0));
     if (rc == SL_OK && costed && p->write_back && m->journal)
         m->journal(m->journal_ctx, p, d->key, d->key_len, costed, d->cost, now);
     return rc;
@@ -587,10 +626,11 @@ static int store_cell(eval_t *e, size_t i, const sl__cell_t *c) {
         return rc;
     if (c->block) {
         sl__block_move(c->block, fresh.block);
-        slot_ext(&e->sh->slots[locate(e, i)])->expire_at = c->expire_at;
+        put_block(e, i, &e->sh->slots[locate(e, i)], fresh.block, true, c->expire_at);
         return SL_OK;
     }
     sl__cell_t one[SL_MAX_LIMITS];
+    memset(one, 0, (i + 1) * sizeof one[0]); /* the others have no block to keep */
     one[i] = *c;
     return store_charged(e, one, i + 1, 1u << i);
 }
@@ -651,35 +691,6 @@ uint32_t sl__mem_shard_of_key(const memory_store_t *m, const sl_policy_t *p, con
     return shard_of(m, make_tag(key_hash(m, p, key, key_len), p->limits[0].id));
 }
 void sl__mem_place(shard_t *sh, slot_t item) { place(sh, item); }
-bool sl__mem_adopt_block(shard_t *sh, slot_t *s, sl__block_t *b, sl_usec_t expire_at) {
-    size_t size = sl__block_size(b->kind, b->cap);
-    sl__ext_t *rec = malloc(EXT_BLOCK_AT + size);
-    if (rec == NULL)
-        return false;
-    drop_out(sh, s);
-    rec->expire_at = expire_at;
-    sh->block_bytes += block_cost(b);
-    memcpy((char *)rec + EXT_BLOCK_AT, b, size);
-    free(b);
-    s->tag |= SLOT_BLOCK;
-    s->v = V_OUT | (uint64_t)(uintptr_t)rec;
-    return true;
-}
-int sl__mem_set_state(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word) {
-    uint64_t v;
-    if (slot_pack(sh, expire_at, word, &v)) {
-        drop_out(sh, s);
-        s->v = v;
-        return SL_OK;
-    }
-    if (set_wide(sh, s, expire_at, word, NULL))
-        return SL_OK;
-    sl__ext_t *ext = malloc(sizeof *ext);
-    if (ext == NULL)
-        return SL_ENOMEM;
-    install_ext(sh, s, ext, expire_at, word);
-    return SL_OK;
-}
 void sl__mem_remove_at(shard_t *sh, uint32_t i) { remove_at(sh, i); }
 int sl__mem_resize(shard_t *sh, uint32_t cap) { return resize(sh, cap); }
 size_t sl__mem_table_cost(uint32_t cap) { return table_cost(cap); }
@@ -690,8 +701,9 @@ static void mem_destroy(sl_store_t *s) {
     for (uint32_t i = 0; i < m->nshards; i++) {
         shard_t *sh = &m->shards[i];
         for (uint32_t k = 0; sh->slots && k < sh->cap; k++)
-            if (sh->slots[k].tag && owns_out(&sh->slots[k]))
+            if (sh->slots[k].tag && owns_ext(&sh->slots[k]))
                 free(slot_ext(&sh->slots[k]));
+        sl__slab_destroy(&sh->slab);
         table_free(sh->slots, sh->cap);
         pthread_mutex_destroy(&sh->lock);
     }
@@ -767,6 +779,9 @@ int sl_store_memory_new(const sl_memory_options_t *opts, sl_store_t **out) {
         sh->slots = table_alloc(MIN_CAP);
         sh->cap = MIN_CAP;
         sh->table_bytes = table_cost(MIN_CAP);
+        /* Under a cap, a class's last chunk is partly empty: chunks of at
+         * most 1/32 of a shard's share keep that slack small. */
+        sl__slab_init(&sh->slab, m->budget ? m->budget / 32 : SLAB_CHUNK_BYTES);
         publish(sh);
         if (sh->slots == NULL) {
             m->nshards = i + 1;

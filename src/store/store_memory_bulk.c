@@ -65,8 +65,9 @@ int sl__mem_save(sl_store_t *s, const char *path, sl_usec_t now) {
             const slot_t *slot = &sh->slots[k];
             if (slot->tag == 0 || slot_expire(sh, slot) <= now)
                 continue;
+            sl__block_t view;
             sl__record_t r = {ident(slot->tag) | SLOT_USED, slot_expire(sh, slot), slot_word(slot),
-                              slot_block(slot)};
+                              slot_block(sh, slot, &view)};
             rc = sl__snapshot_add(w, &r);
         }
         pthread_mutex_unlock(&sh->lock);
@@ -78,6 +79,44 @@ int sl__mem_save(sl_store_t *s, const char *path, sl_usec_t now) {
     if (w)
         sl__snapshot_abandon(w);
     return rc;
+}
+
+/* A block read from a snapshot (malloc'd) as slot s's own state: copied
+ * into a slab record and freed; SL_EFULL (the slab's bounds) or
+ * SL_ENOMEM: s and b unchanged. */
+static int adopt_block(shard_t *sh, slot_t *s, sl__block_t *b, sl_usec_t expire_at) {
+    uint64_t ref;
+    int rc = sl__slab_alloc(&sh->slab, &sh->block_bytes, b->kind, b->cap, &ref);
+    if (rc != SL_OK)
+        return rc;
+    drop_out(sh, s);
+    sl__block_t own;
+    unsigned hb;
+    uint64_t place = sl__slab_view(&sh->slab, ref, &own, &hb);
+    memcpy(own.data, b->data, 4 * (size_t)sl__block_words(b->kind) * b->cap);
+    own.head = b->head;
+    own.count = b->count;
+    free(b);
+    s->tag |= SLOT_BLOCK;
+    s->v = V_OUT | sl__slab_store(place, hb, &own, expire_at);
+    return SL_OK;
+}
+
+/* Writes {expire_at, word} as slot s's inline state (s owns no block). */
+static int set_state(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word) {
+    uint64_t v;
+    if (slot_pack(sh, expire_at, word, &v)) {
+        drop_out(sh, s);
+        s->v = v;
+        return SL_OK;
+    }
+    if (set_wide(sh, s, expire_at, word, NULL))
+        return SL_OK;
+    sl__ext_t *ext = malloc(sizeof *ext);
+    if (ext == NULL)
+        return SL_ENOMEM;
+    install_ext(sh, s, ext, expire_at, word);
+    return SL_OK;
 }
 
 /* A snapshot lists each shard's states in table order, that is in hash
@@ -130,19 +169,18 @@ int sl__mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded)
                 sh->epoch = epoch_for(now);
             uint64_t v;
             if (r->block)
-                rc = sl__mem_make_bytes(m, sh, block_cost(r->block), now, NULL, false);
+                rc = sl__mem_make_record(m, sh, r->block->kind, r->block->cap, now, NULL);
             else if (!slot_pack(sh, r->expire_at, r->word, &v))
-                rc = sl__mem_make_bytes(m, sh, EXT_COST, now, NULL, true);
+                rc = sl__mem_make_bytes(m, sh, EXT_COST, now, NULL);
             if (rc != SL_OK)
                 break;
             slot_t slot = {ident(r->tag) | SLOT_USED, V_OUT};
             if (r->block) {
-                if (!sl__mem_adopt_block(sh, &slot, r->block, r->expire_at))
-                    rc = SL_ENOMEM;
-                else
+                rc = adopt_block(sh, &slot, r->block, r->expire_at);
+                if (rc == SL_OK)
                     r->block = NULL;
             } else {
-                rc = sl__mem_set_state(sh, &slot, r->expire_at, r->word);
+                rc = set_state(sh, &slot, r->expire_at, r->word);
             }
             if (rc != SL_OK)
                 break;

@@ -1,5 +1,6 @@
 /* store_memory_private.h -- the memory store's insides, shared by its
  * files: store_memory.c (tables, evaluation: the hot path),
+ * store_memory_slab.c (blocks' records),
  * store_memory_reclaim.c (reclamation and eviction) and store_memory_bulk.c
  * (operations over the whole store: statistics, the sweep, snapshots saved
  * and loaded). See store_memory.c for the design.
@@ -25,6 +26,7 @@
 #include "journal.h"
 #include "mem_cost.h"
 #include "store.h"
+#include "store_memory_slab.h"
 
 #define SLOT_USED UINT64_C(1)
 #define SLOT_REF UINT64_C(2)
@@ -62,13 +64,14 @@ typedef struct slot {
  * a clock stepping back further than that stores out of line. */
 #define EPOCH_BACK (INT64_C(1) << 36)
 
-/* Out of line: expire_at first, then the word (sl__ext_t, 16 bytes) or,
- * with SLOT_BLOCK, the sl__block_t right after expire_at. */
+/* Out of line, a wide state: {expire_at, word}, 16 bytes from malloc. A
+ * slot with SLOT_BLOCK has a block instead: v is V_OUT | its record's ref
+ * in the shard's slab (store_memory_slab.h), which holds expire_at and the
+ * entries, while the ref holds the ring's head and count. */
 typedef struct sl__ext {
     sl_usec_t expire_at;
     uint64_t word;
 } sl__ext_t;
-#define EXT_BLOCK_AT sizeof(sl_usec_t)
 
 /* A decision published for the shard lock's holder to run
  * (store_memory_combine.c). */
@@ -95,7 +98,8 @@ typedef struct shard {
     uint32_t sweep, hand;  /* incremental sweep cursor; CLOCK hand */
     uint64_t moves;        /* bumped whenever slots change place */
     size_t table_bytes;    /* what the table costs (mem_cost.h) */
-    size_t block_bytes;
+    size_t block_bytes;    /* wide records and the slab */
+    sl__slab_t slab;       /* blocks' records */
     uint64_t evictions, reclaimed;
 } shard_t;
 
@@ -197,14 +201,24 @@ static inline sl__ext_t *slot_ext(const slot_t *s) {
     return (sl__ext_t *)(uintptr_t)(s->v & ~V_OUT);
 }
 
-static inline sl__block_t *slot_block(const slot_t *s) {
-    return (s->tag & SLOT_BLOCK) ? (sl__block_t *)((char *)slot_ext(s) + EXT_BLOCK_AT) : NULL;
+/* The slab ref of a slot with SLOT_BLOCK. */
+static inline uint64_t slot_ref(const slot_t *s) { return s->v & ~V_OUT; }
+
+/* Slot s's block as a view into the slab (b), or NULL when it has none. */
+static inline sl__block_t *slot_block(const shard_t *sh, const slot_t *s, sl__block_t *b) {
+    unsigned hb;
+    if (!(s->tag & SLOT_BLOCK))
+        return NULL;
+    sl__slab_view(&sh->slab, slot_ref(s), b, &hb);
+    return b;
 }
 
 static inline sl_usec_t slot_expire(const shard_t *sh, const slot_t *s) {
-    if (s->v & V_OUT)
-        return (s->v & ~V_OUT) ? slot_ext(s)->expire_at : 0;
-    return sh->epoch + (sl_usec_t)(s->v >> V_CODE_BITS);
+    if (!(s->v & V_OUT))
+        return sh->epoch + (sl_usec_t)(s->v >> V_CODE_BITS);
+    if (s->tag & SLOT_BLOCK)
+        return sl__slab_expire(&sh->slab, slot_ref(s));
+    return (s->v & ~V_OUT) ? slot_ext(s)->expire_at : 0;
 }
 
 static inline uint64_t slot_word(const slot_t *s) {
@@ -235,28 +249,28 @@ static inline sl_usec_t epoch_for(sl_usec_t now) { return now > EPOCH_BACK ? now
 
 /* ---- out-of-line records (wide states, blocks) ------------------------------- */
 
-/* A block's out-of-line record: its state's expire_at, then the block. */
-static inline size_t block_cost_of(uint32_t kind, uint32_t cap) {
-    return sl__heap_cost(EXT_BLOCK_AT + sl__block_size(kind, cap));
-}
-
-static inline size_t block_cost(const sl__block_t *b) { return block_cost_of(b->kind, b->cap); }
-
 #define EXT_COST sl__heap_cost(sizeof(sl__ext_t))
 
+/* Whether slot s owns a wide record (not a block). */
+static inline bool owns_ext(const slot_t *s) {
+    return !(s->tag & SLOT_BLOCK) && (s->v & V_OUT) && s->v != V_OUT;
+}
+
 /* Whether slot s owns an out-of-line record (a block's or a wide state's). */
-static inline bool owns_out(const slot_t *s) { return (s->v & V_OUT) && s->v != V_OUT; }
+static inline bool owns_out(const slot_t *s) { return (s->tag & SLOT_BLOCK) || owns_ext(s); }
 
 /* Frees what the slot keeps out of line; it is left holding the zero state. */
 static inline void drop_out(shard_t *sh, slot_t *s) {
-    if (owns_out(s)) {
-        sl__block_t *b = slot_block(s);
-        sh->block_bytes -= b ? block_cost(b) : EXT_COST;
+    if (s->tag & SLOT_BLOCK) {
+        sl__slab_free(&sh->slab, &sh->block_bytes, slot_ref(s));
+    } else if (owns_ext(s)) {
+        sh->block_bytes -= EXT_COST;
         free(slot_ext(s));
     }
     s->tag &= ~SLOT_BLOCK;
     s->v = V_OUT;
 }
+
 
 /* Makes ext (fresh, counted by the caller) slot s's state {expire_at, word}. */
 static inline void install_ext(shard_t *sh, slot_t *s, sl__ext_t *ext, sl_usec_t expire_at, uint64_t word) {
@@ -270,7 +284,7 @@ static inline void install_ext(shard_t *sh, slot_t *s, sl__ext_t *ext, sl_usec_t
 /* Writes an inline state that slot_pack() cannot pack, when the slot has a
  * wide record already (true) or ext is given; false: neither. */
 static inline bool set_wide(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word, sl__ext_t *ext) {
-    if (owns_out(s) && !(s->tag & SLOT_BLOCK)) {
+    if (owns_ext(s)) {
         slot_ext(s)->expire_at = expire_at;
         slot_ext(s)->word = word;
         free(ext);
@@ -290,11 +304,6 @@ void sl__mem_remove_at(shard_t *sh, uint32_t i);
 int sl__mem_resize(shard_t *sh, uint32_t cap);
 size_t sl__mem_table_cost(uint32_t cap);
 uint32_t sl__mem_page_fit(uint32_t cap);
-/* A block read from elsewhere (a snapshot) as slot s's own state: moved
- * into an out-of-line record; false: out of memory, s unchanged. */
-bool sl__mem_adopt_block(shard_t *sh, slot_t *s, sl__block_t *b, sl_usec_t expire_at);
-/* Writes {expire_at, word} as slot s's inline state (s owns no block). */
-int sl__mem_set_state(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_t word);
 
 /* ---- reclamation and eviction (store_memory_reclaim.c) -------------------------- */
 
@@ -313,12 +322,15 @@ size_t sl__mem_reclaim(shard_t *sh, sl_usec_t now, uint32_t budget, const pins_t
 /* Room for one more state, to be placed with `tag`. */
 int sl__mem_make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const pins_t *pins,
                       uint64_t tag);
-/* Room for `extra` more bytes of out-of-line records within max_memory
- * (wide: for wide records, not a block); SL_EFULL only when the table is
- * at MIN_CAP and nothing unpinned is left to evict. Slots may move (and
- * the table be resized): locate again after it. */
+/* Room for `extra` more bytes of wide records within max_memory; SL_EFULL
+ * only when the table is at MIN_CAP and nothing unpinned is left to evict.
+ * Slots may move (and the table be resized): locate again after it. */
 int sl__mem_make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now,
-                       const pins_t *pins, bool wide);
+                       const pins_t *pins);
+/* Room for one more block record of (kind, cap) within max_memory, as
+ * sl__mem_make_bytes; SL_EFULL also past the slab's bounds. */
+int sl__mem_make_record(const memory_store_t *m, shard_t *sh, uint32_t kind, uint32_t cap,
+                        sl_usec_t now, const pins_t *pins);
 
 /* ---- in store_memory_bulk.c (the store's ops table) ---------------------------- */
 

@@ -40,15 +40,28 @@ size_t sl__mem_reclaim(shard_t *sh, sl_usec_t now, uint32_t budget, const pins_t
     return before - sh->count;
 }
 
+/* Which slots evict_one() may take: any, those that own an out-of-line
+ * record, or (a class number) those whose block is of that slab class. */
+#define ANY_SLOT (-2)
+#define OUT_ONLY (-1)
+
+static bool candidate(const slot_t *s, int64_t which) {
+    if (which == ANY_SLOT)
+        return true;
+    if (which == OUT_ONLY)
+        return owns_out(s);
+    return (s->tag & SLOT_BLOCK) && (slot_ref(s) >> SLAB_CLASS_SHIFT) == (uint64_t)which;
+}
+
 /* CLOCK: the first slot found without its reference bit goes (clearing bits
  * on the way); recovered states go first and are not counted as evictions.
- * With out_only, only slots that own an out-of-line record are candidates. */
-static bool evict_one(shard_t *sh, sl_usec_t now, const pins_t *pins, bool out_only) {
+ * Only candidate() slots are looked at. */
+static bool evict_one(shard_t *sh, sl_usec_t now, const pins_t *pins, int64_t which) {
     for (uint64_t scanned = 0; scanned <= 2 * (uint64_t)sh->cap; scanned++) {
         if (sh->hand >= sh->cap)
             sh->hand = 0;
         slot_t *s = &sh->slots[sh->hand];
-        if (s->tag == 0 || pinned(pins, s->tag) || (out_only && !owns_out(s))) {
+        if (s->tag == 0 || pinned(pins, s->tag) || !candidate(s, which)) {
             sh->hand++;
             continue;
         }
@@ -93,7 +106,7 @@ int sl__mem_make_room(const memory_store_t *m, shard_t *sh, sl_usec_t now, const
     }
     sh->hand = home_of(tag, sh->cap);
     while (over_load(sh->count + 1, sh->cap))
-        if (!evict_one(sh, now, pins, false))
+        if (!evict_one(sh, now, pins, ANY_SLOT))
             return SL_EFULL;
     return SL_OK;
 }
@@ -118,10 +131,10 @@ static uint32_t shrunk_cap(uint32_t cap) {
 static int shrink_table(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now,
                         const pins_t *pins) {
     if (sh->cap <= MIN_CAP)
-        return evict_one(sh, now, pins, true) ? SL_OK : SL_EFULL;
+        return evict_one(sh, now, pins, OUT_ONLY) ? SL_OK : SL_EFULL;
     uint32_t want = shrunk_cap(sh->cap);
     while (over_load(sh->count + 1, want)) {
-        if (!evict_one(sh, now, pins, false))
+        if (!evict_one(sh, now, pins, ANY_SLOT))
             return SL_EFULL;
         if (bytes_fit(m, sh, extra))
             return SL_OK;
@@ -136,24 +149,45 @@ static int shrink_table(const memory_store_t *m, shard_t *sh, size_t extra, sl_u
     return rc;
 }
 
-/* Room for `extra` more bytes of out-of-line records within max_memory.
- * Slots and records share the shard's budget, and a table full of packed
- * states leaves less than a growth step over, so records alone cannot
- * make room: when evicting other records does not free enough, the table
- * gives up room (shrink_table). A block's bytes evict records first (one
- * eviction frees a block's worth); a wide record's go straight to the
- * table, so that wide states are evicted by CLOCK like any other and not
- * by each other while they are in use. */
+/* Room for `extra` more bytes of wide records within max_memory. Slots
+ * and records share the shard's budget, and a table full of packed states
+ * leaves less than a growth step over, so records alone cannot make room:
+ * the table gives up room (shrink_table). A wide record's bytes go
+ * straight to the table, so that wide states are evicted by CLOCK like any
+ * other and not by each other while they are in use. */
 int sl__mem_make_bytes(const memory_store_t *m, shard_t *sh, size_t extra, sl_usec_t now,
-                       const pins_t *pins, bool wide) {
+                       const pins_t *pins) {
     if (m->budget == 0)
         return SL_OK;
     while (!bytes_fit(m, sh, extra)) {
-        if (!wide && evict_one(sh, now, pins, true))
-            continue;
         int rc = shrink_table(m, sh, extra, now, pins);
         if (rc != SL_OK)
             return rc;
     }
     return SL_OK;
+}
+
+/* Room for one more block record of (kind, cap). Its cost is asked again
+ * after every eviction, since an eviction may free a record of the class
+ * (then the new one costs nothing) or release a chunk. A record of the
+ * same class is the eviction that surely helps, so CLOCK looks for one
+ * first; then for any record (a slab's bytes come back when a chunk
+ * empties); then the table gives up room. */
+int sl__mem_make_record(const memory_store_t *m, shard_t *sh, uint32_t kind, uint32_t cap,
+                        sl_usec_t now, const pins_t *pins) {
+    for (;;) {
+        size_t cost = sl__slab_cost(&sh->slab, kind, cap);
+        if (cost == SIZE_MAX)
+            return SL_EFULL;
+        if (m->budget == 0 || bytes_fit(m, sh, cost))
+            return SL_OK;
+        uint32_t k = sl__slab_class_of(&sh->slab, kind, cap);
+        if (k != SLAB_NIL && evict_one(sh, now, pins, k))
+            continue;
+        if (evict_one(sh, now, pins, OUT_ONLY))
+            continue;
+        int rc = shrink_table(m, sh, cost, now, pins);
+        if (rc != SL_OK)
+            return rc;
+    }
 }

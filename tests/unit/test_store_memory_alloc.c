@@ -142,10 +142,11 @@ static uint64_t used(sl_store_t *s) {
     return st.bytes;
 }
 
-/* Fills a store capped at `cap` with `keys` keys of `limits`, checking the
- * cap and the accounting every `every` checks. */
-static void fill(size_t cap, uint32_t shards, const sl_limit_t *limits, size_t nlimits, int keys,
-                 int every) {
+/* Runs `checks` checks of cost 1 + i % costs on keys i % keys against a
+ * store capped at `cap` with `limits`, checking the cap and the accounting
+ * every `every` checks. */
+static void fill_keys(size_t cap, uint32_t shards, const sl_limit_t *limits, size_t nlimits, int checks,
+                      int every, int keys, int costs) {
     live_bytes = live_count = 0;
     counting = true;
     sl_store_t *store;
@@ -163,15 +164,15 @@ static void fill(size_t cap, uint32_t shards, const sl_limit_t *limits, size_t n
         fail_msg("new store: used_memory %zu, really allocated %zu", (size_t)used(store), live_bytes);
     counting = true;
     uint64_t most = 0;
-    for (int i = 0; i < keys; i++) {
+    for (int i = 0; i < checks; i++) {
         char key[32];
-        snprintf(key, sizeof key, "key-%d", i);
+        snprintf(key, sizeof key, "key-%d", i % keys);
         r.now += 10;
         sl_decision_t d;
-        int rc = sl_check(r.limiter, r.policy, key, strlen(key), 1 + (uint64_t)(i % 3), &d);
+        int rc = sl_check(r.limiter, r.policy, key, strlen(key), 1 + (uint64_t)(i % costs), &d);
         if (rc != SL_OK && rc != SL_EFULL)
             fail_msg("check %d: %s", i, sl_errname(rc));
-        if (i % every == 0 || i == keys - 1) {
+        if (i % every == 0 || i == checks - 1) {
             uint64_t u = used(store);
             most = u > most ? u : most;
             if (u > cap)
@@ -183,8 +184,8 @@ static void fill(size_t cap, uint32_t shards, const sl_limit_t *limits, size_t n
     }
     sl_store_stats_t st;
     assert_int_equal(sl_store_stats(store, &st), SL_OK);
-    print_message("cap %zu, %u shards: %d keys, %llu states kept, %llu evicted, used at most %llu "
-                  "(%.1f%% of the cap)\n", cap, shards, keys, (unsigned long long)st.states,
+    print_message("cap %zu, %u shards: %d checks, %llu states kept, %llu evicted, used at most %llu "
+                  "(%.1f%% of the cap)\n", cap, shards, checks, (unsigned long long)st.states,
                   (unsigned long long)st.evictions, (unsigned long long)most, 100.0 * (double)most / (double)cap);
     assert_true(st.evictions > 0); /* far past the cap indeed */
     counting = false;
@@ -195,6 +196,13 @@ static void fill(size_t cap, uint32_t shards, const sl_limit_t *limits, size_t n
     counting = false;
     assert_int_equal(live_count, 0); /* and everything goes back */
     assert_int_equal(live_bytes, 0);
+}
+
+/* Fills a store capped at `cap` with `keys` keys of `limits`, each checked
+ * once at cost 1 to 3. */
+static void fill(size_t cap, uint32_t shards, const sl_limit_t *limits, size_t nlimits, int keys,
+                 int every) {
+    fill_keys(cap, shards, limits, nlimits, keys, every, keys, 3);
 }
 
 static const sl_limit_t gcra[] = {{.algorithm = SL_GCRA, .limit = 10, .period = SEC(60), .burst = 4}};
@@ -212,6 +220,21 @@ static void default_shards_inline_states(void **state) {
 static void many_shards_blocks(void **state) {
     (void)state;
     fill(1u << 20, 256, logs, 3, 25000, 89);
+}
+
+/* sliding_log rings in their slabs at the cap: keys come back with costs
+ * up to 61, so that their rings grow through every size class (4, 8, ...,
+ * 64, 200, of two timestamp widths) and free records of the smaller ones,
+ * and chunks fill, empty and go back while CLOCK evicts. */
+static const sl_limit_t rings[] = {
+    {.algorithm = SL_SLIDING_LOG, .limit = 200, .period = SEC(600)},
+    {.algorithm = SL_SLIDING_LOG, .limit = 100, .period = SEC(86400)},
+};
+
+static void slab_rings_at_cap(void **state) {
+    (void)state;
+    fill_keys(1u << 20, 16, rings, 2, 60000, 101, 3000, 61);
+    fill_keys(256u << 10, 1, rings, 1, 20000, 37, 1500, 61);
 }
 
 /* States too large to pack: each has a 16-byte record out of line, counted
@@ -322,8 +345,10 @@ static void wide_states_do_not_churn(void **state) {
 static void failed_wide_record_keeps_block_expiry(void **state) {
     (void)state;
     static const sl_limit_t both[] = {
-        /* a counters record of 8 + 16 + 4 * 195 bytes: 816 from malloc */
-        {.algorithm = SL_SLIDING_WINDOW, .limit = 100000, .period = SEC(194), .precision = 194},
+        /* a counters record of 8 + 4 * 176 bytes in a chunk of its own, 720
+         * from malloc, with its slab's class directory (64) and chunk array
+         * (32): 816 */
+        {.algorithm = SL_SLIDING_WINDOW, .limit = 100000, .period = SEC(175), .precision = 175},
         {.algorithm = SL_FIXED_WINDOW, .limit = 100000, .period = SEC(86400)},
     };
     sl_store_t *probe;
@@ -356,6 +381,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_shards_inline_states),
         cmocka_unit_test(many_shards_blocks),
+        cmocka_unit_test(slab_rings_at_cap),
         cmocka_unit_test(out_of_line_states),
         cmocka_unit_test(large_tables),
         cmocka_unit_test(wide_state_in_full_shard_decided),
