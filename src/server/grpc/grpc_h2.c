@@ -30,12 +30,17 @@
 
 enum { RECEIVING, DECIDING, WAITING, SENT };
 
+/* the request's pseudo-header fields, and whether a regular field came */
+enum { PS_METHOD = 1, PS_SCHEME = 2, PS_PATH = 4, PS_AUTHORITY = 8, PS_REGULAR = 16 };
+
 struct sld_grpc_call {
     sld_grpc_h2_t *h; /* NULL: orphaned, freed by its answer */
     int32_t id;
     int state;
     int method;
     bool post, grpc_type;
+    uint8_t pseudo;      /* PS_* seen in the request's header block */
+    bool malformed;      /* RFC 9113 8.1.1: answered with a stream reset */
     size_t header_bytes;
     int64_t since_ms;    /* receiving, or waiting for a window, since */
     int64_t deadline_ms; /* grpc-timeout's, or 0 */
@@ -329,10 +334,23 @@ static bool is(const uint8_t *s, size_t len, const char *lit) {
     return len == strlen(lit) && memcmp(s, lit, len) == 0;
 }
 
+/* A pseudo-header field: each known one once, all before the regular
+ * fields (RFC 9113 8.3); else the request is malformed. */
+static void pseudo(sld_grpc_call_t *c, uint8_t which) {
+    if ((c->pseudo & (which | PS_REGULAR)) != 0)
+        c->malformed = true;
+    c->pseudo |= which;
+}
+
+/* nghttp2's HTTP messaging is off (nghttp2_option_set_no_http_messaging:
+ * its checks of every field were a tenth of a call's cost), so what gRPC
+ * needs of a request is checked here: its pseudo-header fields, te, and
+ * no connection-specific field (RFC 9113 8.2.2). Names of other fields are
+ * not checked: none of them is read. */
 static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t namelen,
                      const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
     (void)flags;
-    (void)user_data;
+    sld_grpc_h2_t *h = user_data;
     sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
     if (c == NULL || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0; /* trailers of a request: nothing in them matters */
@@ -340,19 +358,47 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
     c->header_bytes += namelen + valuelen + 32;
     if (c->header_bytes > MAX_HEADER_LIST)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    if (is(name, namelen, ":path"))
-        c->method = is(value, valuelen, SLD_GRPC_RLS_METHOD)      ? SLD_GRPC_M_RLS
-                    : is(value, valuelen, SLD_GRPC_HEALTH_METHOD) ? SLD_GRPC_M_HEALTH
-                                                                  : SLD_GRPC_M_OTHER;
-    else if (is(name, namelen, ":method"))
-        c->post = is(value, valuelen, "POST");
-    else if (is(name, namelen, "content-type"))
-        c->grpc_type = valuelen >= 16 && memcmp(value, "application/grpc", 16) == 0 &&
-                       (valuelen == 16 || value[16] == '+' || value[16] == ';');
-    else if (is(name, namelen, "grpc-timeout")) {
-        uint64_t usec;
-        if (sld_grpc_timeout_parse(value, valuelen, &usec))
-            c->deadline_ms = c->h->now_ms + (int64_t)((usec + 999) / 1000);
+    if (namelen > 0 && name[0] == ':') {
+        if (is(name, namelen, ":path")) {
+            pseudo(c, PS_PATH);
+            c->method = is(value, valuelen, SLD_GRPC_RLS_METHOD)      ? SLD_GRPC_M_RLS
+                        : is(value, valuelen, SLD_GRPC_HEALTH_METHOD) ? SLD_GRPC_M_HEALTH
+                                                                      : SLD_GRPC_M_OTHER;
+            c->malformed = c->malformed || valuelen == 0;
+        } else if (is(name, namelen, ":method")) {
+            pseudo(c, PS_METHOD);
+            c->post = is(value, valuelen, "POST");
+        } else if (is(name, namelen, ":scheme")) {
+            pseudo(c, PS_SCHEME);
+        } else if (is(name, namelen, ":authority")) {
+            pseudo(c, PS_AUTHORITY);
+        } else {
+            c->malformed = true; /* :status, :protocol or unknown in a request */
+        }
+        return 0;
+    }
+    c->pseudo |= PS_REGULAR;
+    switch (namelen) {
+    case 2:
+        if (memcmp(name, "te", 2) == 0 && !is(value, valuelen, "trailers"))
+            c->malformed = true;
+        break;
+    case 12:
+        if (memcmp(name, "content-type", 12) == 0)
+            c->grpc_type = valuelen >= 16 && memcmp(value, "application/grpc", 16) == 0 &&
+                           (valuelen == 16 || value[16] == '+' || value[16] == ';');
+        else if (memcmp(name, "grpc-timeout", 12) == 0) {
+            uint64_t usec;
+            if (sld_grpc_timeout_parse(value, valuelen, &usec))
+                c->deadline_ms = h->now_ms + (int64_t)((usec + 999) / 1000);
+        }
+        break;
+    default:
+        if (is(name, namelen, "connection") || is(name, namelen, "keep-alive") ||
+            is(name, namelen, "proxy-connection") || is(name, namelen, "transfer-encoding") ||
+            is(name, namelen, "upgrade"))
+            c->malformed = true;
+        break;
     }
     return 0;
 }
@@ -401,6 +447,11 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user_
     if (c == NULL || c->state != RECEIVING)
         return 0;
     if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
+        if (c->malformed || (c->pseudo & (PS_METHOD | PS_SCHEME | PS_PATH)) != (PS_METHOD | PS_SCHEME | PS_PATH)) {
+            c->state = SENT;
+            nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_PROTOCOL_ERROR);
+            return 0;
+        }
         if (!c->post) {
             http_error(c, "405");
             return 0;
@@ -478,6 +529,7 @@ sld_grpc_h2_t *sld_grpc_h2_new(const sld_grpc_h2_hooks_t *hooks, void *ctx, uint
         return NULL;
     }
     nghttp2_option_set_max_reserved_remote_streams(opt, 0);
+    nghttp2_option_set_no_http_messaging(opt, 1); /* on_header checks what gRPC needs */
     h->mem = (nghttp2_mem){&h->pool, pool_malloc, pool_free, pool_calloc, pool_realloc};
     int rc = nghttp2_session_server_new3(&h->s, cb, h, opt, &h->mem);
     nghttp2_option_del(opt);
