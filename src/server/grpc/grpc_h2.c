@@ -13,6 +13,7 @@
  * plain literals (grpc_framing.h).
  */
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,11 @@
 #define MAX_HEADER_LIST 16384
 /* the connection's receive window: many streams' messages in flight */
 #define CONN_WINDOW (1 << 20)
+/* answers up to this size (an RLS answer with its header fields is about
+ * 200 bytes) are kept in the call itself */
+#define OUT_SMALL 512
+/* finished calls a session keeps for its next ones */
+#define SPARE_CALLS 64
 
 enum { RECEIVING, DECIDING, WAITING, SENT };
 
@@ -45,12 +51,17 @@ struct sld_grpc_call {
     int64_t since_ms;    /* receiving, or waiting for a window, since */
     int64_t deadline_ms; /* grpc-timeout's, or 0 */
     sld_grpc_msg_t msg;
-    uint8_t *out;        /* the answer's message, prefixed */
+    uint8_t *out;        /* the answer's message, prefixed: out_small or malloc'd */
     size_t out_len, out_off;
-    uint8_t trailers[SLD_GRPC_TRAILERS_MAX];
     size_t trailers_len; /* 0: nghttp2's block goes out as it is */
     sld_grpc_call_t *prev, *next;
+    /* from here on, not cleared when a call is made */
+    uint8_t trailers[SLD_GRPC_TRAILERS_MAX];
+    uint8_t out_small[OUT_SMALL];
 };
+
+/* where a call's fields that are cleared for each new call end */
+#define CALL_HEAD offsetof(sld_grpc_call_t, trailers)
 
 /* nghttp2's allocations for one session (nghttp2_mem): blocks up to
  * 1 KiB come in five size classes (64 .. 1024 bytes) and a few of each
@@ -158,6 +169,9 @@ struct sld_grpc_h2 {
     uint32_t max_message;
     sld_grpc_call_t *calls; /* attached to a stream */
     sld_grpc_call_t *closed; /* their streams closed as output was made: freed after it */
+    sld_grpc_call_t *spare;  /* finished calls, linked through next, for the next ones */
+    size_t nspare;
+    sld_grpc_call_t *last;   /* the call last looked up by stream (nghttp2's lookup is a hash) */
     size_t ncalls;
     size_t reserved;        /* DATA submitted since the last output: not yet off the window */
     int64_t idle_since;     /* no call open since (ms) */
@@ -171,10 +185,40 @@ struct sld_grpc_h2 {
 
 /* ---- calls ---------------------------------------------------------------------------------- */
 
-static void call_free(sld_grpc_call_t *c) {
+/* Frees a call, or keeps it for h's next call (h NULL: an orphan's). */
+static void call_free(sld_grpc_h2_t *h, sld_grpc_call_t *c) {
     sld_grpc_msg_free(&c->msg);
-    free(c->out);
+    if (c->out != c->out_small)
+        free(c->out);
+    if (h != NULL && h->nspare < SPARE_CALLS) {
+        c->next = h->spare;
+        h->spare = c;
+        h->nspare++;
+        return;
+    }
     free(c);
+}
+
+/* A cleared call: a spare one, else a new one. */
+static sld_grpc_call_t *call_new(sld_grpc_h2_t *h) {
+    sld_grpc_call_t *c = h->spare;
+    if (c == NULL)
+        return calloc(1, sizeof *c);
+    h->spare = c->next;
+    h->nspare--;
+    memset(c, 0, CALL_HEAD);
+    return c;
+}
+
+/* The call on stream id (NULL: none): the last one looked up, else
+ * nghttp2's. */
+static sld_grpc_call_t *call_of(sld_grpc_h2_t *h, int32_t id) {
+    if (h->last != NULL && h->last->id == id)
+        return h->last;
+    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(h->s, id);
+    if (c != NULL)
+        h->last = c;
+    return c;
 }
 
 static void unlink_call(sld_grpc_call_t *c) {
@@ -198,6 +242,8 @@ static void detach(sld_grpc_call_t *c) {
     sld_grpc_h2_t *h = c->h;
     unlink_call(c);
     nghttp2_session_set_stream_user_data(h->s, c->id, NULL);
+    if (h->last == c)
+        h->last = NULL;
     c->h = NULL;
     if (c->state == DECIDING)
         return;
@@ -209,7 +255,7 @@ static void free_closed(sld_grpc_h2_t *h) {
     while (h->closed) {
         sld_grpc_call_t *c = h->closed;
         h->closed = c->next;
-        call_free(c);
+        call_free(h, c);
     }
 }
 
@@ -287,11 +333,11 @@ void sld_grpc_h2_answer(sld_grpc_call_t *c, int status, const char *message, con
     sld_grpc_h2_t *h = c->h;
     if (h == NULL || c->state != DECIDING) {
         if (h == NULL)
-            call_free(c);
+            call_free(NULL, c);
         return;
     }
     if (status == SLD_GRPC_OK && body != NULL) {
-        if ((c->out = malloc(5 + len)) == NULL) {
+        if ((c->out = 5 + len <= OUT_SMALL ? c->out_small : malloc(5 + len)) == NULL) {
             trailers_only(c, SLD_GRPC_RESOURCE_EXHAUSTED, "out of memory");
         } else {
             c->out[0] = 0;
@@ -317,7 +363,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
     sld_grpc_h2_t *h = user_data;
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
-    sld_grpc_call_t *c = calloc(1, sizeof *c);
+    sld_grpc_call_t *c = call_new(h);
     if (c == NULL)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
     c->h = h;
@@ -330,6 +376,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
     h->calls = c;
     h->ncalls++;
     nghttp2_session_set_stream_user_data(s, c->id, c);
+    h->last = c;
     return 0;
 }
 
@@ -354,7 +401,8 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
                      const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
     (void)flags;
     sld_grpc_h2_t *h = user_data;
-    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    (void)s;
+    sld_grpc_call_t *c = call_of(h, f->hd.stream_id);
     if (c == NULL || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0; /* trailers of a request: nothing in them matters */
     /* RFC 9113 6.5.2's accounting: each field's name, value and 32 */
@@ -431,7 +479,8 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
                    void *user_data) {
     sld_grpc_h2_t *h = user_data;
     (void)flags;
-    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(s, id);
+    (void)s;
+    sld_grpc_call_t *c = call_of(h, id);
     if (c == NULL || c->state != RECEIVING)
         return 0; /* past the one message: ignored */
     take_message(c, sld_grpc_msg_feed(&c->msg, data, len, h->max_message));
@@ -446,7 +495,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user_
     }
     if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
         return 0;
-    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    sld_grpc_call_t *c = call_of(h, f->hd.stream_id);
     if (c == NULL || c->state != RECEIVING)
         return 0;
     if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
@@ -486,8 +535,8 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user_
 
 static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t error, void *user_data) {
     (void)error;
-    (void)user_data;
-    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(s, id);
+    (void)s;
+    sld_grpc_call_t *c = call_of(user_data, id);
     if (c != NULL)
         detach(c);
     return 0;
@@ -589,7 +638,7 @@ static void put_frame(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *o
         return;
     }
     int32_t id = (int32_t)(((uint32_t)p[5] << 24 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 8 | p[8]) & 0x7fffffff);
-    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(h->s, id);
+    sld_grpc_call_t *c = call_of(h, id);
     for (sld_grpc_call_t *k = h->closed; c == NULL && k; k = k->next)
         if (k->id == id)
             c = k;
@@ -655,9 +704,11 @@ void sld_grpc_h2_sweep(sld_grpc_h2_t *h, int64_t now_ms, int64_t idle_ms) {
             sld_grpc_call_t *stand_in = calloc(1, sizeof *stand_in);
             if (stand_in == NULL)
                 continue;
-            *stand_in = *orphan;
+            memcpy(stand_in, orphan, CALL_HEAD); /* its out is NULL while deciding */
             memset(&stand_in->msg, 0, sizeof stand_in->msg);
             nghttp2_session_set_stream_user_data(h->s, c->id, stand_in);
+            if (h->last == orphan)
+                h->last = stand_in;
             if (stand_in->prev)
                 stand_in->prev->next = stand_in;
             else
@@ -668,7 +719,8 @@ void sld_grpc_h2_sweep(sld_grpc_h2_t *h, int64_t now_ms, int64_t idle_ms) {
             orphan->prev = orphan->next = NULL;
             trailers_only(stand_in, SLD_GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
         } else if (c->state == WAITING && (late || idle)) {
-            free(c->out);
+            if (c->out != c->out_small)
+                free(c->out);
             c->out = NULL;
             if (late)
                 trailers_only(c, SLD_GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
@@ -702,6 +754,11 @@ void sld_grpc_h2_free(sld_grpc_h2_t *h) {
     while (h->calls)
         detach(h->calls);
     free_closed(h);
+    while (h->spare) {
+        sld_grpc_call_t *c = h->spare;
+        h->spare = c->next;
+        free(c);
+    }
     nghttp2_session_del(h->s);
     pool_trim(&h->pool);
     free(h);
