@@ -281,6 +281,10 @@ static void http_error(sld_grpc_call_t *c, const char *status) {
         nghttp2_submit_rst_stream(c->h->s, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_INTERNAL_ERROR);
 }
 
+/* Header fields of static strings: nghttp2 need not copy them. */
+#define NO_COPY (NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE)
+#define NO_INDEX_NO_COPY (NGHTTP2_NV_FLAG_NO_INDEX | NO_COPY)
+
 static ssize_t read_answer(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length, uint32_t *flags,
                            nghttp2_data_source *source, void *user_data) {
     sld_grpc_call_t *c = source->ptr;
@@ -289,7 +293,7 @@ static ssize_t read_answer(nghttp2_session *s, int32_t id, uint8_t *buf, size_t 
     memcpy(buf, c->out + c->out_off, n);
     c->out_off += n;
     if (c->out_off == c->out_len) {
-        nghttp2_nv nv[] = {{(uint8_t *)"grpc-status", (uint8_t *)"0", 11, 1, NGHTTP2_NV_FLAG_NO_INDEX}};
+        static const nghttp2_nv nv[] = {{(uint8_t *)"grpc-status", (uint8_t *)"0", 11, 1, NO_INDEX_NO_COPY}};
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         c->trailers_len = sld_grpc_trailers(c->trailers, false, SLD_GRPC_OK, NULL);
         if (nghttp2_submit_trailer(s, id, nv, 1) != 0)
@@ -312,8 +316,8 @@ static bool try_send(sld_grpc_call_t *c) {
         return false;
     }
     static const nghttp2_nv nv[] = {
-        {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NGHTTP2_NV_FLAG_NONE},
-        {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NO_COPY},
+        {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, NO_COPY},
     };
     nghttp2_data_provider data = {.source.ptr = c, .read_callback = read_answer};
     c->state = SENT;
