@@ -40,7 +40,11 @@ typedef struct item {
     bool allowed;
     sld_grpc_status_t status;
     char *name;                /* status.name's storage */
-    char *headers;             /* "name\0value\0" * nheaders */
+    sld_buf_t values;          /* the header fields' values, from the HTTP front's writer */
+    struct {
+        const char *name;      /* static */
+        size_t name_len, off, len; /* the value: values.data[off..off+len) */
+    } headers[SLD_HTTP_MAX_HEADERS];
     size_t nheaders;
     uint64_t remaining;        /* to pick the headers of the most limiting */
     uint64_t limit;            /* the decision's, for near_limit */
@@ -100,7 +104,7 @@ static void call_free(call_t *c) {
         free(c->items[i].key);
         free(c->items[i].entries);
         free(c->items[i].name);
-        free(c->items[i].headers);
+        sld_buf_free(&c->items[i].values);
         free(c->items[i].stat);
         free(c->items[i].rule_stat);
     }
@@ -215,37 +219,31 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     } else {
         sld_grpc_limit_unit(l->limit, l->period, &it->status.unit, &it->status.rpu);
     }
-    free(it->headers);
-    it->headers = NULL;
     it->nheaders = 0;
     if (lr == NULL)
         return;
-    /* the HTTP front's own fields, written into a reply of our own */
+    /* the HTTP front's own fields, written into a reply of our own whose
+     * values the item then keeps (and a later decision's reuse) */
     sld_http_reply_t r;
-    memset(&r, 0, sizeof r);
+    r.nheaders = 0;
+    r.values = it->values;
+    r.values.len = 0;
+    r.values.failed = false;
+    it->values = (sld_buf_t){0};
     sld_http_rate_headers(&r, rs->name, p, soft, dec, lr);
+    it->values = r.values;
+    if (r.values.failed)
+        return;
     sld_rls_headers_t mode = sld_rls_response_headers(rt->cfg);
-    size_t kept = 0;
-    for (size_t k = 0; k < r.nheaders; k++)
-        if (header_wanted(mode, r.headers[k].id))
-            r.headers[kept++] = r.headers[k];
-    r.nheaders = kept;
-    size_t size = 0;
-    for (size_t k = 0; k < r.nheaders; k++)
-        size += strlen(r.headers[k].name) + 1 + r.headers[k].len + 1;
-    if (!r.values.failed && (it->headers = malloc(size ? size : 1)) != NULL) {
-        char *at = it->headers;
-        for (size_t k = 0; k < r.nheaders; k++) {
-            size_t nl = strlen(r.headers[k].name) + 1;
-            memcpy(at, r.headers[k].name, nl);
-            at += nl;
-            memcpy(at, r.values.data + r.headers[k].off, r.headers[k].len);
-            at += r.headers[k].len;
-            *at++ = '\0';
-        }
-        it->nheaders = r.nheaders;
+    for (size_t k = 0; k < r.nheaders; k++) {
+        if (!header_wanted(mode, r.headers[k].id))
+            continue;
+        it->headers[it->nheaders].name = r.headers[k].name;
+        it->headers[it->nheaders].name_len = strlen(r.headers[k].name);
+        it->headers[it->nheaders].off = r.headers[k].off;
+        it->headers[it->nheaders].len = r.headers[k].len;
+        it->nheaders++;
     }
-    sld_http_reply_free(&r);
 }
 
 /* Envoy ratelimit's stats of each rule that decided a descriptor, as
@@ -292,21 +290,20 @@ static void finish(call_t *c) {
             worst = it;
     }
     sld_grpc_header_t h[SLD_HTTP_MAX_HEADERS];
+    size_t lens[2 * SLD_HTTP_MAX_HEADERS];
     size_t nh = 0;
-    if (worst && worst->headers) {
-        const char *at = worst->headers;
-        for (; nh < worst->nheaders && nh < SLD_HTTP_MAX_HEADERS; nh++) {
-            h[nh].key = at;
-            at += strlen(at) + 1;
-            h[nh].value = at;
-            at += strlen(at) + 1;
-        }
+    for (; worst && nh < worst->nheaders; nh++) {
+        h[nh].key = worst->headers[nh].name;
+        h[nh].value = worst->values.data + worst->headers[nh].off;
+        lens[2 * nh] = worst->headers[nh].name_len;
+        lens[2 * nh + 1] = worst->headers[nh].len;
     }
     sld_grpc_response_t r = {.overall_code = over ? SLD_GRPC_CODE_OVER_LIMIT : SLD_GRPC_CODE_OK,
                              .statuses = st,
                              .nstatuses = n,
                              .response_headers = h,
-                             .nresponse_headers = nh};
+                             .nresponse_headers = nh,
+                             .response_header_lens = lens};
     /* written straight from the structs: on the stack for every answer of
      * a few descriptors, allocated only past that */
     uint8_t stack[ANSWER_ON_STACK];
