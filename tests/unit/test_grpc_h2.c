@@ -63,6 +63,26 @@ static void timeouts(void **state) {
     assert_false(sld_grpc_timeout_parse((const uint8_t *)"-1S", 3, &us));
 }
 
+/* A message in one piece is taken where it lies; anything else is left to
+ * sld_grpc_msg_feed. */
+static void whole_messages(void **state) {
+    (void)state;
+    const uint8_t *m;
+    uint32_t n;
+    assert_true(sld_grpc_msg_whole((const uint8_t *)"\0\0\0\0\3abc", 8, 16, &m, &n));
+    assert_int_equal(n, 3);
+    assert_memory_equal(m, "abc", 3);
+    assert_true(sld_grpc_msg_whole((const uint8_t *)"\0\0\0\0\2abc", 8, 16, &m, &n)); /* more after it */
+    assert_int_equal(n, 2);
+    assert_true(sld_grpc_msg_whole((const uint8_t *)"\0\0\0\0\0", 5, 16, &m, &n)); /* empty */
+    assert_int_equal(n, 0);
+    assert_false(sld_grpc_msg_whole((const uint8_t *)"\0\0\0\0\4abc", 8, 16, &m, &n)); /* in parts */
+    assert_false(sld_grpc_msg_whole((const uint8_t *)"\1\0\0\0\3abc", 8, 16, &m, &n)); /* compressed */
+    assert_false(sld_grpc_msg_whole((const uint8_t *)"\0\0\0\0\3abc", 8, 2, &m, &n));  /* over max */
+    assert_false(sld_grpc_msg_whole((const uint8_t *)"\0\0\0", 3, 16, &m, &n));          /* no prefix yet */
+    assert_false(sld_grpc_msg_whole((const uint8_t *)"\0\xff\xff\xff\xff" "a", 6, UINT32_MAX, &m, &n));
+}
+
 static void trailers_are_plain_literals(void **state) {
     (void)state;
     uint8_t b[SLD_GRPC_TRAILERS_MAX];
@@ -462,6 +482,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(message_in_pieces),
         cmocka_unit_test(timeouts),
+        cmocka_unit_test(whole_messages),
         cmocka_unit_test(trailers_are_plain_literals),
         cmocka_unit_test(a_call_answered),
         cmocka_unit_test(errors_are_trailers_only),

@@ -487,6 +487,15 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
     sld_grpc_call_t *c = call_of(h, id);
     if (c == NULL || c->state != RECEIVING)
         return 0; /* past the one message: ignored */
+    const uint8_t *msg;
+    uint32_t msg_len;
+    if (c->msg.have_prefix == 0 && sld_grpc_msg_whole(data, len, h->max_message, &msg, &msg_len)) {
+        /* the usual case, the message in one piece: decided from nghttp2's
+         * buffer, which on_request is done with when it returns */
+        c->state = DECIDING;
+        h->hooks->on_request(h->ctx, c, c->method, msg, msg_len);
+        return 0;
+    }
     take_message(c, sld_grpc_msg_feed(&c->msg, data, len, h->max_message));
     return 0;
 }
