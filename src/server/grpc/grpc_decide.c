@@ -30,8 +30,9 @@ enum phase { PEEK, CONFIRM, CHARGE, DONE };
 #define GRPC_UNAVAILABLE 14
 
 typedef struct item {
-    char *key;
+    char *key;                 /* in the call's own block, or malloc'd (key_owned) */
     size_t key_len;
+    bool key_owned;
     sld_rls_entry_t *entries;  /* the descriptor's, for the rls matcher */
     bool replaced;             /* another matched limit replaces its own */
     bool matched;              /* a policy decides it */
@@ -39,7 +40,8 @@ typedef struct item {
     bool charged;              /* a real decision admitted it */
     bool allowed;
     sld_grpc_status_t status;
-    char *name;                /* status.name's storage */
+    char *name;                /* status.name: name_small, or malloc'd */
+    char name_small[40];
     sld_buf_t values;          /* the header fields' values, from the HTTP front's writer */
     struct {
         const char *name;      /* static */
@@ -67,20 +69,20 @@ typedef struct call {
     sld_grpc_stats_t *stats;   /* Envoy ratelimit's per-rule stats, or NULL */
     size_t i;                  /* the descriptor the phase is at */
     size_t nmatched;
+    char *keys;                /* room for the descriptors' keys, after the items */
     item_t items[];
 } call_t;
 
-int sld_grpc_descriptor_key(const sld_grpc_descriptor_t *desc, uint32_t max_key_bytes, char **key,
-                            size_t *key_len) {
+/* The length of a descriptor's key "k1=v1|k2=v2". */
+static size_t key_length(const sld_grpc_descriptor_t *desc) {
     size_t len = 0;
     for (size_t k = 0; k < desc->nentries; k++)
         len += desc->entries[k].key.len + 1 + desc->entries[k].value.len + (k > 0);
-    *key = NULL;
-    if (len > max_key_bytes)
-        return SL_ERANGE;
-    char *s = malloc(len + 1);
-    if (s == NULL)
-        return SL_ENOMEM;
+    return len;
+}
+
+/* Writes it, NUL-terminated, into s (key_length + 1 bytes): its length. */
+static size_t key_write(const sld_grpc_descriptor_t *desc, char *s) {
     size_t at = 0;
     for (size_t k = 0; k < desc->nentries; k++) {
         const sld_grpc_entry_t *e = &desc->entries[k];
@@ -94,16 +96,41 @@ int sld_grpc_descriptor_key(const sld_grpc_descriptor_t *desc, uint32_t max_key_
         at += e->value.len;
     }
     s[at] = '\0';
-    *key = s;
-    *key_len = at;
+    return at;
+}
+
+int sld_grpc_descriptor_key(const sld_grpc_descriptor_t *desc, uint32_t max_key_bytes, char **key,
+                            size_t *key_len) {
+    size_t len = key_length(desc);
+    *key = NULL;
+    if (len > max_key_bytes)
+        return SL_ERANGE;
+    if ((*key = malloc(len + 1)) == NULL)
+        return SL_ENOMEM;
+    *key_len = key_write(desc, *key);
     return SL_OK;
+}
+
+/* Sets descriptor i's status name (a copy: the name is the runtime's). */
+static void set_name(item_t *it, const char *name) {
+    if (it->name != it->name_small)
+        free(it->name);
+    size_t len = strlen(name);
+    if (len < sizeof it->name_small) {
+        memcpy(it->name_small, name, len + 1);
+        it->name = it->name_small;
+    } else {
+        it->name = strdup(name);
+    }
 }
 
 static void call_free(call_t *c) {
     for (size_t i = 0; i < c->req.ndescriptors; i++) {
-        free(c->items[i].key);
+        if (c->items[i].key_owned)
+            free(c->items[i].key);
         free(c->items[i].entries);
-        free(c->items[i].name);
+        if (c->items[i].name != c->items[i].name_small)
+            free(c->items[i].name);
         sld_buf_free(&c->items[i].values);
         free(c->items[i].stat);
         free(c->items[i].rule_stat);
@@ -204,8 +231,7 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     it->charged = it->charged || (real && dec->allowed);
     it->remaining = dec->remaining;
     const sl_limit_t *l = sl_policy_limit(p, dec->limit_index > 0 ? (size_t)dec->limit_index : 0);
-    free(it->name);
-    it->name = strdup(rs->name);
+    set_name(it, rs->name);
     it->status = (sld_grpc_status_t){.code = dec->allowed ? SLD_GRPC_CODE_OK : SLD_GRPC_CODE_OVER_LIMIT,
                                      .has_limit = true, .name = it->name,
                                      .remaining = dec->remaining > UINT32_MAX ? UINT32_MAX : (uint32_t)dec->remaining,
@@ -439,11 +465,14 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
         item_t *it = &c->items[i];
         const sld_grpc_descriptor_t *desc = &c->req.descriptors[i];
         if (!c->rls) {
-            int rc = sld_grpc_descriptor_key(desc, max_key, &it->key, &it->key_len);
-            if (rc != SL_OK)
-                return rc;
+            if (key_length(desc) > max_key)
+                return SL_ERANGE;
+            it->key = c->keys;
+            it->key_len = key_write(desc, it->key);
+            c->keys += it->key_len + 1;
             continue;
         }
+        it->key_owned = true;
         if ((it->entries = calloc(desc->nentries, sizeof *it->entries)) == NULL ||
             (it->key = malloc((size_t)max_key + 1)) == NULL)
             return SL_ENOMEM;
@@ -483,7 +512,7 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
             it->matched = false;
             it->decided = true;
             it->allowed = false;
-            it->name = strdup(rs.name ? rs.name : "");
+            set_name(it, rs.name ? rs.name : "");
             it->status = (sld_grpc_status_t){.code = SLD_GRPC_CODE_OVER_LIMIT, .has_limit = true,
                                              .name = it->name, .rpu = rs.rpu, .unit = rs.unit};
             over = true;
@@ -497,7 +526,16 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
 void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_stats_t *stats,
                      sld_grpc_rls_request_t *req, sld_grpc_answer_fn answer, void *arg) {
     size_t n = req->ndescriptors;
-    call_t *c = calloc(1, sizeof *c + n * sizeof(item_t));
+    /* one block: the call, its items, and room for the keys of sluiced's
+     * policies (Envoy ratelimit's rules build theirs apart, up to max_key_bytes) */
+    size_t head = sizeof(call_t) + n * sizeof(item_t), keys = 0;
+    for (size_t i = 0; i < n; i++)
+        keys += key_length(&req->descriptors[i]) + 1;
+    call_t *c = malloc(head + keys);
+    if (c != NULL) {
+        memset(c, 0, head);
+        c->keys = (char *)c + head;
+    }
     if (c == NULL) {
         sld_grpc_rls_request_free(req);
         answer(arg, GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
