@@ -5,7 +5,9 @@
  * on the same worker's loop): PEEK (only with several matched
  * descriptors), CONFIRM (the peeks that denied, decided for real), CHARGE.
  * Each descriptor's policy is looked up again in the runtime in force at
- * each decision, so nothing of a runtime is kept across loop turns; what
+ * each decision, so nothing of a runtime is kept across loop turns (within
+ * the turn the call starts in, the lookup made when it started serves while
+ * that runtime is still the one in force); what
  * the answer needs of a decision (its current limit, its header fields) is
  * copied out when it is made. Which rules apply (Envoy ratelimit's, or
  * sluiced's policies named after the domain) and each descriptor's key are
@@ -28,6 +30,17 @@ enum phase { PEEK, CONFIRM, CHARGE, DONE };
 #define GRPC_INVALID_ARGUMENT 3
 #define GRPC_RESOURCE_EXHAUSTED 8
 #define GRPC_UNAVAILABLE 14
+
+/* What decides descriptor i now. */
+typedef struct resolved {
+    const sl_policy_t *p;      /* NULL: nothing to decide */
+    bool over;                 /* no policy, yet over the limit (requests_per_unit 0) */
+    size_t index;              /* the policy's index in the configuration, SIZE_MAX for rls's */
+    const char *name;          /* current_limit.name and the header fields' item name */
+    bool rls_limit;            /* rpu and unit are Envoy ratelimit's own */
+    uint32_t rpu;
+    int unit;
+} resolved_t;
 
 typedef struct item {
     char *key;                 /* in the call's own block, or malloc'd (key_owned) */
@@ -55,6 +68,8 @@ typedef struct item {
     size_t stat_len;
     char *rule_stat;           /* the rule's own, when stat is detailed */
     bool shadow;               /* the rule is in shadow mode */
+    resolved_t rs;             /* as resolved in rs_rt when the call started */
+    const sld_runtime_t *rs_rt;
 } item_t;
 
 typedef struct call {
@@ -69,6 +84,7 @@ typedef struct call {
     sld_grpc_stats_t *stats;   /* Envoy ratelimit's per-rule stats, or NULL */
     size_t i;                  /* the descriptor the phase is at */
     size_t nmatched;
+    bool fresh;                /* not yet back on the loop since it started: items' rs hold */
     char *keys;                /* room for the descriptors' keys, after the items */
     item_t items[];
 } call_t;
@@ -143,17 +159,6 @@ static void fail(call_t *c, int status, const char *message) {
     c->answer(c->arg, status, message, NULL, 0);
     call_free(c);
 }
-
-/* What decides descriptor i now. */
-typedef struct resolved {
-    const sl_policy_t *p;      /* NULL: nothing to decide */
-    bool over;                 /* no policy, yet over the limit (requests_per_unit 0) */
-    size_t index;              /* the policy's index in the configuration, SIZE_MAX for rls's */
-    const char *name;          /* current_limit.name and the header fields' item name */
-    bool rls_limit;            /* rpu and unit are Envoy ratelimit's own */
-    uint32_t rpu;
-    int unit;
-} resolved_t;
 
 static bool resolve(const call_t *c, const sld_runtime_t *rt, size_t i, resolved_t *out) {
     const item_t *it = &c->items[i];
@@ -381,8 +386,12 @@ static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_lim
 static void advance(call_t *c) {
     while (next(c)) {
         const sld_runtime_t *rt = sld_runtime(c->d);
+        const item_t *it = &c->items[c->i];
         resolved_t rs;
-        if (!resolve(c, rt, c->i, &rs) || rs.p == NULL) { /* gone with a reload meanwhile */
+        /* a runtime still in force within the turn the call started in is
+         * the same object (it is not freed before the turn ends) */
+        bool found = c->fresh && it->rs_rt == rt ? (rs = it->rs, true) : resolve(c, rt, c->i, &rs);
+        if (!found || rs.p == NULL) { /* gone with a reload meanwhile */
             c->items[c->i].matched = false;
             continue;
         }
@@ -408,6 +417,7 @@ static void advance(call_t *c) {
 
 static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *lr) {
     call_t *c = arg;
+    c->fresh = false;
     if (rc != SL_OK) {
         fail(c, GRPC_UNAVAILABLE, sl_strerror(rc));
         return;
@@ -507,6 +517,8 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
         item_t *it = &c->items[i];
         resolved_t rs;
         it->matched = resolve(c, rt, i, &rs);
+        it->rs = rs;
+        it->rs_rt = it->matched ? rt : NULL;
         if (it->matched && rs.over) {
             /* over before anything is counted: as the reference, every hit */
             it->matched = false;
@@ -549,6 +561,7 @@ void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_s
     memset(req, 0, sizeof *req);
     c->answer = answer;
     c->arg = arg;
+    c->fresh = true;
     int rc = prepare(c, sld_runtime(d));
     if (rc != SL_OK) {
         fail(c, rc == SL_ERANGE ? GRPC_INVALID_ARGUMENT : GRPC_RESOURCE_EXHAUSTED,
