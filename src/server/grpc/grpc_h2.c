@@ -4,7 +4,7 @@
  * A call lives from its stream's first HEADERS: RECEIVING (headers, then
  * its message), DECIDING (with the front), WAITING (its answer is ready
  * but the client's window is not), SENT (handed to nghttp2), then freed
- * when its stream closes -- or, when the stream or the connection goes
+ * (or kept for the session's next call) when its stream closes -- or, when the stream or the connection goes
  * while it is DECIDING, orphaned (h NULL) and freed by its answer.
  *
  * Trailers: nghttp2 Huffman-codes every string it writes. Each trailers
