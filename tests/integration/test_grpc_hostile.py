@@ -18,7 +18,10 @@ misbehave, a raw HTTP/2 client built from frames in this file:
   - a connection with no call open (or that never sends its preface) is let
     go (GOAWAY, closed, its place released) after limits.idle_timeout; so is
     one whose client never gives a window to answer its calls in (they end
-    UNAVAILABLE), while other clients are served.
+    UNAVAILABLE), while other clients are served;
+  - a client still sending when the daemon stops gets its call's answer
+    (UNAVAILABLE), a GOAWAY and then the end of the connection, not a reset
+    (the lingering close).
 
 The daemon runs on the manual test clock, so no rate window is waited out;
 the one real wait is limits.idle_timeout (1 s here) in the last two.
@@ -26,8 +29,10 @@ the one real wait is limits.idle_timeout (1 s here) in the last two.
 import os
 import re
 import socket
+import signal
 import struct
 import sys
+import threading
 import time
 import unittest
 
@@ -395,6 +400,89 @@ class IdleConnection(unittest.TestCase):
             finally:
                 sock.close()
             self.assertTrue(until(lambda: r.info()["connected_clients"] == 1), r.info()["connected_clients"])
+
+
+class StopWhileSending(unittest.TestCase):
+    def test_client_sending_at_stop_gets_answer_goaway_and_no_reset(self):
+        # The client keeps sending (frames of an unknown type, which HTTP/2
+        # says to ignore) while the daemon stops: what it sent after the
+        # daemon's last read is unread when the connection closes, and a
+        # plain close() would answer it with a reset, which can destroy the
+        # answer and GOAWAY on their way. The lingering close sends FIN and
+        # drops what still comes until the client closes too.
+        # (A plain close() often happens to find nothing unread and sends
+        # FIN; the client's sends after it are what always get the reset.)
+        with Daemon(CONFIG % (100, "300s")) as d:  # its exit: status 0 once stopped
+            port = grpc_port(d)
+            sock = socket.create_connection(("127.0.0.1", port))
+            buf = bytearray()
+            stop_sending, sending = threading.Event(), threading.Event()
+            failed = []
+
+            def send_noise():
+                noise = frame(0xF0, 0, 0, b"x" * 1000) * 64
+                try:
+                    for n in range(1 << 30):
+                        if stop_sending.is_set():
+                            break
+                        sock.sendall(noise)
+                        if n == 3:  # the daemon is reading a stream of it
+                            sending.set()
+                except OSError as e:
+                    failed.append(e)
+                sending.set()
+
+            sender = threading.Thread(target=send_noise)
+            try:
+                sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
+                open_call(sock, 1, port)
+                body = request("at-stop").SerializeToString()
+                # stream 1: part of its message, so the call is open when the daemon stops
+                sock.sendall(frame(DATA, 0, 1, b"\x00" + struct.pack(">I", len(body)) + body[:3]))
+                open_call(sock, 3, port)  # a whole call first: stream 1 is then in
+                sock.sendall(frame(DATA, END_STREAM, 3, b"\x00" + struct.pack(">I", len(body)) + body))
+                self.assertEqual(wait_end(sock, 3, buf, 10)[0], "trailers")
+                sender.start()
+                self.assertTrue(sending.wait(10))
+                d.signal(signal.SIGTERM)
+                sock.settimeout(20)
+                trailers = goaway = None
+                ended = "eof"
+                try:
+                    while True:
+                        f = read_frame(sock, buf)
+                        if f is None:
+                            break
+                        kind, flags, sid, payload = f
+                        if sid == 1 and kind == HEADERS and flags & END_STREAM:
+                            trailers = payload
+                        elif kind == GOAWAY:
+                            goaway = payload
+                except ConnectionResetError:
+                    ended = "reset"
+                self.assertIsNotNone(trailers, "no answer to the open call")
+                self.assertIn(b"grpc-status\x0214", trailers)
+                self.assertIn(b"sluiced is stopping", trailers)
+                self.assertIsNotNone(goaway, "no GOAWAY")
+                self.assertEqual(int.from_bytes(goaway[4:8], "big"), 0)  # NO_ERROR
+                self.assertEqual(ended, "eof")
+                # and what the client sends after that is still taken (and
+                # dropped) until it closes: after a plain close() it would
+                # be answered with a reset
+                stop_sending.set()
+                sender.join()
+                noise = frame(0xF0, 0, 0, b"x" * 1000) * 64
+                try:
+                    for _ in range(8):
+                        sock.sendall(noise)
+                except OSError as e:
+                    failed.append(e)
+                self.assertEqual(failed, [])
+            finally:
+                stop_sending.set()
+                sock.close()
+                if sender.is_alive():
+                    sender.join()
 
 
 if __name__ == "__main__":

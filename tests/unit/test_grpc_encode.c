@@ -108,6 +108,20 @@ static void same_bytes(const sld_grpc_response_t *r) {
     assert_memory_equal(got, want, len);
     for (size_t i = 0; i < 16; i++)
         assert_int_equal(got[size + i], 0xA5);
+    /* the same with the header fields' lengths given */
+    static size_t lens[2 * MAX_ITEMS];
+    for (size_t i = 0; i < r->nresponse_headers; i++) {
+        lens[2 * i] = r->response_headers[i].key ? strlen(r->response_headers[i].key) : 0;
+        lens[2 * i + 1] = r->response_headers[i].value ? strlen(r->response_headers[i].value) : 0;
+    }
+    sld_grpc_response_t given = *r;
+    given.response_header_lens = lens;
+    uint8_t *again = malloc(size + 1);
+    assert_non_null(again);
+    assert_int_equal(sld_grpc_response_size(&given), size);
+    assert_int_equal(sld_grpc_response_write(&given, again), len);
+    assert_memory_equal(again, want, len);
+    free(again);
     pb_response_t *m = envoy__service__ratelimit__v3__rate_limit_response__unpack(NULL, len, got);
     assert_non_null(m);
     assert_int_equal(m->n_statuses, r->nstatuses);

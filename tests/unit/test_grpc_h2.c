@@ -63,6 +63,26 @@ static void timeouts(void **state) {
     assert_false(sld_grpc_timeout_parse((const uint8_t *)"-1S", 3, &us));
 }
 
+/* A message in one piece is taken where it lies; anything else is left to
+ * sld_grpc_msg_feed. */
+static void whole_messages(void **state) {
+    (void)state;
+    const uint8_t *m;
+    uint32_t n;
+    assert_true(sld_grpc_msg_whole((const uint8_t *)"\0\0\0\0\3abc", 8, 16, &m, &n));
+    assert_int_equal(n, 3);
+    assert_memory_equal(m, "abc", 3);
+    assert_true(sld_grpc_msg_whole((const uint8_t *)"\0\0\0\0\2abc", 8, 16, &m, &n)); /* more after it */
+    assert_int_equal(n, 2);
+    assert_true(sld_grpc_msg_whole((const uint8_t *)"\0\0\0\0\0", 5, 16, &m, &n)); /* empty */
+    assert_int_equal(n, 0);
+    assert_false(sld_grpc_msg_whole((const uint8_t *)"\0\0\0\0\4abc", 8, 16, &m, &n)); /* in parts */
+    assert_false(sld_grpc_msg_whole((const uint8_t *)"\1\0\0\0\3abc", 8, 16, &m, &n)); /* compressed */
+    assert_false(sld_grpc_msg_whole((const uint8_t *)"\0\0\0\0\3abc", 8, 2, &m, &n));  /* over max */
+    assert_false(sld_grpc_msg_whole((const uint8_t *)"\0\0\0", 3, 16, &m, &n));          /* no prefix yet */
+    assert_false(sld_grpc_msg_whole((const uint8_t *)"\0\xff\xff\xff\xff" "a", 6, UINT32_MAX, &m, &n));
+}
+
 static void trailers_are_plain_literals(void **state) {
     (void)state;
     uint8_t b[SLD_GRPC_TRAILERS_MAX];
@@ -359,6 +379,66 @@ static void deadlines(void **state) {
     sld_buf_free(&t3);
 }
 
+/* A header block of the given (name, value) pairs, NULL-ended. */
+static void open_with(wire_t *w, uint32_t stream, const char *const *fields) {
+    uint8_t block[512];
+    size_t n = 0;
+    for (size_t i = 0; fields[i] != NULL; i += 2)
+        n += literal(block + n, fields[i], fields[i + 1]);
+    frame(w, HEADERS, 0x4, stream, block, n);
+}
+
+/* Requests RFC 9113 calls malformed get a stream reset (PROTOCOL_ERROR),
+ * checked by the front itself since nghttp2's HTTP messaging is off; the
+ * connection and its other calls go on. */
+static void malformed_requests_reset(void **state) {
+    (void)state;
+    seen_t s = {.answer_now = true};
+    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &s, 1024, 0);
+    static wire_t w;
+    w.n = 0;
+    preface(&w, NULL, 0);
+#define RLS_PATH SLD_GRPC_RLS_METHOD
+#define GRPC_CT "content-type", "application/grpc"
+    const char *const cases[][16] = {
+        {":method", "POST", ":scheme", "http", GRPC_CT, NULL},                                 /* no :path */
+        {":method", "POST", ":path", RLS_PATH, GRPC_CT, NULL},                                 /* no :scheme */
+        {":scheme", "http", ":path", RLS_PATH, GRPC_CT, NULL},                                 /* no :method */
+        {":method", "POST", ":scheme", "http", ":path", "", GRPC_CT, NULL},                    /* empty :path */
+        {":method", "POST", ":scheme", "http", GRPC_CT, ":path", RLS_PATH, NULL},              /* pseudo after */
+        {":method", "POST", ":method", "POST", ":scheme", "http", ":path", RLS_PATH, GRPC_CT, NULL}, /* twice */
+        {":method", "POST", ":scheme", "http", ":path", RLS_PATH, ":status", "200", GRPC_CT, NULL},
+        {":method", "POST", ":scheme", "http", ":path", RLS_PATH, GRPC_CT, "te", "gzip", NULL},
+        {":method", "POST", ":scheme", "http", ":path", RLS_PATH, GRPC_CT, "connection", "close", NULL},
+        {":method", "POST", ":scheme", "http", ":path", RLS_PATH, GRPC_CT, "transfer-encoding", "chunked", NULL},
+    };
+    size_t n = sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i < n; i++) {
+        open_with(&w, 1 + 2 * (uint32_t)i, cases[i]);
+        send_message(&w, 1 + 2 * (uint32_t)i, "no", true);
+    }
+    uint32_t good = 1 + 2 * (uint32_t)n;
+    open_call(&w, good, SLD_GRPC_RLS_METHOD, NULL);
+    send_message(&w, good, "yes", true);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    assert_int_equal(s.n, 1); /* only the well-formed call was taken */
+    assert_string_equal(s.bodies[0], "yes");
+    sld_buf_t out = {0}, d = {0};
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    for (size_t i = 0; i < n; i++) {
+        int rst = -1;
+        assert_true(stream_end(&out, 1 + 2 * (uint32_t)i, &d, NULL, &rst));
+        assert_int_equal(rst, 1); /* PROTOCOL_ERROR */
+    }
+    assert_int_equal(d.len, 0);
+    assert_true(stream_end(&out, good, &d, NULL, NULL));
+    assert_memory_equal(d.data, "\0\0\0\0\3yes", 8);
+    assert_false(sld_grpc_h2_busy(h));
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+    sld_buf_free(&d);
+}
+
 static void not_http2(void **state) {
     (void)state;
     seen_t s = {0};
@@ -402,11 +482,13 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(message_in_pieces),
         cmocka_unit_test(timeouts),
+        cmocka_unit_test(whole_messages),
         cmocka_unit_test(trailers_are_plain_literals),
         cmocka_unit_test(a_call_answered),
         cmocka_unit_test(errors_are_trailers_only),
         cmocka_unit_test(later_answers_and_gone_streams),
         cmocka_unit_test(deadlines),
+        cmocka_unit_test(malformed_requests_reset),
         cmocka_unit_test(not_http2),
         cmocka_unit_test(stopping),
     };

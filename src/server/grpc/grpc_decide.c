@@ -5,7 +5,9 @@
  * on the same worker's loop): PEEK (only with several matched
  * descriptors), CONFIRM (the peeks that denied, decided for real), CHARGE.
  * Each descriptor's policy is looked up again in the runtime in force at
- * each decision, so nothing of a runtime is kept across loop turns; what
+ * each decision, so nothing of a runtime is kept across loop turns (within
+ * the turn the call starts in, the lookup made when it started serves while
+ * that runtime is still the one in force); what
  * the answer needs of a decision (its current limit, its header fields) is
  * copied out when it is made. Which rules apply (Envoy ratelimit's, or
  * sluiced's policies named after the domain) and each descriptor's key are
@@ -29,9 +31,21 @@ enum phase { PEEK, CONFIRM, CHARGE, DONE };
 #define GRPC_RESOURCE_EXHAUSTED 8
 #define GRPC_UNAVAILABLE 14
 
+/* What decides descriptor i now. */
+typedef struct resolved {
+    const sl_policy_t *p;      /* NULL: nothing to decide */
+    bool over;                 /* no policy, yet over the limit (requests_per_unit 0) */
+    size_t index;              /* the policy's index in the configuration, SIZE_MAX for rls's */
+    const char *name;          /* current_limit.name and the header fields' item name */
+    bool rls_limit;            /* rpu and unit are Envoy ratelimit's own */
+    uint32_t rpu;
+    int unit;
+} resolved_t;
+
 typedef struct item {
-    char *key;
+    char *key;                 /* in the call's own block, or malloc'd (key_owned) */
     size_t key_len;
+    bool key_owned;
     sld_rls_entry_t *entries;  /* the descriptor's, for the rls matcher */
     bool replaced;             /* another matched limit replaces its own */
     bool matched;              /* a policy decides it */
@@ -39,8 +53,13 @@ typedef struct item {
     bool charged;              /* a real decision admitted it */
     bool allowed;
     sld_grpc_status_t status;
-    char *name;                /* status.name's storage */
-    char *headers;             /* "name\0value\0" * nheaders */
+    char *name;                /* status.name: name_small, or malloc'd */
+    char name_small[40];
+    sld_buf_t values;          /* the header fields' values, from the HTTP front's writer */
+    struct {
+        const char *name;      /* static */
+        size_t name_len, off, len; /* the value: values.data[off..off+len) */
+    } headers[SLD_HTTP_MAX_HEADERS];
     size_t nheaders;
     uint64_t remaining;        /* to pick the headers of the most limiting */
     uint64_t limit;            /* the decision's, for near_limit */
@@ -49,6 +68,8 @@ typedef struct item {
     size_t stat_len;
     char *rule_stat;           /* the rule's own, when stat is detailed */
     bool shadow;               /* the rule is in shadow mode */
+    resolved_t rs;             /* as resolved in rs_rt when the call started */
+    const sld_runtime_t *rs_rt;
 } item_t;
 
 typedef struct call {
@@ -63,20 +84,21 @@ typedef struct call {
     sld_grpc_stats_t *stats;   /* Envoy ratelimit's per-rule stats, or NULL */
     size_t i;                  /* the descriptor the phase is at */
     size_t nmatched;
+    bool fresh;                /* not yet back on the loop since it started: items' rs hold */
+    char *keys;                /* room for the descriptors' keys, after the items */
     item_t items[];
 } call_t;
 
-int sld_grpc_descriptor_key(const sld_grpc_descriptor_t *desc, uint32_t max_key_bytes, char **key,
-                            size_t *key_len) {
+/* The length of a descriptor's key "k1=v1|k2=v2". */
+static size_t key_length(const sld_grpc_descriptor_t *desc) {
     size_t len = 0;
     for (size_t k = 0; k < desc->nentries; k++)
         len += desc->entries[k].key.len + 1 + desc->entries[k].value.len + (k > 0);
-    *key = NULL;
-    if (len > max_key_bytes)
-        return SL_ERANGE;
-    char *s = malloc(len + 1);
-    if (s == NULL)
-        return SL_ENOMEM;
+    return len;
+}
+
+/* Writes it, NUL-terminated, into s (key_length + 1 bytes): its length. */
+static size_t key_write(const sld_grpc_descriptor_t *desc, char *s) {
     size_t at = 0;
     for (size_t k = 0; k < desc->nentries; k++) {
         const sld_grpc_entry_t *e = &desc->entries[k];
@@ -90,17 +112,42 @@ int sld_grpc_descriptor_key(const sld_grpc_descriptor_t *desc, uint32_t max_key_
         at += e->value.len;
     }
     s[at] = '\0';
-    *key = s;
-    *key_len = at;
+    return at;
+}
+
+int sld_grpc_descriptor_key(const sld_grpc_descriptor_t *desc, uint32_t max_key_bytes, char **key,
+                            size_t *key_len) {
+    size_t len = key_length(desc);
+    *key = NULL;
+    if (len > max_key_bytes)
+        return SL_ERANGE;
+    if ((*key = malloc(len + 1)) == NULL)
+        return SL_ENOMEM;
+    *key_len = key_write(desc, *key);
     return SL_OK;
+}
+
+/* Sets descriptor i's status name (a copy: the name is the runtime's). */
+static void set_name(item_t *it, const char *name) {
+    if (it->name != it->name_small)
+        free(it->name);
+    size_t len = strlen(name);
+    if (len < sizeof it->name_small) {
+        memcpy(it->name_small, name, len + 1);
+        it->name = it->name_small;
+    } else {
+        it->name = strdup(name);
+    }
 }
 
 static void call_free(call_t *c) {
     for (size_t i = 0; i < c->req.ndescriptors; i++) {
-        free(c->items[i].key);
+        if (c->items[i].key_owned)
+            free(c->items[i].key);
         free(c->items[i].entries);
-        free(c->items[i].name);
-        free(c->items[i].headers);
+        if (c->items[i].name != c->items[i].name_small)
+            free(c->items[i].name);
+        sld_buf_free(&c->items[i].values);
         free(c->items[i].stat);
         free(c->items[i].rule_stat);
     }
@@ -112,17 +159,6 @@ static void fail(call_t *c, int status, const char *message) {
     c->answer(c->arg, status, message, NULL, 0);
     call_free(c);
 }
-
-/* What decides descriptor i now. */
-typedef struct resolved {
-    const sl_policy_t *p;      /* NULL: nothing to decide */
-    bool over;                 /* no policy, yet over the limit (requests_per_unit 0) */
-    size_t index;              /* the policy's index in the configuration, SIZE_MAX for rls's */
-    const char *name;          /* current_limit.name and the header fields' item name */
-    bool rls_limit;            /* rpu and unit are Envoy ratelimit's own */
-    uint32_t rpu;
-    int unit;
-} resolved_t;
 
 static bool resolve(const call_t *c, const sld_runtime_t *rt, size_t i, resolved_t *out) {
     const item_t *it = &c->items[i];
@@ -200,8 +236,7 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     it->charged = it->charged || (real && dec->allowed);
     it->remaining = dec->remaining;
     const sl_limit_t *l = sl_policy_limit(p, dec->limit_index > 0 ? (size_t)dec->limit_index : 0);
-    free(it->name);
-    it->name = strdup(rs->name);
+    set_name(it, rs->name);
     it->status = (sld_grpc_status_t){.code = dec->allowed ? SLD_GRPC_CODE_OK : SLD_GRPC_CODE_OVER_LIMIT,
                                      .has_limit = true, .name = it->name,
                                      .remaining = dec->remaining > UINT32_MAX ? UINT32_MAX : (uint32_t)dec->remaining,
@@ -215,37 +250,31 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     } else {
         sld_grpc_limit_unit(l->limit, l->period, &it->status.unit, &it->status.rpu);
     }
-    free(it->headers);
-    it->headers = NULL;
     it->nheaders = 0;
     if (lr == NULL)
         return;
-    /* the HTTP front's own fields, written into a reply of our own */
+    /* the HTTP front's own fields, written into a reply of our own whose
+     * values the item then keeps (and a later decision's reuse) */
     sld_http_reply_t r;
-    memset(&r, 0, sizeof r);
+    r.nheaders = 0;
+    r.values = it->values;
+    r.values.len = 0;
+    r.values.failed = false;
+    it->values = (sld_buf_t){0};
     sld_http_rate_headers(&r, rs->name, p, soft, dec, lr);
+    it->values = r.values;
+    if (r.values.failed)
+        return;
     sld_rls_headers_t mode = sld_rls_response_headers(rt->cfg);
-    size_t kept = 0;
-    for (size_t k = 0; k < r.nheaders; k++)
-        if (header_wanted(mode, r.headers[k].id))
-            r.headers[kept++] = r.headers[k];
-    r.nheaders = kept;
-    size_t size = 0;
-    for (size_t k = 0; k < r.nheaders; k++)
-        size += strlen(r.headers[k].name) + 1 + r.headers[k].len + 1;
-    if (!r.values.failed && (it->headers = malloc(size ? size : 1)) != NULL) {
-        char *at = it->headers;
-        for (size_t k = 0; k < r.nheaders; k++) {
-            size_t nl = strlen(r.headers[k].name) + 1;
-            memcpy(at, r.headers[k].name, nl);
-            at += nl;
-            memcpy(at, r.values.data + r.headers[k].off, r.headers[k].len);
-            at += r.headers[k].len;
-            *at++ = '\0';
-        }
-        it->nheaders = r.nheaders;
+    for (size_t k = 0; k < r.nheaders; k++) {
+        if (!header_wanted(mode, r.headers[k].id))
+            continue;
+        it->headers[it->nheaders].name = r.headers[k].name;
+        it->headers[it->nheaders].name_len = strlen(r.headers[k].name);
+        it->headers[it->nheaders].off = r.headers[k].off;
+        it->headers[it->nheaders].len = r.headers[k].len;
+        it->nheaders++;
     }
-    sld_http_reply_free(&r);
 }
 
 /* Envoy ratelimit's stats of each rule that decided a descriptor, as
@@ -292,21 +321,20 @@ static void finish(call_t *c) {
             worst = it;
     }
     sld_grpc_header_t h[SLD_HTTP_MAX_HEADERS];
+    size_t lens[2 * SLD_HTTP_MAX_HEADERS];
     size_t nh = 0;
-    if (worst && worst->headers) {
-        const char *at = worst->headers;
-        for (; nh < worst->nheaders && nh < SLD_HTTP_MAX_HEADERS; nh++) {
-            h[nh].key = at;
-            at += strlen(at) + 1;
-            h[nh].value = at;
-            at += strlen(at) + 1;
-        }
+    for (; worst && nh < worst->nheaders; nh++) {
+        h[nh].key = worst->headers[nh].name;
+        h[nh].value = worst->values.data + worst->headers[nh].off;
+        lens[2 * nh] = worst->headers[nh].name_len;
+        lens[2 * nh + 1] = worst->headers[nh].len;
     }
     sld_grpc_response_t r = {.overall_code = over ? SLD_GRPC_CODE_OVER_LIMIT : SLD_GRPC_CODE_OK,
                              .statuses = st,
                              .nstatuses = n,
                              .response_headers = h,
-                             .nresponse_headers = nh};
+                             .nresponse_headers = nh,
+                             .response_header_lens = lens};
     /* written straight from the structs: on the stack for every answer of
      * a few descriptors, allocated only past that */
     uint8_t stack[ANSWER_ON_STACK];
@@ -358,8 +386,12 @@ static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_lim
 static void advance(call_t *c) {
     while (next(c)) {
         const sld_runtime_t *rt = sld_runtime(c->d);
+        const item_t *it = &c->items[c->i];
         resolved_t rs;
-        if (!resolve(c, rt, c->i, &rs) || rs.p == NULL) { /* gone with a reload meanwhile */
+        /* a runtime still in force within the turn the call started in is
+         * the same object (it is not freed before the turn ends) */
+        bool found = c->fresh && it->rs_rt == rt ? (rs = it->rs, true) : resolve(c, rt, c->i, &rs);
+        if (!found || rs.p == NULL) { /* gone with a reload meanwhile */
             c->items[c->i].matched = false;
             continue;
         }
@@ -385,6 +417,7 @@ static void advance(call_t *c) {
 
 static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_limit_report_t *lr) {
     call_t *c = arg;
+    c->fresh = false;
     if (rc != SL_OK) {
         fail(c, GRPC_UNAVAILABLE, sl_strerror(rc));
         return;
@@ -442,11 +475,14 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
         item_t *it = &c->items[i];
         const sld_grpc_descriptor_t *desc = &c->req.descriptors[i];
         if (!c->rls) {
-            int rc = sld_grpc_descriptor_key(desc, max_key, &it->key, &it->key_len);
-            if (rc != SL_OK)
-                return rc;
+            if (key_length(desc) > max_key)
+                return SL_ERANGE;
+            it->key = c->keys;
+            it->key_len = key_write(desc, it->key);
+            c->keys += it->key_len + 1;
             continue;
         }
+        it->key_owned = true;
         if ((it->entries = calloc(desc->nentries, sizeof *it->entries)) == NULL ||
             (it->key = malloc((size_t)max_key + 1)) == NULL)
             return SL_ENOMEM;
@@ -481,12 +517,14 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
         item_t *it = &c->items[i];
         resolved_t rs;
         it->matched = resolve(c, rt, i, &rs);
+        it->rs = rs;
+        it->rs_rt = it->matched ? rt : NULL;
         if (it->matched && rs.over) {
             /* over before anything is counted: as the reference, every hit */
             it->matched = false;
             it->decided = true;
             it->allowed = false;
-            it->name = strdup(rs.name ? rs.name : "");
+            set_name(it, rs.name ? rs.name : "");
             it->status = (sld_grpc_status_t){.code = SLD_GRPC_CODE_OVER_LIMIT, .has_limit = true,
                                              .name = it->name, .rpu = rs.rpu, .unit = rs.unit};
             over = true;
@@ -500,7 +538,16 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
 void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_stats_t *stats,
                      sld_grpc_rls_request_t *req, sld_grpc_answer_fn answer, void *arg) {
     size_t n = req->ndescriptors;
-    call_t *c = calloc(1, sizeof *c + n * sizeof(item_t));
+    /* one block: the call, its items, and room for the keys of sluiced's
+     * policies (Envoy ratelimit's rules build theirs apart, up to max_key_bytes) */
+    size_t head = sizeof(call_t) + n * sizeof(item_t), keys = 0;
+    for (size_t i = 0; i < n; i++)
+        keys += key_length(&req->descriptors[i]) + 1;
+    call_t *c = malloc(head + keys);
+    if (c != NULL) {
+        memset(c, 0, head);
+        c->keys = (char *)c + head;
+    }
     if (c == NULL) {
         sld_grpc_rls_request_free(req);
         answer(arg, GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL, 0);
@@ -514,6 +561,7 @@ void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_s
     memset(req, 0, sizeof *req);
     c->answer = answer;
     c->arg = arg;
+    c->fresh = true;
     int rc = prepare(c, sld_runtime(d));
     if (rc != SL_OK) {
         fail(c, rc == SL_ERANGE ? GRPC_INVALID_ARGUMENT : GRPC_RESOURCE_EXHAUSTED,

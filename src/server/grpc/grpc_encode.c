@@ -129,13 +129,27 @@ static size_t put_status(uint8_t *out, const sld_grpc_status_t *s) {
 
 /* ---- HeaderValue {key 1, value 2} ----------------------------------------------------------- */
 
-static size_t header_size(const sld_grpc_header_t *h) {
-    return bytes_field_size(cstr_len(h->key)) + bytes_field_size(cstr_len(h->value));
+/* h's key and value lengths: given (lens, two of them), else measured */
+static void header_lens(const sld_grpc_header_t *h, const size_t *lens, size_t *klen, size_t *vlen) {
+    if (lens != NULL) {
+        *klen = lens[0];
+        *vlen = lens[1];
+    } else {
+        *klen = cstr_len(h->key);
+        *vlen = cstr_len(h->value);
+    }
+}
+
+static size_t header_size(const sld_grpc_header_t *h, const size_t *lens) {
+    size_t klen, vlen;
+    header_lens(h, lens, &klen, &vlen);
+    return bytes_field_size(klen) + bytes_field_size(vlen);
 }
 
 /* the whole field: each string measured once */
-static size_t put_header_field(uint8_t *out, unsigned field, const sld_grpc_header_t *h) {
-    size_t klen = cstr_len(h->key), vlen = cstr_len(h->value);
+static size_t put_header_field(uint8_t *out, unsigned field, const sld_grpc_header_t *h, const size_t *lens) {
+    size_t klen, vlen;
+    header_lens(h, lens, &klen, &vlen);
     size_t n = put_len_head(out, field, bytes_field_size(klen) + bytes_field_size(vlen));
     n += put_bytes_field(out + n, 1, h->key, klen);
     return n + put_bytes_field(out + n, 2, h->value, vlen);
@@ -148,10 +162,11 @@ size_t sld_grpc_response_size(const sld_grpc_response_t *r) {
     size_t n = varint_field_size(int32_wire(r->overall_code));
     for (size_t i = 0; i < r->nstatuses; i++)
         n += len_field_size(status_size(&r->statuses[i]));
+    const size_t *lens = r->response_header_lens;
     for (size_t i = 0; i < r->nresponse_headers; i++)
-        n += len_field_size(header_size(&r->response_headers[i]));
+        n += len_field_size(header_size(&r->response_headers[i], lens ? lens + 2 * i : NULL));
     for (size_t i = 0; i < r->nrequest_headers; i++)
-        n += len_field_size(header_size(&r->request_headers[i]));
+        n += len_field_size(header_size(&r->request_headers[i], NULL));
     return n + bytes_field_size(r->raw_body_len);
 }
 
@@ -161,10 +176,11 @@ size_t sld_grpc_response_write(const sld_grpc_response_t *r, uint8_t *out) {
         n += put_len_head(out + n, 2, status_size(&r->statuses[i]));
         n += put_status(out + n, &r->statuses[i]);
     }
+    const size_t *lens = r->response_header_lens;
     for (size_t i = 0; i < r->nresponse_headers; i++)
-        n += put_header_field(out + n, 3, &r->response_headers[i]);
+        n += put_header_field(out + n, 3, &r->response_headers[i], lens ? lens + 2 * i : NULL);
     for (size_t i = 0; i < r->nrequest_headers; i++)
-        n += put_header_field(out + n, 4, &r->request_headers[i]);
+        n += put_header_field(out + n, 4, &r->request_headers[i], NULL);
     return n + put_bytes_field(out + n, 5, r->raw_body, r->raw_body_len);
 }
 

@@ -29,6 +29,9 @@ typedef struct sld_grpc_response {
     size_t nstatuses;
     const sld_grpc_header_t *response_headers;  /* response_headers_to_add */
     size_t nresponse_headers;
+    /* the lengths of response_headers' keys and values (key, value, key,
+     * ...), or NULL: each measured with strlen, twice (sized, then written) */
+    const size_t *response_header_lens;
     const sld_grpc_header_t *request_headers;   /* request_headers_to_add */
     size_t nrequest_headers;
     const uint8_t *raw_body;                    /* raw_body, sent when raw_body_len > 0 */

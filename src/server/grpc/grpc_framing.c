@@ -34,6 +34,17 @@ int sld_grpc_msg_feed(sld_grpc_msg_t *m, const uint8_t *data, size_t len, uint32
     return m->state;
 }
 
+bool sld_grpc_msg_whole(const uint8_t *data, size_t len, uint32_t max, const uint8_t **msg, uint32_t *msg_len) {
+    if (len < 5 || data[0] != 0)
+        return false;
+    uint32_t n = (uint32_t)data[1] << 24 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 8 | data[4];
+    if (n > max || n > len - 5)
+        return false;
+    *msg = data + 5;
+    *msg_len = n;
+    return true;
+}
+
 void sld_grpc_msg_free(sld_grpc_msg_t *m) {
     free(m->buf);
     memset(m, 0, sizeof *m);
@@ -87,7 +98,14 @@ static size_t put_field(uint8_t *out, const char *name, const uint8_t *value, si
 
 static const char hex[] = "0123456789ABCDEF";
 
+/* what every answered call ends with: grpc-status 0, as put_field writes it */
+static const uint8_t ok_trailers[] = {0x10, 11, 'g', 'r', 'p', 'c', '-', 's', 't', 'a', 't', 'u', 's', 1, '0'};
+
 size_t sld_grpc_trailers(uint8_t *out, bool trailers_only, int status, const char *message) {
+    if (!trailers_only && status == SLD_GRPC_OK && message == NULL) {
+        memcpy(out, ok_trailers, sizeof ok_trailers);
+        return sizeof ok_trailers;
+    }
     size_t n = 0;
     if (trailers_only) {
         out[n++] = 0x88; /* :status 200, static table index 8 */

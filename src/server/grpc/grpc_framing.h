@@ -55,6 +55,12 @@ enum {
 int sld_grpc_msg_feed(sld_grpc_msg_t *m, const uint8_t *data, size_t len, uint32_t max);
 void sld_grpc_msg_free(sld_grpc_msg_t *m);
 
+/* Whether the first DATA bytes of a request, data[0..len), hold its whole
+ * message, uncompressed and within max: then *msg is it, in data (no copy;
+ * later bytes are ignored). False leaves the message to sld_grpc_msg_feed,
+ * which then answers everything else (in parts, too large, compressed). */
+bool sld_grpc_msg_whole(const uint8_t *data, size_t len, uint32_t max, const uint8_t **msg, uint32_t *msg_len);
+
 /* grpc-timeout ("1S", "250m": at most 8 digits and a unit of H M S m u n)
  * in microseconds, rounded up; false when malformed. */
 bool sld_grpc_timeout_parse(const uint8_t *v, size_t len, uint64_t *usec);

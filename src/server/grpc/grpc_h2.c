@@ -4,7 +4,7 @@
  * A call lives from its stream's first HEADERS: RECEIVING (headers, then
  * its message), DECIDING (with the front), WAITING (its answer is ready
  * but the client's window is not), SENT (handed to nghttp2), then freed
- * when its stream closes -- or, when the stream or the connection goes
+ * (or kept for the session's next call) when its stream closes -- or, when the stream or the connection goes
  * while it is DECIDING, orphaned (h NULL) and freed by its answer.
  *
  * Trailers: nghttp2 Huffman-codes every string it writes. Each trailers
@@ -13,6 +13,7 @@
  * plain literals (grpc_framing.h).
  */
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,16 @@
 #define MAX_HEADER_LIST 16384
 /* the connection's receive window: many streams' messages in flight */
 #define CONN_WINDOW (1 << 20)
+/* answers up to this size (an RLS answer with its header fields is about
+ * 200 bytes) are kept in the call itself */
+#define OUT_SMALL 512
+/* finished calls a session keeps for its next ones */
+#define SPARE_CALLS 64
 
 enum { RECEIVING, DECIDING, WAITING, SENT };
+
+/* the request's pseudo-header fields, and whether a regular field came */
+enum { PS_METHOD = 1, PS_SCHEME = 2, PS_PATH = 4, PS_AUTHORITY = 8, PS_REGULAR = 16 };
 
 struct sld_grpc_call {
     sld_grpc_h2_t *h; /* NULL: orphaned, freed by its answer */
@@ -36,16 +45,23 @@ struct sld_grpc_call {
     int state;
     int method;
     bool post, grpc_type;
+    uint8_t pseudo;      /* PS_* seen in the request's header block */
+    bool malformed;      /* RFC 9113 8.1.1: answered with a stream reset */
     size_t header_bytes;
     int64_t since_ms;    /* receiving, or waiting for a window, since */
     int64_t deadline_ms; /* grpc-timeout's, or 0 */
     sld_grpc_msg_t msg;
-    uint8_t *out;        /* the answer's message, prefixed */
+    uint8_t *out;        /* the answer's message, prefixed: out_small or malloc'd */
     size_t out_len, out_off;
-    uint8_t trailers[SLD_GRPC_TRAILERS_MAX];
     size_t trailers_len; /* 0: nghttp2's block goes out as it is */
     sld_grpc_call_t *prev, *next;
+    /* from here on, not cleared when a call is made */
+    uint8_t trailers[SLD_GRPC_TRAILERS_MAX];
+    uint8_t out_small[OUT_SMALL];
 };
+
+/* where a call's fields that are cleared for each new call end */
+#define CALL_HEAD offsetof(sld_grpc_call_t, trailers)
 
 /* nghttp2's allocations for one session (nghttp2_mem): blocks up to
  * 1 KiB come in five size classes (64 .. 1024 bytes) and a few of each
@@ -53,10 +69,13 @@ struct sld_grpc_call {
  * small blocks (its stream, frames, queue items), in bursts of as many
  * calls as a client has in flight: more than malloc's per-thread cache
  * keeps, so without this most of them would go through its slow path.
- * Kept blocks are freed when no call is open at a sweep, and with the
- * session. */
+ * Up to a few per stream a client may open are kept (fewer kept missed
+ * three times a call with 64 in flight): never more than the session had
+ * in use at once. Kept blocks are freed when no call has been open for
+ * POOL_IDLE_MS at a sweep, and with the session. */
 #define POOL_CLASSES 5
-#define POOL_KEEP 32
+#define POOL_KEEP (2 * MAX_STREAMS)
+#define POOL_IDLE_MS 1000
 
 typedef struct pool_hdr {
     size_t cap;     /* usable bytes after the header */
@@ -150,6 +169,9 @@ struct sld_grpc_h2 {
     uint32_t max_message;
     sld_grpc_call_t *calls; /* attached to a stream */
     sld_grpc_call_t *closed; /* their streams closed as output was made: freed after it */
+    sld_grpc_call_t *spare;  /* finished calls, linked through next, for the next ones */
+    size_t nspare;
+    sld_grpc_call_t *last;   /* the call last looked up by stream (nghttp2's lookup is a hash) */
     size_t ncalls;
     size_t reserved;        /* DATA submitted since the last output: not yet off the window */
     int64_t idle_since;     /* no call open since (ms) */
@@ -163,10 +185,40 @@ struct sld_grpc_h2 {
 
 /* ---- calls ---------------------------------------------------------------------------------- */
 
-static void call_free(sld_grpc_call_t *c) {
+/* Frees a call, or keeps it for h's next call (h NULL: an orphan's). */
+static void call_free(sld_grpc_h2_t *h, sld_grpc_call_t *c) {
     sld_grpc_msg_free(&c->msg);
-    free(c->out);
+    if (c->out != c->out_small)
+        free(c->out);
+    if (h != NULL && h->nspare < SPARE_CALLS) {
+        c->next = h->spare;
+        h->spare = c;
+        h->nspare++;
+        return;
+    }
     free(c);
+}
+
+/* A cleared call: a spare one, else a new one. */
+static sld_grpc_call_t *call_new(sld_grpc_h2_t *h) {
+    sld_grpc_call_t *c = h->spare;
+    if (c == NULL)
+        return calloc(1, sizeof *c);
+    h->spare = c->next;
+    h->nspare--;
+    memset(c, 0, CALL_HEAD);
+    return c;
+}
+
+/* The call on stream id (NULL: none): the last one looked up, else
+ * nghttp2's. */
+static sld_grpc_call_t *call_of(sld_grpc_h2_t *h, int32_t id) {
+    if (h->last != NULL && h->last->id == id)
+        return h->last;
+    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(h->s, id);
+    if (c != NULL)
+        h->last = c;
+    return c;
 }
 
 static void unlink_call(sld_grpc_call_t *c) {
@@ -190,6 +242,8 @@ static void detach(sld_grpc_call_t *c) {
     sld_grpc_h2_t *h = c->h;
     unlink_call(c);
     nghttp2_session_set_stream_user_data(h->s, c->id, NULL);
+    if (h->last == c)
+        h->last = NULL;
     c->h = NULL;
     if (c->state == DECIDING)
         return;
@@ -201,7 +255,7 @@ static void free_closed(sld_grpc_h2_t *h) {
     while (h->closed) {
         sld_grpc_call_t *c = h->closed;
         h->closed = c->next;
-        call_free(c);
+        call_free(h, c);
     }
 }
 
@@ -227,6 +281,10 @@ static void http_error(sld_grpc_call_t *c, const char *status) {
         nghttp2_submit_rst_stream(c->h->s, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_INTERNAL_ERROR);
 }
 
+/* Header fields of static strings: nghttp2 need not copy them. */
+#define NO_COPY (NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE)
+#define NO_INDEX_NO_COPY (NGHTTP2_NV_FLAG_NO_INDEX | NO_COPY)
+
 static ssize_t read_answer(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length, uint32_t *flags,
                            nghttp2_data_source *source, void *user_data) {
     sld_grpc_call_t *c = source->ptr;
@@ -235,7 +293,7 @@ static ssize_t read_answer(nghttp2_session *s, int32_t id, uint8_t *buf, size_t 
     memcpy(buf, c->out + c->out_off, n);
     c->out_off += n;
     if (c->out_off == c->out_len) {
-        nghttp2_nv nv[] = {{(uint8_t *)"grpc-status", (uint8_t *)"0", 11, 1, NGHTTP2_NV_FLAG_NO_INDEX}};
+        static const nghttp2_nv nv[] = {{(uint8_t *)"grpc-status", (uint8_t *)"0", 11, 1, NO_INDEX_NO_COPY}};
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         c->trailers_len = sld_grpc_trailers(c->trailers, false, SLD_GRPC_OK, NULL);
         if (nghttp2_submit_trailer(s, id, nv, 1) != 0)
@@ -258,8 +316,8 @@ static bool try_send(sld_grpc_call_t *c) {
         return false;
     }
     static const nghttp2_nv nv[] = {
-        {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NGHTTP2_NV_FLAG_NONE},
-        {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NO_COPY},
+        {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, NO_COPY},
     };
     nghttp2_data_provider data = {.source.ptr = c, .read_callback = read_answer};
     c->state = SENT;
@@ -279,11 +337,11 @@ void sld_grpc_h2_answer(sld_grpc_call_t *c, int status, const char *message, con
     sld_grpc_h2_t *h = c->h;
     if (h == NULL || c->state != DECIDING) {
         if (h == NULL)
-            call_free(c);
+            call_free(NULL, c);
         return;
     }
     if (status == SLD_GRPC_OK && body != NULL) {
-        if ((c->out = malloc(5 + len)) == NULL) {
+        if ((c->out = 5 + len <= OUT_SMALL ? c->out_small : malloc(5 + len)) == NULL) {
             trailers_only(c, SLD_GRPC_RESOURCE_EXHAUSTED, "out of memory");
         } else {
             c->out[0] = 0;
@@ -309,7 +367,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
     sld_grpc_h2_t *h = user_data;
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
-    sld_grpc_call_t *c = calloc(1, sizeof *c);
+    sld_grpc_call_t *c = call_new(h);
     if (c == NULL)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
     c->h = h;
@@ -322,6 +380,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
     h->calls = c;
     h->ncalls++;
     nghttp2_session_set_stream_user_data(s, c->id, c);
+    h->last = c;
     return 0;
 }
 
@@ -329,30 +388,72 @@ static bool is(const uint8_t *s, size_t len, const char *lit) {
     return len == strlen(lit) && memcmp(s, lit, len) == 0;
 }
 
+/* A pseudo-header field: each known one once, all before the regular
+ * fields (RFC 9113 8.3); else the request is malformed. */
+static void pseudo(sld_grpc_call_t *c, uint8_t which) {
+    if ((c->pseudo & (which | PS_REGULAR)) != 0)
+        c->malformed = true;
+    c->pseudo |= which;
+}
+
+/* nghttp2's HTTP messaging is off (nghttp2_option_set_no_http_messaging:
+ * its checks of every field were a tenth of a call's cost), so what gRPC
+ * needs of a request is checked here: its pseudo-header fields, te, and
+ * no connection-specific field (RFC 9113 8.2.2). Names of other fields are
+ * not checked: none of them is read. */
 static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t namelen,
                      const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
     (void)flags;
-    (void)user_data;
-    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    sld_grpc_h2_t *h = user_data;
+    (void)s;
+    sld_grpc_call_t *c = call_of(h, f->hd.stream_id);
     if (c == NULL || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0; /* trailers of a request: nothing in them matters */
     /* RFC 9113 6.5.2's accounting: each field's name, value and 32 */
     c->header_bytes += namelen + valuelen + 32;
     if (c->header_bytes > MAX_HEADER_LIST)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    if (is(name, namelen, ":path"))
-        c->method = is(value, valuelen, SLD_GRPC_RLS_METHOD)      ? SLD_GRPC_M_RLS
-                    : is(value, valuelen, SLD_GRPC_HEALTH_METHOD) ? SLD_GRPC_M_HEALTH
-                                                                  : SLD_GRPC_M_OTHER;
-    else if (is(name, namelen, ":method"))
-        c->post = is(value, valuelen, "POST");
-    else if (is(name, namelen, "content-type"))
-        c->grpc_type = valuelen >= 16 && memcmp(value, "application/grpc", 16) == 0 &&
-                       (valuelen == 16 || value[16] == '+' || value[16] == ';');
-    else if (is(name, namelen, "grpc-timeout")) {
-        uint64_t usec;
-        if (sld_grpc_timeout_parse(value, valuelen, &usec))
-            c->deadline_ms = c->h->now_ms + (int64_t)((usec + 999) / 1000);
+    if (namelen > 0 && name[0] == ':') {
+        if (is(name, namelen, ":path")) {
+            pseudo(c, PS_PATH);
+            c->method = is(value, valuelen, SLD_GRPC_RLS_METHOD)      ? SLD_GRPC_M_RLS
+                        : is(value, valuelen, SLD_GRPC_HEALTH_METHOD) ? SLD_GRPC_M_HEALTH
+                                                                      : SLD_GRPC_M_OTHER;
+            c->malformed = c->malformed || valuelen == 0;
+        } else if (is(name, namelen, ":method")) {
+            pseudo(c, PS_METHOD);
+            c->post = is(value, valuelen, "POST");
+        } else if (is(name, namelen, ":scheme")) {
+            pseudo(c, PS_SCHEME);
+        } else if (is(name, namelen, ":authority")) {
+            pseudo(c, PS_AUTHORITY);
+        } else {
+            c->malformed = true; /* :status, :protocol or unknown in a request */
+        }
+        return 0;
+    }
+    c->pseudo |= PS_REGULAR;
+    switch (namelen) {
+    case 2:
+        if (memcmp(name, "te", 2) == 0 && !is(value, valuelen, "trailers"))
+            c->malformed = true;
+        break;
+    case 12:
+        if (memcmp(name, "content-type", 12) == 0)
+            c->grpc_type = valuelen >= 16 && memcmp(value, "application/grpc", 16) == 0 &&
+                           (valuelen == 16 || value[16] == '+' || value[16] == ';');
+        else if (memcmp(name, "grpc-timeout", 12) == 0) {
+            uint64_t usec;
+            if (sld_grpc_timeout_parse(value, valuelen, &usec))
+                c->deadline_ms = h->now_ms + (int64_t)((usec + 999) / 1000);
+        }
+        break;
+    default:
+        if (is(name, namelen, "connection") || is(name, namelen, "keep-alive") ||
+            is(name, namelen, "proxy-connection") || is(name, namelen, "transfer-encoding") ||
+            is(name, namelen, "upgrade"))
+            c->malformed = true;
+        break;
     }
     return 0;
 }
@@ -382,9 +483,19 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
                    void *user_data) {
     sld_grpc_h2_t *h = user_data;
     (void)flags;
-    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(s, id);
+    (void)s;
+    sld_grpc_call_t *c = call_of(h, id);
     if (c == NULL || c->state != RECEIVING)
         return 0; /* past the one message: ignored */
+    const uint8_t *msg;
+    uint32_t msg_len;
+    if (c->msg.have_prefix == 0 && sld_grpc_msg_whole(data, len, h->max_message, &msg, &msg_len)) {
+        /* the usual case, the message in one piece: decided from nghttp2's
+         * buffer, which on_request is done with when it returns */
+        c->state = DECIDING;
+        h->hooks->on_request(h->ctx, c, c->method, msg, msg_len);
+        return 0;
+    }
     take_message(c, sld_grpc_msg_feed(&c->msg, data, len, h->max_message));
     return 0;
 }
@@ -397,10 +508,15 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user_
     }
     if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
         return 0;
-    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    sld_grpc_call_t *c = call_of(h, f->hd.stream_id);
     if (c == NULL || c->state != RECEIVING)
         return 0;
     if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
+        if (c->malformed || (c->pseudo & (PS_METHOD | PS_SCHEME | PS_PATH)) != (PS_METHOD | PS_SCHEME | PS_PATH)) {
+            c->state = SENT;
+            nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_PROTOCOL_ERROR);
+            return 0;
+        }
         if (!c->post) {
             http_error(c, "405");
             return 0;
@@ -432,8 +548,8 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user_
 
 static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t error, void *user_data) {
     (void)error;
-    (void)user_data;
-    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(s, id);
+    (void)s;
+    sld_grpc_call_t *c = call_of(user_data, id);
     if (c != NULL)
         detach(c);
     return 0;
@@ -478,6 +594,7 @@ sld_grpc_h2_t *sld_grpc_h2_new(const sld_grpc_h2_hooks_t *hooks, void *ctx, uint
         return NULL;
     }
     nghttp2_option_set_max_reserved_remote_streams(opt, 0);
+    nghttp2_option_set_no_http_messaging(opt, 1); /* on_header checks what gRPC needs */
     h->mem = (nghttp2_mem){&h->pool, pool_malloc, pool_free, pool_calloc, pool_realloc};
     int rc = nghttp2_session_server_new3(&h->s, cb, h, opt, &h->mem);
     nghttp2_option_del(opt);
@@ -534,7 +651,7 @@ static void put_frame(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *o
         return;
     }
     int32_t id = (int32_t)(((uint32_t)p[5] << 24 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 8 | p[8]) & 0x7fffffff);
-    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(h->s, id);
+    sld_grpc_call_t *c = call_of(h, id);
     for (sld_grpc_call_t *k = h->closed; c == NULL && k; k = k->next)
         if (k->id == id)
             c = k;
@@ -600,9 +717,11 @@ void sld_grpc_h2_sweep(sld_grpc_h2_t *h, int64_t now_ms, int64_t idle_ms) {
             sld_grpc_call_t *stand_in = calloc(1, sizeof *stand_in);
             if (stand_in == NULL)
                 continue;
-            *stand_in = *orphan;
+            memcpy(stand_in, orphan, CALL_HEAD); /* its out is NULL while deciding */
             memset(&stand_in->msg, 0, sizeof stand_in->msg);
             nghttp2_session_set_stream_user_data(h->s, c->id, stand_in);
+            if (h->last == orphan)
+                h->last = stand_in;
             if (stand_in->prev)
                 stand_in->prev->next = stand_in;
             else
@@ -613,7 +732,8 @@ void sld_grpc_h2_sweep(sld_grpc_h2_t *h, int64_t now_ms, int64_t idle_ms) {
             orphan->prev = orphan->next = NULL;
             trailers_only(stand_in, SLD_GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
         } else if (c->state == WAITING && (late || idle)) {
-            free(c->out);
+            if (c->out != c->out_small)
+                free(c->out);
             c->out = NULL;
             if (late)
                 trailers_only(c, SLD_GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
@@ -622,7 +742,7 @@ void sld_grpc_h2_sweep(sld_grpc_h2_t *h, int64_t now_ms, int64_t idle_ms) {
                                                       "limits.idle_timeout");
         }
     }
-    if (h->ncalls == 0) /* an idle connection keeps no spare blocks */
+    if (h->ncalls == 0 && now_ms - h->idle_since >= POOL_IDLE_MS) /* an idle connection keeps no spare blocks */
         pool_trim(&h->pool);
     if (idle_ms > 0 && h->ncalls == 0 && now_ms - h->idle_since >= idle_ms && !h->stopping) {
         h->stopping = true;
@@ -647,6 +767,11 @@ void sld_grpc_h2_free(sld_grpc_h2_t *h) {
     while (h->calls)
         detach(h->calls);
     free_closed(h);
+    while (h->spare) {
+        sld_grpc_call_t *c = h->spare;
+        h->spare = c->next;
+        free(c);
+    }
     nghttp2_session_del(h->s);
     pool_trim(&h->pool);
     free(h);
