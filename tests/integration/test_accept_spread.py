@@ -148,7 +148,9 @@ class Spread(unittest.TestCase):
     def assertEven(self, counts, total):
         self.assertEqual(len(counts), 2, counts)
         self.assertEqual(sum(counts), total, counts)
-        self.assertLessEqual(max(counts) - min(counts), 1, counts)
+        # each within one of the mean: a worker keeps a connection while it
+        # has at most one more than the fewest (no hand-over for that)
+        self.assertLessEqual(max(counts) - min(counts), 2, counts)
 
     def test_every_front_spreads_evenly(self):
         # HTTP: 64 keep-alive connections at once, each with a /v1/check answered

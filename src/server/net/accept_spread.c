@@ -99,11 +99,15 @@ void sld_spread_write_metrics(sld_spread_t *const *spreads, size_t n, sld_buf_t 
 
 /* ---- choosing and handing over -------------------------------------------------------------- */
 
-/* The worker with fewest connections, self on a tie; counted for it now,
- * so that the next accept anywhere sees it. */
+/* The worker with fewest connections when it has at least two fewer than
+ * self, else self; counted for it now, so that the next accept anywhere
+ * sees it. Keeping a connection one above the fewest still leaves the
+ * workers within one of their mean, and spares short-lived connections,
+ * whose counts hover around 0 and 1, a hand-over (a dup, a wake-up of
+ * another thread) every other time. */
 static uint32_t pick(sld_spread_t *sp, uint32_t self) {
     uint32_t who = self;
-    int64_t best = atomic_load(&sp->slots[self].live);
+    int64_t best = atomic_load(&sp->slots[self].live) - 1;
     for (uint32_t i = 0; i < sp->workers; i++) {
         if (i == self || !atomic_load(&sp->slots[i].open))
             continue;
@@ -182,15 +186,14 @@ static void on_connection(uv_stream_t *listener, int status) {
         return;
     }
     int fd = accept_socket(a->loop, listener);
-    if (fd < 0) {
-        uncount(a, who);
+    if (fd >= 0 && hand_over(a->spread, who, fd))
         return;
-    }
-    if (hand_over(a->spread, who, fd))
-        return;
+    /* served here: the hand-over was refused, or the socket could not be
+     * had (out of memory: the connection still waits on the listener,
+     * which libuv watches again only once it is accepted) */
     uncount(a, who);
     atomic_fetch_add(&a->spread->slots[a->index].live, 1);
-    serve(a, (sld_incoming_t){a, NULL, fd, false});
+    serve(a, (sld_incoming_t){a, fd >= 0 ? NULL : listener, fd, false});
 }
 
 static void on_inbox(uv_async_t *h) {

@@ -7,8 +7,10 @@
  * worker and 42 to the other, and the busier worker then sets the tail
  * latency. A front's spread keeps each worker's live connections (one
  * atomic count per worker); the worker whose socket accepts a connection
- * serves it when no other worker of the front has fewer, else it hands the
- * socket to the worker with fewest: into that worker's inbox (a mutex and
+ * serves it unless another worker of the front has at least two fewer,
+ * else it hands the socket to the worker with fewest (one above the
+ * fewest is even enough, and spares short-lived connections a hand-over
+ * every other time): into that worker's inbox (a mutex and
  * a small array) and a wake-up of its loop (uv_async_send), where the
  * front's on-connection hook takes it (uv_tcp_open) as it takes one from
  * its own listener. A connection is counted once, for the worker that

@@ -242,15 +242,12 @@ int sld_server_start(sld_daemon_t *d, const sld_front_t *fronts, size_t nfronts,
     memcpy(s->fronts, fronts, nfronts * sizeof *fronts);
     s->nfronts = nfronts;
     s->spreads = calloc(nfronts, sizeof *s->spreads);
-    for (size_t k = 0; s->spreads != NULL && k < nfronts; k++)
-        if (sld_spread_new(threads, fronts[k].ops->name, &s->spreads[k]) != SL_OK) {
-            free(ports);
-            snprintf(err, err_len, "out of memory");
-            abandon(s);
-            return SL_ENOMEM;
-        }
-    if (s->spreads == NULL) {
+    bool spread_ok = s->spreads != NULL;
+    for (size_t k = 0; spread_ok && k < nfronts; k++)
+        spread_ok = sld_spread_new(threads, fronts[k].ops->name, &s->spreads[k]) == SL_OK;
+    if (!spread_ok) {
         free(ports);
+        free(fw); /* not yet the workers' (server_free frees it through them) */
         snprintf(err, err_len, "out of memory");
         abandon(s);
         return SL_ENOMEM;
