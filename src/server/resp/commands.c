@@ -514,33 +514,10 @@ static void cmd_dbsize(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     sld_reply_int(c->out, sl_store_stats(c->d->store, &st) == SL_OK ? (int64_t)st.states : 0);
 }
 
-/* Whether s (n bytes) is `upper` in any case. Command names are ASCII, so
- * only a-z fold. strncasecmp did the same through the locale's tables, a
- * call per same-length name: a PING met five before its own, 4.9 % of the
- * daemon's CPU samples answering PING (bench/README.md). */
-static bool same_name(const char *upper, const char *s, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) { /* sent in upper case, as clients mostly do: 8 bytes a step */
-        uint64_t a, b;
-        memcpy(&a, upper + i, 8);
-        memcpy(&b, s + i, 8);
-        if (a != b)
-            break;
-    }
-    for (; i < n; i++) {
-        unsigned ch = (unsigned char)s[i];
-        if (ch - 'a' < 26u)
-            ch -= 'a' - 'A';
-        if (ch != (unsigned char)upper[i])
-            return false;
-    }
-    return true;
-}
-
 /* Names differ in length more often than not: compare lengths first. */
 static const command_t *lookup(const sld_arg_t *name) {
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (table[i].name_len == name->len && same_name(table[i].name, name->ptr, name->len))
+        if (table[i].name_len == name->len && sld_name_is(table[i].name, name->ptr, name->len))
             return &table[i];
     return NULL;
 }
