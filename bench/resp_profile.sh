@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # resp_profile.sh -- what one RESP command costs the server, counted rather
 # than timed: user-space instructions per command (callgrind) and system
-# calls per command (strace -c -f), for redis-server answering PING and
+# calls per command (strace -c -f), and data cache misses per command
+# (callgrind's cache simulation: D1 and last-level read and write misses), for redis-server answering PING and
 # sluiced (one worker thread) answering PING and CL.THROTTLE, under the same
 # redis-benchmark load as bench/resp_vs_redis.sh (CLIENTS clients, KEYSPACE
 # random keys). Counts are stable on a loaded machine where wall time is not.
@@ -13,7 +14,7 @@
 #   bench/resp_profile.sh                       # both pipelines, ~4 min
 #   PIPELINES=1 MODES=strace bench/resp_profile.sh
 #
-# Knobs: PIPELINES ("1 16"), MODES ("callgrind strace"), CLIENTS (50),
+# Knobs: PIPELINES ("1 16"), MODES ("callgrind strace"; "cachesim" too), CLIENTS (50),
 # KEYSPACE (100000), N16 (200000), N1 (50000), WARM (400000),
 # SLUICED (build/sluiced), PORT (16392). Needs valgrind and strace.
 set -u
@@ -88,6 +89,28 @@ run_callgrind() {
   ir=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",", "", $1); print $1}')
   printf '{"bench":"resp_profile","tool":"callgrind","server":"%s","case":"%s","pipeline":%s,"commands":%s,"instructions_per_command":%d,"file":"%s"}\n' \
     "$server" "$name" "$p" "$n" $(( ir / n )) "$f" | tee -a "$OUT/lines"
+}
+
+# run_cachesim SERVER CASE P ARGS...: one JSON line of misses per command.
+# Cachegrind (valgrind 3.19) cannot count one window of a run, so this is
+# callgrind's simulation of the same caches, switched on like run_callgrind.
+run_cachesim() {
+  local server=$1 name=$2 p=$3; shift 3
+  local n=$(( p == 1 ? N1 : N16 )) f="$OUT/cs.$server.$p.${name//\//-}"
+  start "$server" valgrind --tool=callgrind --cache-sim=yes --instr-atstart=no --callgrind-out-file="$f"
+  rb "$p" "$WARM" "$@"
+  callgrind_control -i on "$SERVER_PID" >/dev/null 2>&1
+  rb "$p" "$n" "$@"
+  callgrind_control -i off "$SERVER_PID" >/dev/null 2>&1
+  stop_server
+  # "events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw" and the totals line
+  awk -v n="$n" -v s="$server" -v c="$name" -v p="$p" '
+    /^events:/ { for (i = 2; i <= NF; i++) ev[i - 1] = $i }
+    /^totals:/ { for (i = 2; i <= NF; i++) t[ev[i - 1]] = $i }
+    END { printf "{\"bench\":\"resp_profile\",\"tool\":\"cachesim\",\"server\":\"%s\",\"case\":\"%s\",\"pipeline\":%s,\"commands\":%s", s, c, p, n
+          split("Ir D1mr D1mw DLmr DLmw I1mr", want, " ")
+          for (i = 1; i <= 6; i++) printf ",\"%s_per_command\":%.2f", want[i], t[want[i]] / n
+          printf "}\n" }' "$f" | tee -a "$OUT/lines"
 }
 
 # run_strace SERVER CASE P ARGS...: one JSON line

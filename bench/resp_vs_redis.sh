@@ -16,7 +16,10 @@
 #   RUNS=5 PIN=1 bench/resp_vs_redis.sh     # PIN=1: servers on CPU 0, client on CPU 1
 #
 # Knobs: RUNS (3), DUR (5), CLIENTS (50), PIPELINES ("1 16"), KEYSPACE
-# (100000), PIN (0), THREADS ("1 2"), SLUICED (build/sluiced),
+# (100000), PIN (0), THREADS ("1 2"), SLUICED (build/sluiced), MIN_REQUESTS
+# (100000: the fewest commands a run sends, and the probe's size at P=1,
+# four times it at P>1; lower it on a loaded machine, where 100,000 PINGs
+# take half a minute),
 # REDIS_PORT (16379), SLUICED_PORT (16390).
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,6 +34,7 @@ KEYSPACE=${KEYSPACE:-100000}
 PIN=${PIN:-0}
 THREADS=${THREADS:-"1 2"}
 SLUICED=${SLUICED:-$ROOT/build/sluiced}
+MIN_REQUESTS=${MIN_REQUESTS:-100000}
 REDIS_PORT=${REDIS_PORT:-16379}
 SLUICED_PORT=${SLUICED_PORT:-16390}
 OUT=$(mktemp -d /tmp/resp-vs-redis.XXXXXX)
@@ -50,8 +54,8 @@ rb() {
 # measure SERVER THREADS CASE PORT PIPELINE ARGS...: one JSON line
 measure() {
   local server=$1 threads=$2 name=$3 port=$4 p=$5; shift 5
-  local probe; probe=$(rb "$port" "$p" $(( p == 1 ? 100000 : 400000 )) "$@")
-  local n; n=$(awk -v r="${probe%% *}" -v d="$DUR" 'BEGIN{n=int(r*d); if(n<100000)n=100000; print n}')
+  local probe; probe=$(rb "$port" "$p" $(( p == 1 ? MIN_REQUESTS : 4 * MIN_REQUESTS )) "$@")
+  local n; n=$(awk -v r="${probe%% *}" -v d="$DUR" -v m="$MIN_REQUESTS" 'BEGIN{n=int(r*d); if(n<m)n=m; print n}')
   local rps=() p50=() p99=() i line r avg mn q50 q95 q99 mx
   for i in $(seq "$RUNS"); do
     line=$(rb "$port" "$p" "$n" "$@")

@@ -4,7 +4,7 @@ on their own (HELLO, CLIENT, COMMAND, CONFIG GET, SELECT, INFO)."""
 import socket
 
 import harness
-from harness import Daemon, read_reply
+from harness import Daemon, read_lines, read_reply
 import redis
 import unittest
 
@@ -34,6 +34,20 @@ class Resp(unittest.TestCase):
             self.r.execute_command("ECHO")
         with self.assertRaises(redis.ResponseError):
             self.r.execute_command("SL.TESTCLOCKX")
+
+    def test_command_names_in_any_case(self):
+        # Names fold a-z only: a byte 0x20 away from '.' is not a dot.
+        s = self.d.raw()
+        s.sendall(b"*1\r\n$4\r\npInG\r\n"
+                  b"*5\r\n$11\r\ncl.Throttle\r\n$2\r\nkc\r\n$1\r\n5\r\n$1\r\n5\r\n$1\r\n1\r\n"
+                  b"*5\r\n$11\r\nCL\x0eTHROTTLE\r\n$2\r\nkc\r\n$1\r\n5\r\n$1\r\n5\r\n$1\r\n1\r\n"
+                  b"*2\r\n$4\r\nPIN\xe7\r\n$1\r\nx\r\n")
+        got = read_lines(s, 1 + 6 + 2)
+        s.close()
+        self.assertTrue(got.startswith(b"+PONG\r\n*5\r\n:0\r\n:6\r\n:5\r\n"), got)
+        errors = got.split(b"\r\n")[-3:-1]
+        self.assertTrue(errors[0].startswith(b"-ERR unknown command 'CL\x0eTHROTTLE'"), got)
+        self.assertTrue(errors[1].startswith(b"-ERR unknown command 'PIN\xe7'"), got)
 
     def test_client_handshake_commands(self):
         self.assertTrue(self.r.execute_command("SELECT", 0))

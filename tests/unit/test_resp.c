@@ -233,8 +233,27 @@ static void argument_helpers(void **state) {
     }
 }
 
+/* Command names: every case of a-z matches, nothing else folds, and a
+ * mismatch in either 8-byte step or the tail is seen. */
+static void command_names(void **state) {
+    (void)state;
+    assert_true(sld_name_is("PING", "PING", 4));
+    assert_true(sld_name_is("PING", "pInG", 4));
+    assert_true(sld_name_is("CL.THROTTLE", "cl.throttle", 11));
+    assert_true(sld_name_is("CL.THROTTLE", "CL.THROTTLE", 11));
+    assert_true(sld_name_is("SL.TESTCLOCK", "Sl.TestClocK", 12));
+    assert_false(sld_name_is("CL.THROTTLE", "CL\x0eTHROTTLE", 11)); /* '.' is not a letter */
+    assert_false(sld_name_is("CL.THROTTLE", "CL.THROTTLF", 11));
+    assert_false(sld_name_is("CL.THROTTLE", "DL.THROTTLE", 11));
+    assert_false(sld_name_is("PING", "PIN\xe7", 4));
+    assert_false(sld_name_is("SL.POLICIES", "SL_POLICIES", 11));
+    assert_false(sld_name_is("[", "{", 1)); /* 0x20 apart, but '{' is not a-z */
+    assert_true(sld_name_is("", "", 0));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(command_names),
         cmocka_unit_test(valid_inputs_and_every_prefix),
         cmocka_unit_test(binary_arguments),
         cmocka_unit_test(need_hint),

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "server/base/decimal.h"
@@ -361,7 +360,7 @@ static void cmd_ping(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     if (argc == 2)
         sld_reply_bulk(c->out, argv[1].ptr, argv[1].len);
     else if (argc == 1)
-        sld_reply_simple(c->out, "PONG");
+        sld_buf_append(c->out, "+PONG\r\n", 7);
     else
         sld_reply_error(c->out, "ERR wrong number of arguments for 'ping' command");
 }
@@ -515,11 +514,10 @@ static void cmd_dbsize(sld_client_t *c, const sld_arg_t *argv, size_t argc) {
     sld_reply_int(c->out, sl_store_stats(c->d->store, &st) == SL_OK ? (int64_t)st.states : 0);
 }
 
-/* Names differ in length more often than not: compare lengths first, so a
- * lookup costs one case-insensitive compare. */
+/* Names differ in length more often than not: compare lengths first. */
 static const command_t *lookup(const sld_arg_t *name) {
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (table[i].name_len == name->len && strncasecmp(name->ptr, table[i].name, name->len) == 0)
+        if (table[i].name_len == name->len && sld_name_is(table[i].name, name->ptr, name->len))
             return &table[i];
     return NULL;
 }
