@@ -214,6 +214,33 @@ static void hs_cb(redisAsyncContext *ac, void *reply, void *priv) {
         node_ready(n);
 }
 
+/* The evaluation script writes expiries with SET ... PXAT, which Redis
+ * has since 6.2: an older server would fail every decision with a syntax
+ * error from inside the script, so it is refused at connection time with
+ * its version named. A server that does not answer INFO (an ACL without
+ * it, a proxy) is taken on trust. */
+#define MIN_MAJOR 6
+#define MIN_MINOR 2
+
+static void info_cb(redisAsyncContext *ac, void *reply, void *priv) {
+    node_t *n = priv;
+    redisReply *r = reply;
+    if (r == NULL || n->ac != ac)
+        return;
+    const char *v = r->type == REDIS_REPLY_STRING ? strstr(r->str, "redis_version:") : NULL;
+    unsigned major = 0, minor = 0;
+    if (v != NULL && sscanf(v + 14, "%u.%u", &major, &minor) == 2 &&
+        (major < MIN_MAJOR || (major == MIN_MAJOR && minor < MIN_MINOR))) {
+        char why[128];
+        snprintf(why, sizeof why, "Redis %u.%u is too old: the Redis store needs %d.%d or later (SET ... PXAT)",
+                 major, minor, MIN_MAJOR, MIN_MINOR);
+        sl__rc_node_drop(n, why);
+        return;
+    }
+    if (--n->handshake_left == 0)
+        node_ready(n);
+}
+
 static void connect_addr(node_t *n);
 
 /* The address being tried failed before the handshake: the next one now,
@@ -338,6 +365,8 @@ static void connect_addr(node_t *n) {
         redisAsyncCommand(ac, hs_cb, n, "ROLE");
         n->handshake_left++;
     }
+    redisAsyncCommand(ac, info_cb, n, "INFO server");
+    n->handshake_left++;
 }
 
 static void on_resolved(void *arg, int rc, const sl__resolved_t *addrs, const char *err) {
