@@ -350,6 +350,7 @@ class Limits(unittest.TestCase):
         try:
             for c in conns:
                 c.connect()
+            self.sent_at = time.monotonic()  # no decision on them comes before this
             for c, path in zip(conns, paths):
                 c.request("GET", path)
             results = {}
@@ -366,28 +367,42 @@ class Limits(unittest.TestCase):
         self.assertEqual([r[0] for r in results.values()], [200] * 10)
         times = sorted(self.up.arrivals("/shape/"))
         self.assertEqual(len(times), 10)
-        early = [t for t in times if t - times[0] < 0.05]
-        self.assertEqual(len(early), 3)  # 1 + burst at once, no more
-        # The seven delayed ones, one per 100 ms. Measured among themselves:
-        # the three sent at once open new upstream connections and may reach
-        # it tens of ms after their decision (seen under ASan), while the
-        # delayed ones leave on time over kept-alive connections, so the
-        # burst's arrivals are no origin for the schedule.
-        # The spacing is the median gap, not the mean: on a loaded machine
-        # one arrival may come late (the Python upstream's thread was not
-        # scheduled), which makes one long gap and, since a late one does
-        # not move the next, one short one; the mean over seven would carry
-        # that lateness, the median carries the gateway's schedule.
-        spaced = times[3:]
-        gaps = sorted(b - a for a, b in zip(spaced, spaced[1:]))
-        median = (gaps[2] + gaps[3]) / 2
-        self.assertLess(abs(median - 0.1), 0.005, times)  # period/limit within 5 %
-        for i, t in enumerate(spaced):  # never before its moment (a late one does not move the next)
-            self.assertGreater(t - (spaced[0] + 0.1 * i), -0.01, times)
+        # The gateway's own decisions: three at once (1 + burst), seven
+        # delayed by 100 ms to 700 ms (the manual clock stands still, so
+        # every decision is made at the same instant of the policy's time).
         self.assertEqual(self.metric("sluice_gateway_requests_total", route="shape", result="delayed"), 7)
         self.assertEqual(self.metric("sluice_gateway_delay_seconds_count", route="shape"), 7)
         self.assertEqual(self.metric("sluice_gateway_delay_seconds_bucket", route="shape", le="0.5"), 5)
         self.assertEqual(self.metric("sluice_gateway_queue_depth", route="shape"), 0)
+        # Never before its moment: the k-th delayed one is held k * 100 ms
+        # from its decision, and no decision comes before the requests were
+        # sent, so the k-th arrival in time order is no earlier than the
+        # sending plus k * 100 ms. This origin is the client's own clock,
+        # not an arrival: the first delayed arrival may itself be late (its
+        # worker not scheduled on a loaded machine; seen 8 ms late, which
+        # made the next ones look early against it, by 12 ms). The 10 ms
+        # allowance is for the loop's clock: libuv's time is whole
+        # milliseconds, read when the loop woke, and a timer fires on it.
+        for k in range(1, 8):
+            self.assertGreater(times[2 + k] - (self.sent_at + 0.1 * k), -0.01, (k, self.sent_at, times))
+        # The three at once arrive before the first delayed one's moment.
+        self.assertLess(times[2], self.sent_at + 0.1, (self.sent_at, times))
+        # The spacing of the seven delayed ones, one per 100 ms, measured
+        # among themselves (the burst's arrivals are no origin: they open
+        # new upstream connections and may reach it tens of ms after their
+        # decision, seen under ASan), as the Theil-Sen slope: the median of
+        # the 21 pairwise slopes. A late arrival (its worker or the Python
+        # upstream's thread not scheduled) bends only the pairs it is in,
+        # and by its lateness over their distance; the two workers' loops
+        # hold their requests from clocks read a little apart, which a
+        # median of neighbouring gaps carried whole (it was off by 3.6 ms
+        # at load 8). Measured over 20 runs at load 8.5 (two runs at once
+        # beside six busy loops on 2 cores): the slope stayed within 3.9 ms
+        # of 100 ms while single arrivals came up to 63 ms late; the bound
+        # is 8 % (8 ms). A schedule too tight is caught above as well.
+        spaced = times[3:]
+        slopes = sorted((spaced[j] - spaced[i]) / (j - i) for i in range(7) for j in range(i + 1, 7))
+        self.assertLess(abs(slopes[len(slopes) // 2] - 0.1), 0.008, times)  # period/limit within 8 %
 
     def test_delay_past_max_delay_refused(self):
         results = self.parallel(["/short/%d" % i for i in range(8)])
