@@ -244,6 +244,20 @@ def metric(http_port, name, **labels):
     raise AssertionError("no %s in /metrics:\n%s" % (want, text))
 
 
+def wait_metric(http_port, name, want, timeout=5.0, **labels):
+    """Waits (bounded) until a series of /metrics reads `want`, and returns
+    what it reads then. For the server's own state after a request the
+    client has seen end: the gateway gives a request's concurrency slot
+    back when libh2o disposes of the request, a moment after the client
+    read the last byte of its answer."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = metric(http_port, name, **labels)
+        if value == want or time.monotonic() > deadline:
+            return value
+        time.sleep(0.01)
+
+
 def assert_held_on_schedule(case, held, sent_at, period, first=1):
     """Requests a gateway held at a policy's schedule reached the upstream
     at it: `held` their arrival times (monotonic, any order), the k-th

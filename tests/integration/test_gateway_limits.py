@@ -177,11 +177,8 @@ class Limits(unittest.TestCase):
         that request, a moment after its client read the last byte, and a
         test that expects its first request to find the slot free would
         otherwise see that earlier request still in flight."""
-        deadline = time.monotonic() + 5
         for route in ("load", "tenant", "once", "wait", "queue"):
-            while self.metric("sluice_gateway_inflight", route=route) != 0 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            self.assertEqual(self.metric("sluice_gateway_inflight", route=route), 0, route)
+            self.assertEqual(harness.wait_metric(self.http_port, "sluice_gateway_inflight", 0, route=route), 0, route)
 
     def get(self, path, headers=None, timeout=10):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
@@ -311,10 +308,7 @@ class Limits(unittest.TestCase):
         s.close()
         self.eventually_free("/once/x")
         self.up.gate("g1").set()
-        deadline = time.monotonic() + 3
-        while self.metric("sluice_gateway_inflight", route="once") != 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        self.assertEqual(self.metric("sluice_gateway_inflight", route="once"), 0)
+        self.assertEqual(harness.wait_metric(self.http_port, "sluice_gateway_inflight", 0, route="once"), 0)
 
     def test_queue_bound_and_waiter_leaving(self):
         held = self.start("/queue/hold?id=q1")
