@@ -314,7 +314,9 @@ class Limits(unittest.TestCase):
         held = self.start("/queue/hold?id=q1")
         self.up.wait_seen("/queue/hold?id=q1")
         waiter = self.start("/queue/first")  # waits: the one place of the queue
-        time.sleep(0.1)
+        # once the gateway has it (a fixed 100 ms may not be, on a loaded
+        # machine: /queue/x would then take the place and wait)
+        self.assertEqual(harness.wait_metric(self.http_port, "sluice_gateway_queue_depth", 1, route="queue"), 1)
         status, body = self.get("/queue/x")
         self.assertEqual(status, 503)
         self.assertIn("requests wait for a slot already (its queue)", body)
@@ -388,7 +390,7 @@ class Limits(unittest.TestCase):
     def test_delay_queue_bound_and_leaving(self):
         self.assertEqual(self.get("/line/now")[0], 200)  # at once
         waiter = self.start("/line/first")  # delayed by 10 s: holds the one place
-        time.sleep(0.1)
+        self.assertEqual(harness.wait_metric(self.http_port, "sluice_gateway_queue_depth", 1, route="line"), 1)
         status, body = self.get("/line/x")
         self.assertEqual((status, body), (429, "rate limit exceeded\n"))  # no place left
         waiter.close()  # gives the place back (its charge stays spent)
