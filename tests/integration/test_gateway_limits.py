@@ -25,8 +25,10 @@ could run out (the clock is the manual test clock); the waits are for
 events (the upstream seeing a request) and are bounded.
 """
 import http.client
+import os
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -91,6 +93,7 @@ listen: {resp: 127.0.0.1:0, http: 127.0.0.1:0}
 threads: 2
 gateway:
   listen: 127.0.0.1:0
+  access_log: %(log)s
   routes:
     - name: load
       match: {path_prefix: /load/}
@@ -104,7 +107,7 @@ gateway:
     - name: once
       match: {path_prefix: /once/}
       upstream: http://127.0.0.1:%(up)d
-      timeout: 300ms
+      timeout: 1s   # see test_slot_back_after_client_closes
       concurrency: {limit: 1}
     - name: wait
       match: {path_prefix: /wait/}
@@ -155,7 +158,8 @@ class Limits(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.up = Upstream()
-        cls.d = Daemon(CONFIG % {"up": cls.up.port})
+        cls.log = os.path.join(tempfile.mkdtemp(prefix="sluiced-limits-"), "gateway.log")
+        cls.d = Daemon(CONFIG % {"up": cls.up.port, "log": cls.log})
         cls.port = gateway_port(cls.d)
         import re
         cls.http_port = int(re.search(r" http_port=(\d+)", cls.d.output()).group(1))
@@ -264,6 +268,13 @@ class Limits(unittest.TestCase):
         for _ in range(3):
             self.eventually_free("/once/x")
 
+    # The slot of a request whose HTTP/1 client leaves while the upstream
+    # holds it comes back when the upstream answers or the route's timeout
+    # ends it (1 s): libh2o reads nothing from the client's connection
+    # meanwhile (not seen sooner; measured: with no timeout the slot stayed
+    # taken until the gate opened). The timeout was 300 ms, and a loaded
+    # machine put more than that between the upstream seeing a held
+    # request and the check that its slot is taken (seen: 200, not 503).
     def test_slot_back_after_client_closes(self):
         s = self.start("/once/hold?id=c1")
         self.up.wait_seen("/once/hold?id=c1")
@@ -359,10 +370,12 @@ class Limits(unittest.TestCase):
                 c.close()
 
     def test_delay_at_the_schedule(self):
-        results = self.parallel(["/shape/%d" % i for i in range(10)])
+        paths = ["/shape/%d" % i for i in range(10)]
+        results = self.parallel(paths)
         self.assertEqual([r[0] for r in results.values()], [200] * 10)
-        times = sorted(self.up.arrivals("/shape/"))
-        self.assertEqual(len(times), 10)
+        with self.up.lock:
+            arrivals = {p: t for p, t in self.up.times if p.startswith("/shape/")}
+        self.assertEqual(sorted(arrivals), sorted(paths))
         # The gateway's own decisions: three at once (1 + burst), seven
         # delayed by 100 ms to 700 ms (the manual clock stands still, so
         # every decision is made at the same instant of the policy's time).
@@ -370,14 +383,9 @@ class Limits(unittest.TestCase):
         self.assertEqual(self.metric("sluice_gateway_delay_seconds_count", route="shape"), 7)
         self.assertEqual(self.metric("sluice_gateway_delay_seconds_bucket", route="shape", le="0.5"), 5)
         self.assertEqual(self.metric("sluice_gateway_queue_depth", route="shape"), 0)
-        # The three at once reach the upstream before the first delayed
-        # one's moment; the seven delayed ones at one per 100 ms, measured
-        # among themselves: the three sent at once open new upstream
-        # connections and may reach it tens of ms after their decision
-        # (seen under ASan), while the delayed ones leave on time over
-        # kept-alive connections, so the burst's arrivals are no origin.
-        self.assertLess(times[2], self.sent_at + 0.1, (self.sent_at, times))
-        harness.assert_held_on_schedule(self, times[3:], self.sent_at, 0.1)
+        # which were held, from the access log; then their holds and arrivals
+        log = harness.access_log(self.log, 10, path_prefix="/shape/")
+        harness.assert_burst_then_schedule(self, log, arrivals, self.sent_at, 3, 0.1)
 
     def test_delay_past_max_delay_refused(self):
         results = self.parallel(["/short/%d" % i for i in range(8)])
