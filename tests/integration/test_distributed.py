@@ -456,8 +456,15 @@ class Faults(Base):
               % (sum(n for _, _, n, _ in got), worst, control))
         self.assertGreater(sum(n for _, _, n, _ in got), 250)
         self.assertLess(worst, 0.100 + 0.150 + control, "a request waited %.3f s" % worst)
-        # Redis decides again: a fresh key on a closed policy is admitted
-        self.assertEqual(d.client().execute_command("SL.CHECK", "closed", "after-load")[0], 1)
+        # Redis decides again: a fresh key on a closed policy is admitted,
+        # once the daemon is back on Redis (bounded: with a 100 ms store
+        # timeout on a loaded machine a call may still time out and keep
+        # the breaker open a while after the restart; seen at load 20)
+        c, deadline, n = d.client(), time.monotonic() + 10, 0
+        while c.execute_command("SL.CHECK", "closed", "after-load-%d" % n)[0] != 1:
+            self.assertLess(time.monotonic(), deadline, "Redis never decided again:\n" + d.output()[-2000:])
+            n += 1
+            time.sleep(0.05)
         self.assertIsNone(d.proc.poll())
 
     def test_slow_redis_times_out_without_pile_up(self):
