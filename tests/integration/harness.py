@@ -258,6 +258,32 @@ def wait_metric(http_port, name, want, timeout=5.0, **labels):
         time.sleep(0.01)
 
 
+def get_at_once(port, paths, timeout=30):
+    """GETs `paths` at once: every connection made first, then the requests
+    written back to back, then the answers read. Returns ({path: (status,
+    body)}, the monotonic time just before the first was written, which no
+    decision on them precedes). A thread per request, each opening its own
+    connection, spread the arrivals over tens of ms on a loaded machine
+    (more under ASan), and a request arriving late is given a later place
+    (or one within max_delay it would not have had at once)."""
+    import http.client
+    conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=timeout) for _ in paths]
+    try:
+        for c in conns:
+            c.connect()
+        sent_at = time.monotonic()
+        for c, path in zip(conns, paths):
+            c.request("GET", path)
+        results = {}
+        for c, path in zip(conns, paths):
+            resp = c.getresponse()
+            results[path] = (resp.status, resp.read().decode())
+        return results, sent_at
+    finally:
+        for c in conns:
+            c.close()
+
+
 def access_log(path, count, path_prefix="", timeout=10.0):
     """The entries of the gateway's access log whose path starts with
     `path_prefix`, once there are `count` of them, parsed (a line is

@@ -103,26 +103,7 @@ class DelaySeveral(unittest.TestCase):
             conn.close()
 
     def parallel(self, paths):
-        """The requests at once: every connection made first, then the
-        requests written back to back, then the answers read. A thread per
-        request spread the arrivals over as long as it took to start the
-        threads (tens of ms under ASan on a loaded machine), and each held
-        request waits from its own arrival, which the schedule's spacing
-        then carried."""
-        conns = [http.client.HTTPConnection("127.0.0.1", self.port, timeout=20) for _ in paths]
-        try:
-            for c in conns:
-                c.connect()
-            for c, path in zip(conns, paths):
-                c.request("GET", path)
-            results = {}
-            for c, path in zip(conns, paths):
-                resp = c.getresponse()
-                results[path] = (resp.status, resp.read().decode())
-            return results
-        finally:
-            for c in conns:
-                c.close()
+        return harness.get_at_once(self.port, paths, timeout=20)[0]
 
     def peek(self, policy, route):
         """SL.PEEK of a policy's key for this client on a route."""

@@ -348,26 +348,8 @@ class Limits(unittest.TestCase):
         held.close()
 
     def parallel(self, paths):
-        """The requests at once: every connection made first, then the
-        requests written back to back, then the answers read. Threads each
-        opening its own connection spread the arrivals over tens of ms on a
-        loaded machine, and a request arriving late is given a later place
-        (or one within max_delay that it would not have had at once)."""
-        conns = [http.client.HTTPConnection("127.0.0.1", self.port, timeout=30) for _ in paths]
-        try:
-            for c in conns:
-                c.connect()
-            self.sent_at = time.monotonic()  # no decision on them comes before this
-            for c, path in zip(conns, paths):
-                c.request("GET", path)
-            results = {}
-            for c, path in zip(conns, paths):
-                resp = c.getresponse()
-                results[path] = (resp.status, resp.read().decode())
-            return results
-        finally:
-            for c in conns:
-                c.close()
+        results, self.sent_at = harness.get_at_once(self.port, paths)
+        return results
 
     def test_delay_at_the_schedule(self):
         paths = ["/shape/%d" % i for i in range(10)]
