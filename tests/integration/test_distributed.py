@@ -949,7 +949,7 @@ class Cluster(unittest.TestCase):
 
     def test_three_masters_exact_and_spread(self):
         self.cluster = RedisCluster(masters=3)
-        store = "store:\n  clock: local\n"
+        store = "store:\n  clock: local\n" + LONG_TIMEOUT  # 605 admitted of 600 at load 26 without
         policies = "".join(one_policy(name, spec) for name, spec in ALGORITHMS.items())
         policies += one_policy("spread", "{algorithm: fixed_window, limit: 2, period: 1h}")
         self.daemons = [Daemon(config(policies, store), args=["--store", self.cluster.url], test_clock=T0)
