@@ -103,16 +103,7 @@ class DelaySeveral(unittest.TestCase):
             conn.close()
 
     def parallel(self, paths):
-        results = {}
-
-        def one(path):
-            results[path] = self.get(path)
-        threads = [threading.Thread(target=one, args=(p,)) for p in paths]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return results
+        return harness.get_at_once(self.port, paths, timeout=20)[0]
 
     def peek(self, policy, route):
         """SL.PEEK of a policy's key for this client on a route."""

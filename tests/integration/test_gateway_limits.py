@@ -25,8 +25,10 @@ could run out (the clock is the manual test clock); the waits are for
 events (the upstream seeing a request) and are bounded.
 """
 import http.client
+import os
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -91,6 +93,7 @@ listen: {resp: 127.0.0.1:0, http: 127.0.0.1:0}
 threads: 2
 gateway:
   listen: 127.0.0.1:0
+  access_log: %(log)s
   routes:
     - name: load
       match: {path_prefix: /load/}
@@ -104,7 +107,7 @@ gateway:
     - name: once
       match: {path_prefix: /once/}
       upstream: http://127.0.0.1:%(up)d
-      timeout: 300ms
+      timeout: 1s   # see test_slot_back_after_client_closes
       concurrency: {limit: 1}
     - name: wait
       match: {path_prefix: /wait/}
@@ -155,7 +158,8 @@ class Limits(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.up = Upstream()
-        cls.d = Daemon(CONFIG % {"up": cls.up.port})
+        cls.log = os.path.join(tempfile.mkdtemp(prefix="sluiced-limits-"), "gateway.log")
+        cls.d = Daemon(CONFIG % {"up": cls.up.port, "log": cls.log})
         cls.port = gateway_port(cls.d)
         import re
         cls.http_port = int(re.search(r" http_port=(\d+)", cls.d.output()).group(1))
@@ -177,11 +181,8 @@ class Limits(unittest.TestCase):
         that request, a moment after its client read the last byte, and a
         test that expects its first request to find the slot free would
         otherwise see that earlier request still in flight."""
-        deadline = time.monotonic() + 5
         for route in ("load", "tenant", "once", "wait", "queue"):
-            while self.metric("sluice_gateway_inflight", route=route) != 0 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            self.assertEqual(self.metric("sluice_gateway_inflight", route=route), 0, route)
+            self.assertEqual(harness.wait_metric(self.http_port, "sluice_gateway_inflight", 0, route=route), 0, route)
 
     def get(self, path, headers=None, timeout=10):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
@@ -267,6 +268,13 @@ class Limits(unittest.TestCase):
         for _ in range(3):
             self.eventually_free("/once/x")
 
+    # The slot of a request whose HTTP/1 client leaves while the upstream
+    # holds it comes back when the upstream answers or the route's timeout
+    # ends it (1 s): libh2o reads nothing from the client's connection
+    # meanwhile (not seen sooner; measured: with no timeout the slot stayed
+    # taken until the gate opened). The timeout was 300 ms, and a loaded
+    # machine put more than that between the upstream seeing a held
+    # request and the check that its slot is taken (seen: 200, not 503).
     def test_slot_back_after_client_closes(self):
         s = self.start("/once/hold?id=c1")
         self.up.wait_seen("/once/hold?id=c1")
@@ -311,16 +319,15 @@ class Limits(unittest.TestCase):
         s.close()
         self.eventually_free("/once/x")
         self.up.gate("g1").set()
-        deadline = time.monotonic() + 3
-        while self.metric("sluice_gateway_inflight", route="once") != 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        self.assertEqual(self.metric("sluice_gateway_inflight", route="once"), 0)
+        self.assertEqual(harness.wait_metric(self.http_port, "sluice_gateway_inflight", 0, route="once"), 0)
 
     def test_queue_bound_and_waiter_leaving(self):
         held = self.start("/queue/hold?id=q1")
         self.up.wait_seen("/queue/hold?id=q1")
         waiter = self.start("/queue/first")  # waits: the one place of the queue
-        time.sleep(0.1)
+        # once the gateway has it (a fixed 100 ms may not be, on a loaded
+        # machine: /queue/x would then take the place and wait)
+        self.assertEqual(harness.wait_metric(self.http_port, "sluice_gateway_queue_depth", 1, route="queue"), 1)
         status, body = self.get("/queue/x")
         self.assertEqual(status, 503)
         self.assertIn("requests wait for a slot already (its queue)", body)
@@ -341,53 +348,26 @@ class Limits(unittest.TestCase):
         held.close()
 
     def parallel(self, paths):
-        """The requests at once: every connection made first, then the
-        requests written back to back, then the answers read. Threads each
-        opening its own connection spread the arrivals over tens of ms on a
-        loaded machine, and a request arriving late is given a later place
-        (or one within max_delay that it would not have had at once)."""
-        conns = [http.client.HTTPConnection("127.0.0.1", self.port, timeout=30) for _ in paths]
-        try:
-            for c in conns:
-                c.connect()
-            for c, path in zip(conns, paths):
-                c.request("GET", path)
-            results = {}
-            for c, path in zip(conns, paths):
-                resp = c.getresponse()
-                results[path] = (resp.status, resp.read().decode())
-            return results
-        finally:
-            for c in conns:
-                c.close()
+        results, self.sent_at = harness.get_at_once(self.port, paths)
+        return results
 
     def test_delay_at_the_schedule(self):
-        results = self.parallel(["/shape/%d" % i for i in range(10)])
+        paths = ["/shape/%d" % i for i in range(10)]
+        results = self.parallel(paths)
         self.assertEqual([r[0] for r in results.values()], [200] * 10)
-        times = sorted(self.up.arrivals("/shape/"))
-        self.assertEqual(len(times), 10)
-        early = [t for t in times if t - times[0] < 0.05]
-        self.assertEqual(len(early), 3)  # 1 + burst at once, no more
-        # The seven delayed ones, one per 100 ms. Measured among themselves:
-        # the three sent at once open new upstream connections and may reach
-        # it tens of ms after their decision (seen under ASan), while the
-        # delayed ones leave on time over kept-alive connections, so the
-        # burst's arrivals are no origin for the schedule.
-        # The spacing is the median gap, not the mean: on a loaded machine
-        # one arrival may come late (the Python upstream's thread was not
-        # scheduled), which makes one long gap and, since a late one does
-        # not move the next, one short one; the mean over seven would carry
-        # that lateness, the median carries the gateway's schedule.
-        spaced = times[3:]
-        gaps = sorted(b - a for a, b in zip(spaced, spaced[1:]))
-        median = (gaps[2] + gaps[3]) / 2
-        self.assertLess(abs(median - 0.1), 0.005, times)  # period/limit within 5 %
-        for i, t in enumerate(spaced):  # never before its moment (a late one does not move the next)
-            self.assertGreater(t - (spaced[0] + 0.1 * i), -0.01, times)
+        with self.up.lock:
+            arrivals = {p: t for p, t in self.up.times if p.startswith("/shape/")}
+        self.assertEqual(sorted(arrivals), sorted(paths))
+        # The gateway's own decisions: three at once (1 + burst), seven
+        # delayed by 100 ms to 700 ms (the manual clock stands still, so
+        # every decision is made at the same instant of the policy's time).
         self.assertEqual(self.metric("sluice_gateway_requests_total", route="shape", result="delayed"), 7)
         self.assertEqual(self.metric("sluice_gateway_delay_seconds_count", route="shape"), 7)
         self.assertEqual(self.metric("sluice_gateway_delay_seconds_bucket", route="shape", le="0.5"), 5)
         self.assertEqual(self.metric("sluice_gateway_queue_depth", route="shape"), 0)
+        # which were held, from the access log; then their holds and arrivals
+        log = harness.access_log(self.log, 10, path_prefix="/shape/")
+        harness.assert_burst_then_schedule(self, log, arrivals, self.sent_at, 3, 0.1)
 
     def test_delay_past_max_delay_refused(self):
         results = self.parallel(["/short/%d" % i for i in range(8)])
@@ -400,7 +380,7 @@ class Limits(unittest.TestCase):
     def test_delay_queue_bound_and_leaving(self):
         self.assertEqual(self.get("/line/now")[0], 200)  # at once
         waiter = self.start("/line/first")  # delayed by 10 s: holds the one place
-        time.sleep(0.1)
+        self.assertEqual(harness.wait_metric(self.http_port, "sluice_gateway_queue_depth", 1, route="line"), 1)
         status, body = self.get("/line/x")
         self.assertEqual((status, body), (429, "rate limit exceeded\n"))  # no place left
         waiter.close()  # gives the place back (its charge stays spent)

@@ -104,8 +104,13 @@ class HttpWaiterGone(unittest.TestCase):
         r = self.d.get("/v1/check?policy=second&key=a&wait=10s")
         took = time.monotonic() - start
         self.assertEqual(r.status, 200)
+        # the daemon gave it the freed slot (its own account: the key is
+        # now full for 2 s of the standing clock, its place at 1 s plus the
+        # period; 3 s had it taken the slot after the left one), and held
+        # it that long in real time; how much longer the answer took is the
+        # machine's load (3.8 s seen at load 20, against a bound of 1.8 s)
+        self.assertEqual(r.json()["reset_after_ms"], 2000)
         self.assertGreaterEqual(took, 0.9)
-        self.assertLess(took, 1.8)
 
     def test_pipelined_request_is_not_taken_for_a_gone_client(self):
         # a request after the held one on the same connection is data, not
