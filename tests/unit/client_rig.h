@@ -6,8 +6,10 @@
 #define SL_TEST_CLIENT_RIG_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 
+#include <hiredis/hiredis.h>
 #include <uv.h>
 
 #include "store/redis/client.h"
@@ -43,6 +45,26 @@ static inline bool run_until(fx_t *f, bool (*cond)(void *), void *arg, int ms) {
     uv_timer_stop(&f->tick);
     return ok;
 }
+
+/* One command's answer, as a test reads it: rig_on_reply is the command's
+ * callback (arg: the rig_reply_t), rig_got the condition to run until. */
+typedef struct rig_reply {
+    int calls;
+    sl__redis_status_t st;
+    int type; /* the reply's type, 0 without a reply */
+    char str[128];
+} rig_reply_t;
+
+static inline void rig_on_reply(void *arg, sl__redis_status_t st, const struct redisReply *r) {
+    rig_reply_t *x = arg;
+    x->calls++;
+    x->st = st;
+    x->type = r ? r->type : 0;
+    if (r && r->str)
+        snprintf(x->str, sizeof x->str, "%.*s", (int)r->len, r->str);
+}
+
+static inline bool rig_got(void *arg) { return ((rig_reply_t *)arg)->calls > 0; }
 
 /* Closes the client (if any) and the loop; every handle must be gone. */
 static inline void fx_done(fx_t *f) {

@@ -15,33 +15,15 @@
 #include "client_rig.h"
 #include "store/redis/client.h"
 
-typedef struct res {
-    int calls;
-    sl__redis_status_t st;
-    int type;
-    char str[128];
-} res_t;
-
-static void on_reply(void *arg, sl__redis_status_t st, const struct redisReply *r) {
-    res_t *x = arg;
-    x->calls++;
-    x->st = st;
-    x->type = r ? r->type : 0;
-    if (r && r->str)
-        snprintf(x->str, sizeof x->str, "%.*s", (int)r->len, r->str);
-}
-
-static bool got(void *arg) { return ((res_t *)arg)->calls > 0; }
-
-static res_t ping(fx_t *f) {
-    res_t x = {0};
+static rig_reply_t ping(fx_t *f) {
+    rig_reply_t x = {0};
     const char *argv[1] = {"PING"};
-    int rc = sl__redis_client_send(f->c, NULL, 0, 1, argv, NULL, NULL, 0, on_reply, &x);
+    int rc = sl__redis_client_send(f->c, NULL, 0, 1, argv, NULL, NULL, 0, rig_on_reply, &x);
     if (rc != 0) {
         x.st = (sl__redis_status_t)rc;
         return x;
     }
-    assert_true(run_until(f, got, &x, 3000));
+    assert_true(run_until(f, rig_got, &x, 3000));
     return x;
 }
 
@@ -74,7 +56,7 @@ static void noauth_is_down(void **state) {
     assert_int_equal(sl__redis_client_new(&f.loop, &u, &o, &f.c), 0);
 
     /* not an answer: a failure, with the reason */
-    res_t x = ping(&f);
+    rig_reply_t x = ping(&f);
     if (x.st == SL__REDIS_OK)
         fail_msg("PING answered (%s) by a server that wants a password", x.str);
     assert_true(x.st == SL__REDIS_DOWN || x.st == SL__REDIS_TIMEOUT);

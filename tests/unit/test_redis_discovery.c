@@ -98,35 +98,19 @@ static char *handler(fake_redis_t *f, fake_conn_t *c, int argc, char **argv) {
 
 /* ---- the loop and the client ------------------------------------------------------------- */
 
-typedef struct res {
-    int calls;
-    sl__redis_status_t st;
-    char str[128];
-} res_t;
-
 static bool never(void *arg) { (void)arg; return false; }
 static void run_for(fx_t *f, int ms) { run_until(f, never, NULL, ms); }
 
-static void on_reply(void *arg, sl__redis_status_t st, const struct redisReply *r) {
-    res_t *x = arg;
-    x->calls++;
-    x->st = st;
-    if (r && r->str)
-        snprintf(x->str, sizeof x->str, "%.*s", (int)r->len, r->str);
-}
-
-static bool got(void *arg) { return ((res_t *)arg)->calls > 0; }
-
-static void send_get(fx_t *f, const char *key, res_t *x) {
+static void send_get(fx_t *f, const char *key, rig_reply_t *x) {
     const char *argv[2] = {"GET", key};
     memset(x, 0, sizeof *x);
-    assert_int_equal(sl__redis_client_send(f->c, key, strlen(key), 2, argv, NULL, NULL, 0, on_reply, x), 0);
+    assert_int_equal(sl__redis_client_send(f->c, key, strlen(key), 2, argv, NULL, NULL, 0, rig_on_reply, x), 0);
 }
 
 static void get_ok(fx_t *f, const char *key) {
-    res_t x;
+    rig_reply_t x;
     send_get(f, key, &x);
-    assert_true(run_until(f, got, &x, 3000));
+    assert_true(run_until(f, rig_got, &x, 3000));
     if (x.st != SL__REDIS_OK || strcmp(x.str, "v") != 0)
         fail_msg("GET %s: status %d '%s' (%s)", key, x.st, x.str, sl__redis_client_last_error(f->c));
 }
@@ -232,7 +216,7 @@ static void refresh_does_not_undo_a_newer_moved(void **state) {
     cl.ranges[0] = (range_t){0, slot, 0};
     cl.ranges[1] = (range_t){slot + 1, SL__REDIS_SLOTS - 1, 1};
     uint64_t redirects = stats(&f).redirects;
-    res_t x;
+    rig_reply_t x;
     want_redirects = redirects + 1;
     send_get(&f, k, &x); /* MOVED by node 1; resent to node 0, behind the refresh */
     assert_true(run_until(&f, redirected, &f, 2000));
@@ -242,7 +226,7 @@ static void refresh_does_not_undo_a_newer_moved(void **state) {
     cl.slots_answered++;
     fake_redis_release(cl.held_slots, cl.held_slots_reply);
     cl.held_slots_reply = NULL;
-    assert_true(run_until(&f, got, &x, 2000));
+    assert_true(run_until(&f, rig_got, &x, 2000));
     assert_int_equal(x.st, SL__REDIS_OK);
     assert_int_equal(cl.gets[0], 1);
     run_for(&f, 50);
@@ -277,7 +261,7 @@ static void departed_nodes_are_dropped(void **state) {
 
     /* a command in flight on node 2, then node 2 leaves */
     cl.hold_gets[2] = true;
-    res_t held;
+    rig_reply_t held;
     send_get(&f, k2, &held);
     for (int i = 0; i < 200 && cl.held_get == NULL; i++)
         run_for(&f, 5);
@@ -293,7 +277,7 @@ static void departed_nodes_are_dropped(void **state) {
     assert_int_equal(cl.fake[2].open_conns, 1);
 
     fake_redis_release(cl.held_get, fake_fmt("$1\r\nv\r\n"));
-    assert_true(run_until(&f, got, &held, 2000));
+    assert_true(run_until(&f, rig_got, &held, 2000));
     assert_int_equal(held.st, SL__REDIS_OK);
     want = cl.slots_answered + 1;
     trigger_refresh(&f);

@@ -135,31 +135,15 @@ static void asynchronous(void **state) {
 
 /* ---- the client walking the list ------------------------------------------------------------ */
 
-typedef struct res {
-    int calls;
-    sl__redis_status_t st;
-    char str[64];
-} res_t;
-
-static void on_reply(void *arg, sl__redis_status_t st, const struct redisReply *r) {
-    res_t *x = arg;
-    x->calls++;
-    x->st = st;
-    if (r && r->str)
-        snprintf(x->str, sizeof x->str, "%.*s", (int)r->len, r->str);
-}
-
-static bool got(void *arg) { return ((res_t *)arg)->calls > 0; }
-
-static res_t ping(fx_t *f) {
-    res_t x = {0};
+static rig_reply_t ping(fx_t *f) {
+    rig_reply_t x = {0};
     const char *argv[1] = {"PING"};
-    int rc = sl__redis_client_send(f->c, NULL, 0, 1, argv, NULL, NULL, 0, on_reply, &x);
+    int rc = sl__redis_client_send(f->c, NULL, 0, 1, argv, NULL, NULL, 0, rig_on_reply, &x);
     if (rc != 0) {
         x.st = (sl__redis_status_t)rc;
         return x;
     }
-    assert_true(run_until(f, got, &x, 3000));
+    assert_true(run_until(f, rig_got, &x, 3000));
     return x;
 }
 
@@ -203,7 +187,7 @@ static void client_walks_every_address(void **state) {
     /* ::1 first, where nothing listens: the next address is tried */
     fx_t f;
     fx_start(&f, "dual.test", srv.port);
-    res_t x = ping(&f);
+    rig_reply_t x = ping(&f);
     if (x.st != SL__REDIS_OK || strcmp(x.str, "PONG") != 0)
         fail_msg("PING: %d '%s' (%s)", x.st, x.str, sl__redis_client_last_error(f.c));
     assert_true(up(&f));

@@ -36,27 +36,11 @@ static char *handler(fake_redis_t *f, fake_conn_t *c, int argc, char **argv) {
     return fake_fmt("-ERR unknown command\r\n");
 }
 
-typedef struct res {
-    int calls;
-    sl__redis_status_t st;
-    char str[64];
-} res_t;
-
-static void on_reply(void *arg, sl__redis_status_t st, const struct redisReply *r) {
-    res_t *x = arg;
-    x->calls++;
-    x->st = st;
-    if (r && r->str)
-        snprintf(x->str, sizeof x->str, "%.*s", (int)r->len, r->str);
-}
-
-static bool got(void *arg) { return ((res_t *)arg)->calls > 0; }
-
 static bool fake_gone(void *arg) { return fake_redis_closed(arg); }
 
 /* One GET against a fake answering INFO with v; its result, and the
  * client's last error in err. */
-static res_t get_against(const char *v, char *err, size_t err_len) {
+static rig_reply_t get_against(const char *v, char *err, size_t err_len) {
     fx_t f;
     fake_redis_t fake;
     memset(&fake, 0, sizeof fake);
@@ -70,11 +54,11 @@ static res_t get_against(const char *v, char *err, size_t err_len) {
     assert_int_equal(sl__redis_url_parse(url, strlen(url), &u, perr, sizeof perr), 0);
     sl__redis_client_options_t o = {.timeout_ms = 300, .breaker_failures = 1000};
     assert_int_equal(sl__redis_client_new(&f.loop, &u, &o, &f.c), 0);
-    res_t x;
+    rig_reply_t x;
     memset(&x, 0, sizeof x);
     const char *argv[2] = {"GET", "k"};
-    assert_int_equal(sl__redis_client_send(f.c, "k", 1, 2, argv, NULL, NULL, 0, on_reply, &x), 0);
-    assert_true(run_until(&f, got, &x, 3000));
+    assert_int_equal(sl__redis_client_send(f.c, "k", 1, 2, argv, NULL, NULL, 0, rig_on_reply, &x), 0);
+    assert_true(run_until(&f, rig_got, &x, 3000));
     const char *last = sl__redis_client_last_error(f.c);
     snprintf(err, err_len, "%s", last ? last : "");
     sl__redis_client_close(f.c, on_closed, &f);
@@ -90,7 +74,7 @@ static res_t get_against(const char *v, char *err, size_t err_len) {
 static void a_server_older_than_6_2_is_refused_with_its_version(void **state) {
     (void)state;
     char err[512];
-    res_t x = get_against("6.0.16", err, sizeof err);
+    rig_reply_t x = get_against("6.0.16", err, sizeof err);
     assert_int_not_equal(x.st, SL__REDIS_OK);
     if (strstr(err, "Redis 6.0 is too old: the Redis store needs 6.2 or later") == NULL)
         fail_msg("last error: '%s'", err);
@@ -99,7 +83,7 @@ static void a_server_older_than_6_2_is_refused_with_its_version(void **state) {
 static void a_6_2_server_is_used(void **state) {
     (void)state;
     char err[512];
-    res_t x = get_against("6.2.0", err, sizeof err);
+    rig_reply_t x = get_against("6.2.0", err, sizeof err);
     assert_int_equal(x.st, SL__REDIS_OK);
     assert_string_equal(x.str, "v");
 }
@@ -107,7 +91,7 @@ static void a_6_2_server_is_used(void **state) {
 static void a_server_that_does_not_answer_info_is_trusted(void **state) {
     (void)state;
     char err[512];
-    res_t x = get_against(NULL, err, sizeof err);
+    rig_reply_t x = get_against(NULL, err, sizeof err);
     assert_int_equal(x.st, SL__REDIS_OK);
     assert_string_equal(x.str, "v");
 }

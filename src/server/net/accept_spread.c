@@ -12,7 +12,6 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -196,15 +195,27 @@ static void on_connection(uv_stream_t *listener, int status) {
     serve(a, (sld_incoming_t){a, fd >= 0 ? NULL : listener, fd, false});
 }
 
-static void on_inbox(uv_async_t *h) {
-    sld_acceptor_t *a = h->data;
-    slot_t *s = &a->spread->slots[a->index];
-    int fds[INBOX_CAP];
+/* The sockets waiting in a worker's inbox, taken out of it; closing: the
+ * worker also stops taking hand-overs, under the same lock, so nothing is
+ * put in (or woken for) after it. */
+static uint32_t take_inbox(slot_t *s, int fds[INBOX_CAP], bool closing) {
     uv_mutex_lock(&s->lock);
+    if (closing) {
+        s->wake = NULL;
+        atomic_store(&s->open, false);
+    }
     uint32_t n = s->n;
     memcpy(fds, s->fds, n * sizeof *fds);
     s->n = 0;
     uv_mutex_unlock(&s->lock);
+    return n;
+}
+
+static void on_inbox(uv_async_t *h) {
+    sld_acceptor_t *a = h->data;
+    slot_t *s = &a->spread->slots[a->index];
+    int fds[INBOX_CAP];
+    uint32_t n = take_inbox(s, fds, false);
     for (uint32_t i = 0; i < n; i++)
         serve(a, (sld_incoming_t){a, NULL, fds[i], false});
 }
@@ -242,13 +253,7 @@ void sld_acceptor_close(sld_acceptor_t *a) {
     a->inbox_open = false;
     slot_t *s = &a->spread->slots[a->index];
     int fds[INBOX_CAP];
-    uv_mutex_lock(&s->lock);
-    s->wake = NULL;
-    atomic_store(&s->open, false);
-    uint32_t n = s->n;
-    memcpy(fds, s->fds, n * sizeof *fds);
-    s->n = 0;
-    uv_mutex_unlock(&s->lock);
+    uint32_t n = take_inbox(s, fds, true);
     for (uint32_t i = 0; i < n; i++) { /* handed over, never served: closed here */
         close(fds[i]);
         uncount(a, a->index);
