@@ -32,7 +32,10 @@
  * blocks' records in store_memory_slab.c; reclamation and eviction in
  * store_memory_reclaim.c; the operations over the whole store (statistics,
  * sweep, snapshots) in store_memory_bulk.c; decisions that find their
- * shard's lock taken are run by its holder (store_memory_combine.c).
+ * shard's lock taken are run by its holder (store_memory_combine.c); a
+ * denial is decided again from the deciding thread's copy while its shard
+ * is unchanged (store_memory_memo.c); write-back's shares are in
+ * store_memory_share.c.
  *
  * Not here: what a state means (core), the file format (snapshot.c).
  */
@@ -315,44 +318,6 @@ static void locate_all(eval_t *e) {
     e->moves = e->sh->moves;
 }
 
-/* Write-back: the mask of limits this daemon's unsynced charges of the
- * key would take past its share. A key with nothing unsynced may always
- * try, so that a cost above the share is not refused forever. */
-static uint32_t share_check(const memory_store_t *m, const sl_policy_t *p, const void *key,
-                            size_t key_len, uint64_t cost, sl_usec_t *retry) {
-    uint64_t unsynced[SL_MAX_LIMITS] = {0};
-    m->unsynced(m->journal_ctx, p, key, key_len, unsynced, retry);
-    uint32_t over = 0;
-    for (size_t i = 0; i < p->nlimits; i++)
-        if (unsynced[i] > 0 && sl__sat_add_u64(unsynced[i], cost) > sl__policy_share(p, i))
-            over |= 1u << i;
-    return over;
-}
-
-/* An admission the limits would give, taken back: this daemon has spent
- * its share until its charges are synced. */
-static void deny_for_share(const sl_policy_t *p, uint32_t over, sl_usec_t retry,
-                           sl_decision_t *out, sl_limit_report_t *limits) {
-    out->allowed = false;
-    out->limited = true;
-    out->remaining = 0;
-    out->retry_after = retry > 0 ? retry : 1;
-    out->delay = 0;
-    for (size_t i = 0; i < p->nlimits; i++) {
-        if (!(over & (1u << i)))
-            continue;
-        if (out->limit_index < 0 || !(over & (1u << out->limit_index))) {
-            out->limit_index = (int)i;
-            out->limit = p->limits[i].nominal;
-        }
-        if (limits) {
-            limits[i].allowed = false;
-            limits[i].remaining = 0;
-            limits[i].retry_after = out->retry_after;
-        }
-    }
-}
-
 /* Whether charged limit i's state needs a wide record it does not have. */
 static bool needs_ext(const eval_t *e, const sl__cell_t *c, size_t i) {
     uint64_t v;
@@ -490,6 +455,9 @@ typedef struct decision {
     sl_decision_t *out;
     sl_limit_report_t *limits;
     sl__held_t *held;
+    bool keep;  /* changed nothing: the deciding thread keeps cells at gen */
+    uint64_t gen;
+    sl__cell_t cells[SL__MEMO_LIMITS];
 } decision_t;
 
 /* One decision, the shard's lock held: an evaluation (max_wait < 0) or a
@@ -513,12 +481,21 @@ static int decide_locked(void *ctx) {
     } else {
         sl_usec_t share_retry = 0;
         if (p->write_back && !d->peek && d->cost > 0 && p->mode != SL_MODE_SHADOW && m->unsynced)
-            over_share = share_check(m, p, d->key, d->key_len, d->cost, &share_retry);
+            over_share = sl__mem_share_check(m, p, d->key, d->key_len, d->cost, &share_retry);
         rc = sl__policy_evaluate(p, cells, now, d->cost, d->peek || over_share, prepare, e,
                                  &charged, &costed, d->out, d->limits);
         if (rc == SL_OK && over_share && d->out->allowed)
-            deny_for_share(p, over_share, share_retry, d->out, d->limits);
+            sl__mem_deny_for_share(p, over_share, share_retry, d->out, d->limits);
     }
+    if (rc == SL_OK && charged == 0 && e->sh->moves == e->moves && d->max_wait < 0 &&
+        sl__mem_memo_fits(p)) { /* nothing changed, and no block was read */
+        d->keep = true;
+        d->gen = atomic_load_explicit(&e->sh->gen, memory_order_relaxed);
+        e->sh->memo_out = true;
+        memcpy(d->cells, cells, p->nlimits * sizeof cells[0]);
+        return rc;
+    }
+    shard_changed(e->sh);
     if (rc == SL_OK)
         rc = store_charged(e, cells, p->nlimits, charged);
     else
@@ -531,7 +508,10 @@ static int decide_locked(void *ctx) {
 /* A decision under its shard's lock. Threads deciding in the same shard at
  * once have theirs run by the lock's holder (store_memory_combine.c),
  * except write-back ones (the journal is the deciding thread's business)
- * and a thread that holds the shard in a group already. */
+ * and a thread that holds the shard in a group already. A decision that
+ * would change nothing, on states this thread kept from such a decision
+ * while the shard has not changed since, takes no lock
+ * (store_memory_memo.c). */
 static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, size_t key_len,
                       uint64_t cost, sl_usec_t now, bool peek, sl_usec_t max_wait,
                       sl_usec_t not_before, sl_decision_t *out, sl_limit_report_t *limits,
@@ -547,26 +527,32 @@ static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, 
     d.held = held;
     d.out = out;
     d.limits = limits;
+    d.keep = false;
     begin(m, p, key, key_len, now, &d.e);
     shard_t *sh = d.e.sh;
+    int rc;
     if (shard_held(m, sh))
-        return decide_locked(&d);
+        return decide_locked(&d); /* a group's decisions are not kept */
     if (p->write_back) {
         pthread_mutex_lock(&sh->lock);
-        int rc = decide_locked(&d);
+        rc = decide_locked(&d);
         sl__mem_release(sh); /* others' decisions published meanwhile */
-        return rc;
-    }
-    if (pthread_mutex_trylock(&sh->lock) == 0) {
-        int rc = decide_locked(&d);
+    } else if (max_wait < 0 &&
+               sl__mem_memo_decide(m, sh, p, d.e.tags, now, cost, peek, out, limits)) {
+        return SL_OK;
+    } else if (pthread_mutex_trylock(&sh->lock) == 0) {
+        rc = decide_locked(&d);
         if (atomic_load_explicit(&sh->pending, memory_order_relaxed) != NULL)
             sl__mem_release(sh); /* serves who published meanwhile */
         else
             pthread_mutex_unlock(&sh->lock);
-        return rc;
+    } else {
+        sl__mem_req_t r = {.run = decide_locked, .ctx = &d};
+        rc = sl__mem_combine(sh, &r);
     }
-    sl__mem_req_t r = {.run = decide_locked, .ctx = &d};
-    return sl__mem_combine(sh, &r);
+    if (d.keep)
+        sl__mem_memo_keep(m, p, d.e.tags, d.cells, d.gen);
+    return rc;
 }
 
 static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
@@ -756,6 +742,8 @@ int sl_store_memory_new(const sl_memory_options_t *opts, sl_store_t **out) {
     memory_store_t *m = calloc(1, sizeof *m);
     if (m == NULL)
         return SL_ENOMEM;
+    static _Atomic uint64_t stores;
+    m->serial = atomic_fetch_add(&stores, 1) + 1;
     m->base.ops = &memory_ops;
     m->nshards = n;
     m->max_memory = o.max_memory;

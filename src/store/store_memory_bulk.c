@@ -47,6 +47,7 @@ int sl__mem_sweep(sl_store_t *s, sl_usec_t now, size_t budget, size_t *reclaimed
         /* A table left mostly empty by a burst gives its memory back. */
         if (sh->cap > MIN_CAP && (uint64_t)sh->count * 4 < sh->cap)
             sl__mem_resize(sh, sh->count * 2 > MIN_CAP ? sh->count * 2 : MIN_CAP);
+        shard_changed(sh);
         pthread_mutex_unlock(&sh->lock);
     }
     if (reclaimed)
@@ -187,8 +188,10 @@ int sl__mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded)
             sl__mem_place(sh, slot);
         }
     }
-    for (uint32_t i = m->nshards; i-- > 0;)
+    for (uint32_t i = m->nshards; i-- > 0;) {
+        shard_changed(&m->shards[i]);
         pthread_mutex_unlock(&m->shards[i].lock);
+    }
     if (loaded)
         *loaded = rc == SL_OK ? snap.count : 0;
     sl__snapshot_release(&snap);

@@ -98,11 +98,10 @@ void sl__mem_group_end(sl_store_t *s) {
         return;
     sl__mem_held = (held_t){0};
     atomic_fetch_sub_explicit(&m->groups, 1, memory_order_relaxed);
-    if (h.all)
-        for (uint32_t i = m->nshards; i-- > 0;)
-            pthread_mutex_unlock(&m->shards[i].lock);
-    else
-        for (uint32_t i = h.n; i-- > 0;)
-            pthread_mutex_unlock(&m->shards[h.idx[i]].lock);
+    for (uint32_t k = h.all ? m->nshards : h.n; k-- > 0;) {
+        shard_t *sh = &m->shards[h.all ? k : h.idx[k]];
+        shard_changed(sh); /* whatever the group did */
+        pthread_mutex_unlock(&sh->lock);
+    }
     free(h.idx);
 }

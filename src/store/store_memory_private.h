@@ -97,6 +97,11 @@ typedef struct shard {
     sl_usec_t epoch;       /* packed expiries count from here (chosen when empty) */
     uint32_t sweep, hand;  /* incremental sweep cursor; CLOCK hand */
     uint64_t moves;        /* bumped whenever slots change place */
+    /* Changes of the shard since a thread last kept a denial of one of its
+     * keys (store_memory_memo.c): bumped, under the lock, by the first
+     * change after memo_out was set. Read without the lock. */
+    _Atomic uint64_t gen;
+    bool memo_out;         /* a denial has been kept at the current gen */
     size_t table_bytes;    /* what the table costs (mem_cost.h) */
     size_t block_bytes;    /* wide records and the slab */
     sl__slab_t slab;       /* blocks' records */
@@ -108,6 +113,7 @@ typedef struct memory_store {
     shard_t *shards;
     uint32_t nshards;
     _Atomic uint64_t seed;
+    uint64_t serial;  /* this store among all of the process's: names its memos */
     size_t max_memory;
     size_t fixed;   /* this header and the shard headers (locks included), as allocated */
     size_t budget;  /* per shard: tables and blocks; 0 = unbounded */
@@ -120,6 +126,52 @@ typedef struct memory_store {
     char pad_[64];
     _Atomic uint32_t groups;
 } memory_store_t;
+
+/* ---- decisions kept by each thread (store_memory_memo.c) ------------------------ */
+
+/* Every critical section that may change what a kept denial read (a
+ * charge, a slot placed, moved or freed, a reference bit cleared, a load)
+ * calls this before it unlocks; a decision that changed nothing does not. */
+static inline void shard_changed(shard_t *sh) {
+    if (sh->memo_out) {
+        sh->memo_out = false;
+        atomic_fetch_add_explicit(&sh->gen, 1, memory_order_seq_cst);
+    }
+}
+
+/* Limits of a policy whose decisions a thread may keep. */
+#define SL__MEMO_LIMITS 4
+
+/* Whether decisions under p may be kept: not write-back (its journal and
+ * shares are state the shard does not hold), no blocks (a block's ring is
+ * tidied by reading it), at most SL__MEMO_LIMITS limits. */
+bool sl__mem_memo_fits(const sl_policy_t *p);
+
+/* Decides (p, tags) at now from this thread's kept copy of its states when
+ * the shard has not changed since and the decision changes nothing (a
+ * denial, a peek); false: decide under the lock. Not for a thread holding
+ * the shard in a group. */
+bool sl__mem_memo_decide(const memory_store_t *m, shard_t *sh, const sl_policy_t *p,
+                         const uint64_t *tags, sl_usec_t now, uint64_t cost, bool peek,
+                         sl_decision_t *out, sl_limit_report_t *limits);
+
+/* Keeps, for this thread, the states a decision that changed nothing read
+ * from sh at gen (the lock was held; the caller set sh->memo_out). */
+void sl__mem_memo_keep(const memory_store_t *m, const sl_policy_t *p, const uint64_t *tags,
+                       const sl__cell_t *cells, uint64_t gen);
+
+/* Decisions this thread took from its kept states (tests, benchmarks). */
+uint64_t sl__mem_memo_hits(void);
+
+/* ---- write-back shares (store_memory_share.c) ------------------------------------ */
+
+/* Write-back: the mask of limits this daemon's unsynced charges of the key
+ * would take past its share (*retry: when they may be synced). */
+uint32_t sl__mem_share_check(const memory_store_t *m, const sl_policy_t *p, const void *key,
+                             size_t key_len, uint64_t cost, sl_usec_t *retry);
+/* out (and limits) turned into the denial of the limits in `over`. */
+void sl__mem_deny_for_share(const sl_policy_t *p, uint32_t over, sl_usec_t retry,
+                            sl_decision_t *out, sl_limit_report_t *limits);
 
 /* ---- groups (store_memory_group.c) ---------------------------------------------- */
 
@@ -149,6 +201,7 @@ static inline void shard_lock(const memory_store_t *m, shard_t *sh) {
 }
 
 static inline void shard_unlock(const memory_store_t *m, shard_t *sh) {
+    shard_changed(sh);
     if (!shard_held(m, sh))
         pthread_mutex_unlock(&sh->lock);
 }
