@@ -537,7 +537,7 @@ static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, 
         pthread_mutex_lock(&sh->lock);
         rc = decide_locked(&d);
         sl__mem_release(sh); /* others' decisions published meanwhile */
-    } else if (max_wait < 0 &&
+    } else if (max_wait < 0 && sl__memo_maybe(m, d.e.tags[0]) &&
                sl__mem_memo_decide(m, sh, p, d.e.tags, now, cost, peek, out, limits)) {
         return SL_OK;
     } else if (pthread_mutex_trylock(&sh->lock) == 0) {

@@ -27,23 +27,8 @@
 #include "../core/policy.h"
 #include "store_memory_private.h"
 
-/* Kept per thread, direct-mapped: a few hot keys at once. */
-#define MEMO_SLOTS 8u
-
-typedef struct memo {
-    uint64_t serial; /* the store's; 0: empty */
-    uint64_t gen;
-    uint32_t n;
-    uint64_t tags[SL__MEMO_LIMITS];
-    sl_usec_t expire_at[SL__MEMO_LIMITS];
-    uint64_t word[SL__MEMO_LIMITS];
-} memo_t;
-
-static _Thread_local memo_t memos[MEMO_SLOTS];
+_Thread_local sl__memo_t sl__memos[SL__MEMO_SLOTS] __attribute__((tls_model("initial-exec")));
 static _Thread_local uint64_t hits;
-
-/* Bits 3-18 of a tag choose its shard: the slot comes from above them. */
-static inline memo_t *memo_of(uint64_t tag) { return &memos[(tag >> 20) & (MEMO_SLOTS - 1)]; }
 
 bool sl__mem_memo_fits(const sl_policy_t *p) {
     if (p->write_back || p->nlimits > SL__MEMO_LIMITS)
@@ -63,7 +48,7 @@ static int refuse(void *ctx, size_t i, sl__cell_t *cell, uint32_t block_cap) {
 bool sl__mem_memo_decide(const memory_store_t *m, shard_t *sh, const sl_policy_t *p,
                          const uint64_t *tags, sl_usec_t now, uint64_t cost, bool peek,
                          sl_decision_t *out, sl_limit_report_t *limits) {
-    memo_t *me = memo_of(tags[0]);
+    sl__memo_t *me = sl__memo_of(tags[0]);
     if (me->serial != m->serial || me->n != p->nlimits || p->write_back)
         return false;
     for (uint32_t i = 0; i < me->n; i++)
@@ -87,7 +72,7 @@ bool sl__mem_memo_decide(const memory_store_t *m, shard_t *sh, const sl_policy_t
 
 void sl__mem_memo_keep(const memory_store_t *m, const sl_policy_t *p, const uint64_t *tags,
                        const sl__cell_t *cells, uint64_t gen) {
-    memo_t *me = memo_of(tags[0]);
+    sl__memo_t *me = sl__memo_of(tags[0]);
     me->serial = m->serial;
     me->gen = gen;
     me->n = (uint32_t)p->nlimits;

@@ -139,8 +139,39 @@ static inline void shard_changed(shard_t *sh) {
     }
 }
 
-/* Limits of a policy whose decisions a thread may keep. */
-#define SL__MEMO_LIMITS 4
+/* Limits of a policy whose decisions a thread may keep (most have one
+ * or two). */
+#define SL__MEMO_LIMITS 2
+/* Kept per thread, direct-mapped: a few hot keys at once. */
+#define SL__MEMO_SLOTS 8u
+
+typedef struct sl__memo {
+    uint64_t serial; /* the store's; 0: empty */
+    uint64_t gen;
+    uint32_t n;
+    uint64_t tags[SL__MEMO_LIMITS];
+    sl_usec_t expire_at[SL__MEMO_LIMITS];
+    uint64_t word[SL__MEMO_LIMITS];
+} sl__memo_t;
+
+/* initial-exec: read without a call to __tls_get_addr, as the first
+ * thing every decision does (576 bytes: well within the static TLS that a
+ * library loaded by dlopen may still take). */
+extern _Thread_local sl__memo_t sl__memos[SL__MEMO_SLOTS]
+    __attribute__((tls_model("initial-exec")));
+
+/* The thread's place for the states of the key whose first tag is tag:
+ * bits 3-18 choose the shard, so the place comes from above them. */
+static inline sl__memo_t *sl__memo_of(uint64_t tag) {
+    return &sl__memos[(tag >> 20) & (SL__MEMO_SLOTS - 1)];
+}
+
+/* Whether this thread may hold states of store m for the key (inline, so
+ * that a key with none costs a compare). */
+static inline bool sl__memo_maybe(const memory_store_t *m, uint64_t tag) {
+    const sl__memo_t *me = sl__memo_of(tag);
+    return me->tags[0] == tag && me->serial == m->serial;
+}
 
 /* Whether decisions under p may be kept: not write-back (its journal and
  * shares are state the shard does not hold), no blocks (a block's ring is
