@@ -60,6 +60,17 @@ cpu_ticks() {
 # shellcheck disable=SC2034  # HZ is for the scripts that source this
 HZ=$(getconf CLK_TCK)
 
+# rq_wait_ns PID: time the threads of a process and of its children
+# (nginx's workers) have spent ready to run but waiting for a CPU
+# (/proc/PID/task/*/schedstat, second field): on a machine shared by the
+# client and the server, what the scheduler adds to their latency.
+rq_wait_ns() {
+  local p=$1 c
+  { cat /proc/"$p"/task/*/schedstat
+    for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do cat /proc/"$c"/task/*/schedstat; done
+  } 2>/dev/null | awk '{ s += $2 } END { printf "%d", s }'
+}
+
 # conn_spread PORT [METRICS_URL] -> the established client connections on
 # PORT per worker, "a/b": nginx's by worker process (ss -p), sluiced's by
 # worker thread from its /metrics (sluice_worker_connections of the front

@@ -82,7 +82,8 @@ sed -e '1i -- written by bench/http_vs_nginx.sh: the peer kit randkey.lua, with 
 grep -q 'sep .. "key="' "$OUT/randkey_query.lua" && grep -q '^  sep = ' "$OUT/randkey_query.lua" \
   || { echo "could not adapt $PEERS/wrk/randkey.lua" >&2; exit 1; }
 
-# one_run SERVER N CONNS I -> "rps p50_ms p99_ms total non2xx sockerr req_per_cpu_s spread"
+# one_run SERVER N CONNS I -> "rps p50_ms p99_ms total non2xx sockerr req_per_cpu_s spread rq_us"
+# (rq_us: the server's threads' run-queue wait per request, microseconds)
 one_run() {
   local server=$1 n=$2 conns=$3 i=$4 script url t0 t1 r port murl sampler
   case $server in
@@ -96,33 +97,37 @@ one_run() {
   ( sleep "$(( (DUR + 1) / 2 ))"; conn_spread "$port" "$murl" >"$OUT/spread" ) &
   sampler=$!
   t0=$(cpu_ticks "$(cat "$OUT/$server.pid")")
+  w0=$(rq_wait_ns "$(cat "$OUT/$server.pid")")
   r=$(wrk_run "$OUT/wrk-$server-$n-$conns-$i.log" -t"$WRK_THREADS" -c"$conns" -d"${DUR}s" --latency -s "$script" "$url" -- "$KEYSPACE")
+  w1=$(rq_wait_ns "$(cat "$OUT/$server.pid")")
   t1=$(cpu_ticks "$(cat "$OUT/$server.pid")")
   wait "$sampler"
   read -r _ _ _ tot _ _ <<<"$r"
-  echo "$r $(awk -v n="$tot" -v d=$((t1 - t0)) -v hz="$HZ" 'BEGIN{ if (d > 0) printf "%d", n * hz / d; else print "NA" }') $(cat "$OUT/spread" 2>/dev/null || echo NA)"
+  echo "$r $(awk -v n="$tot" -v d=$((t1 - t0)) -v hz="$HZ" 'BEGIN{ if (d > 0) printf "%d", n * hz / d; else print "NA" }') $(cat "$OUT/spread" 2>/dev/null || echo NA) $(awk -v n="$tot" -v w=$((w1 - w0)) 'BEGIN{ if (n > 0) printf "%.1f", w / n / 1000; else print "NA" }')"
 }
 
 # measure N CONNS: RUNS alternating runs of each server, one JSON line each
 measure() {
-  local n=$1 conns=$2 i f r q50 q99 tot n2 er eff sp
+  local n=$1 conns=$2 i f r q50 q99 tot n2 er eff sp rq
   declare -A R=()
   for i in $(seq "$RUNS"); do
     for f in $SERVERS; do
-      read -r r q50 q99 tot n2 er eff sp <<<"$(one_run "$f" "$n" "$conns" "$i")"
+      read -r r q50 q99 tot n2 er eff sp rq <<<"$(one_run "$f" "$n" "$conns" "$i")"
       R[$f.rps]+="$r "; R[$f.p50]+="$q50 "; R[$f.p99]+="$q99 "; R[$f.eff]+="$eff "; R[$f.sp]+="${R[$f.sp]:+,}\"$sp\""
+      R[$f.rq]+="$rq "
       R[$f.bad]=$(( ${R[$f.bad]:-0} + ${n2:-0} )); [ "$er" != none ] && R[$f.err]=$er
-      echo "  $f n=$n c=$conns run $i: $r req/s p50 $q50 ms p99 $q99 ms; $eff req per cpu-s; spread $sp" >&2
+      echo "  $f n=$n c=$conns run $i: $r req/s p50 $q50 ms p99 $q99 ms; $eff req per cpu-s; spread $sp; run-queue wait $rq us/req" >&2
     done
   done
-  local m lo hi m50 m99 meff
+  local m lo hi m50 m99 meff mrq
   for f in $SERVERS; do
     read -r m lo hi <<<"$(printf '%s\n' ${R[$f.rps]} | grep -v NA | stats)"
     m50=$(printf '%s\n' ${R[$f.p50]} | med); m99=$(printf '%s\n' ${R[$f.p99]} | med); meff=$(printf '%s\n' ${R[$f.eff]} | med)
+    mrq=$(printf '%s\n' ${R[$f.rq]} | med)
     [ "${R[$f.bad]}" -gt 0 ] && echo "warning: $f n=$n c=$conns: ${R[$f.bad]} answers were not 2xx" >&2
     [ -n "${R[$f.err]:-}" ] && echo "warning: $f n=$n c=$conns: socket errors ${R[$f.err]}" >&2
-    printf '{"bench":"http","server":"%s","threads":%s,"case":"pass/spread","conns":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"req_per_cpu_s":%s,"non2xx":%s,"runs":%s,"dur_s":%s,"keyspace":%s,"spread":[%s]}\n' \
-      "$f" "$n" "$conns" "$m" "$lo" "$hi" "$m50" "$m99" "$meff" "${R[$f.bad]}" "$RUNS" "$DUR" "$KEYSPACE" "${R[$f.sp]}" | tee -a "$OUT/lines"
+    printf '{"bench":"http","server":"%s","threads":%s,"case":"pass/spread","conns":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"req_per_cpu_s":%s,"rq_wait_us_per_req":%s,"non2xx":%s,"runs":%s,"dur_s":%s,"keyspace":%s,"spread":[%s]}\n' \
+      "$f" "$n" "$conns" "$m" "$lo" "$hi" "$m50" "$m99" "$meff" "$mrq" "${R[$f.bad]}" "$RUNS" "$DUR" "$KEYSPACE" "${R[$f.sp]}" | tee -a "$OUT/lines"
   done
 }
 
@@ -206,9 +211,9 @@ awk -F'[:,{}"]+' '
   { for (i = 2; i < NF; i += 2) v[$i] = $(i + 1)
     key = v["server"] "|" v["threads"] "|" v["conns"]
     rps[key] = v["rps"]; lo[key] = v["rps_min"]; hi[key] = v["rps_max"]
-    p50[key] = v["p50_ms"]; p99[key] = v["p99_ms"]; eff[key] = v["req_per_cpu_s"]; order[++n] = key }
+    p50[key] = v["p50_ms"]; p99[key] = v["p99_ms"]; eff[key] = v["req_per_cpu_s"]; rq[key] = v["rq_wait_us_per_req"]; order[++n] = key }
   END {
-    printf "%-8s %3s %5s %10s %22s %8s %8s %9s %14s %8s %9s\n", "server", "thr", "conns", "req/s", "[min..max]", "p50 ms", "p99 ms", "req/cpu-s", "sluiced/nginx", "p99 s/n", "cpu-s s/n"
+    printf "%-8s %3s %5s %10s %22s %8s %8s %9s %9s %14s %8s %9s\n", "server", "thr", "conns", "req/s", "[min..max]", "p50 ms", "p99 ms", "req/cpu-s", "rq us/req", "sluiced/nginx", "p99 s/n", "cpu-s s/n"
     for (k = 1; k <= n; k++) {
       split(order[k], f, "|")
       ng = "nginx|" f[2] "|" f[3]
@@ -217,9 +222,10 @@ awk -F'[:,{}"]+' '
         ratio = sprintf("%.2fx", rps[order[k]] / rps[ng])
         if (p99[ng] > 0) pr = sprintf("%.2fx", p99[order[k]] / p99[ng])
         if (eff[ng] > 0) er = sprintf("%.2fx", eff[order[k]] / eff[ng]) }
-      printf "%-8s %3s %5s %10d %22s %8s %8s %9s %14s %8s %9s\n", f[1], f[2], f[3], rps[order[k]],
-        "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]], eff[order[k]], ratio, pr, er }
+      printf "%-8s %3s %5s %10d %22s %8s %8s %9s %9s %14s %8s %9s\n", f[1], f[2], f[3], rps[order[k]],
+        "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]], eff[order[k]], rq[order[k]], ratio, pr, er }
   }' "$OUT/lines"
 echo "# thr: nginx worker processes / sluiced threads; medians of $RUNS alternating runs; req/cpu-s: requests"
-echo "# answered per CPU second of the server; the ratios compare equal thread counts and connections"
+echo "# answered per CPU second of the server; rq us/req: the server's threads' time ready to run but"
+echo "# waiting for a CPU, per request; the ratios compare equal thread counts and connections"
 echo "# raw: $OUT"
