@@ -26,6 +26,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="${PEERS:-$ROOT/../shared/bench/peers}"
 # shellcheck source=/dev/null
 source "$PEERS/common.sh"
+# shellcheck source=bench/resp_lib.sh
+source "$ROOT/bench/resp_lib.sh"
 
 DUR=${DUR:-5}
 CLIENTS=${CLIENTS:-50}
@@ -73,19 +75,11 @@ measure() {
     "$server" "$threads" "$name" "$CLIENTS" "$p" "$m" "$lo" "$hi" "$m50" "$m99" "$RUNS" "$n" | tee -a "$OUT/lines"
 }
 
-cat >"$OUT/sluice.yaml" <<EOF
-listen: {resp: 127.0.0.1:$SLUICED_PORT, http: off}
-limits: {max_connections: 1000}
-policies:
-  - name: bench
-    limits: [{algorithm: gcra, limit: 100, period: 1s, burst: 99}]
-EOF
+resp_bench_yaml "$OUT/sluice.yaml" "$SLUICED_PORT"
 
 port_free "$REDIS_PORT" || exit 1
 port_free "$SLUICED_PORT" || exit 1
-start_bg redis "$OUT/redis.log" "${SRV_PIN[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 \
-  --save "" --appendonly no --daemonize no --dir "$OUT" --protected-mode yes
-wait_port 127.0.0.1 "$REDIS_PORT" || exit 1
+start_bench_redis "$OUT" "$REDIS_PORT" || exit 1
 SHA=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat "$PEERS/lua/gcra.lua")")
 
 {
