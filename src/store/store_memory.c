@@ -491,7 +491,8 @@ static int decide_locked(void *ctx) {
         sl__mem_memo_fits(p)) { /* nothing changed, and no block was read */
         d->keep = true;
         d->gen = atomic_load_explicit(&e->sh->gen, memory_order_relaxed);
-        e->sh->memo_out = true;
+        if (!e->sh->memo_out) /* the line every reader polls: written on change only */
+            e->sh->memo_out = true;
         memcpy(d->cells, cells, p->nlimits * sizeof cells[0]);
         return rc;
     }

@@ -24,7 +24,7 @@ int sl__mem_stats(sl_store_t *s, sl_store_stats_t *out) {
         out->bytes += sh->table_bytes + sh->block_bytes;
         out->evictions += sh->evictions;
         out->reclaimed += sh->reclaimed;
-        shard_unlock(m, sh);
+        shard_unlock_unchanged(m, sh); /* read only: copies stay good */
     }
     return SL_OK;
 }
@@ -188,10 +188,13 @@ int sl__mem_load(sl_store_t *s, const char *path, sl_usec_t now, size_t *loaded)
             sl__mem_place(sh, slot);
         }
     }
-    for (uint32_t i = m->nshards; i-- > 0;) {
+    /* every shard's copies dropped before any shard is unlocked: a thread
+     * that sees the load in one shard must not decide from an older copy
+     * in another */
+    for (uint32_t i = 0; i < m->nshards; i++)
         shard_changed(&m->shards[i]);
+    for (uint32_t i = m->nshards; i-- > 0;)
         pthread_mutex_unlock(&m->shards[i].lock);
-    }
     if (loaded)
         *loaded = rc == SL_OK ? snap.count : 0;
     sl__snapshot_release(&snap);

@@ -98,10 +98,12 @@ void sl__mem_group_end(sl_store_t *s) {
         return;
     sl__mem_held = (held_t){0};
     atomic_fetch_sub_explicit(&m->groups, 1, memory_order_relaxed);
-    for (uint32_t k = h.all ? m->nshards : h.n; k-- > 0;) {
-        shard_t *sh = &m->shards[h.all ? k : h.idx[k]];
-        shard_changed(sh); /* whatever the group did */
-        pthread_mutex_unlock(&sh->lock);
-    }
+    /* whatever the group did, seen in all of its shards at once: every
+     * copy dropped before any shard is unlocked */
+    uint32_t n = h.all ? m->nshards : h.n;
+    for (uint32_t k = 0; k < n; k++)
+        shard_changed(&m->shards[h.all ? k : h.idx[k]]);
+    for (uint32_t k = n; k-- > 0;)
+        pthread_mutex_unlock(&m->shards[h.all ? k : h.idx[k]].lock);
     free(h.idx);
 }

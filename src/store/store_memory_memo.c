@@ -14,8 +14,9 @@
  *
  * Exactness rests on shard_changed() (store_memory_private.h): every
  * critical section that may change a kept state, move or free a slot, or
- * clear a reference bit calls it, and it bumps the generation when a
- * denial has been kept since the last bump. A reference bit the copy does
+ * clear a reference bit calls it before it unlocks (for every shard it
+ * holds before it unlocks any), and it bumps the generation when a denial
+ * has been kept since the last bump. A reference bit the copy does
  * not set is no loss: the CLOCK hand that clears it bumps the generation,
  * so the key's next decision takes the lock and sets it again.
  *
@@ -27,7 +28,7 @@
 #include "../core/policy.h"
 #include "store_memory_private.h"
 
-_Thread_local sl__memo_t sl__memos[SL__MEMO_SLOTS] __attribute__((tls_model("initial-exec")));
+_Thread_local sl__memo_t sl__memos[SL__MEMO_SLOTS];
 static _Thread_local uint64_t hits;
 
 bool sl__mem_memo_fits(const sl_policy_t *p) {
@@ -58,14 +59,21 @@ bool sl__mem_memo_decide(const memory_store_t *m, shard_t *sh, const sl_policy_t
         me->serial = 0;
         return false;
     }
+    /* Tags name the limits' algorithms: a policy with blocks has no copy. */
     sl__cell_t cells[SL__MEMO_LIMITS];
     for (uint32_t i = 0; i < me->n; i++)
         cells[i] = (sl__cell_t){me->expire_at[i], me->word[i], NULL, false};
+    /* decided aside: out and limits stay untouched when the lock decides */
+    sl_decision_t d;
+    sl_limit_report_t reports[SL__MEMO_LIMITS];
     uint32_t charged, costed;
-    if (sl__policy_evaluate(p, cells, now, cost, peek, refuse, NULL, &charged, &costed, out, limits) !=
-            SL_OK ||
+    if (sl__policy_evaluate(p, cells, now, cost, peek, refuse, NULL, &charged, &costed, &d,
+                            limits ? reports : NULL) != SL_OK ||
         charged != 0)
         return false;
+    *out = d;
+    if (limits)
+        memcpy(limits, reports, me->n * sizeof reports[0]);
     hits++;
     return true;
 }

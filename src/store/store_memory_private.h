@@ -131,7 +131,8 @@ typedef struct memory_store {
 
 /* Every critical section that may change what a kept denial read (a
  * charge, a slot placed, moved or freed, a reference bit cleared, a load)
- * calls this before it unlocks; a decision that changed nothing does not. */
+ * calls this before it unlocks (one over several shards, for all of them
+ * before it unlocks any); one that changed nothing does not. */
 static inline void shard_changed(shard_t *sh) {
     if (sh->memo_out) {
         sh->memo_out = false;
@@ -154,11 +155,10 @@ typedef struct sl__memo {
     uint64_t word[SL__MEMO_LIMITS];
 } sl__memo_t;
 
-/* initial-exec: read without a call to __tls_get_addr, as the first
- * thing every decision does (576 bytes: well within the static TLS that a
- * library loaded by dlopen may still take). */
-extern _Thread_local sl__memo_t sl__memos[SL__MEMO_SLOTS]
-    __attribute__((tls_model("initial-exec")));
+/* The default TLS model: linked into an executable (sluiced) the access is
+ * relaxed to an offset from the thread pointer; libsluice.so stays loadable
+ * by dlopen, which initial-exec TLS may not be. */
+extern _Thread_local sl__memo_t sl__memos[SL__MEMO_SLOTS];
 
 /* The thread's place for the states of the key whose first tag is tag:
  * bits 3-18 choose the shard, so the place comes from above them. */
@@ -233,6 +233,12 @@ static inline void shard_lock(const memory_store_t *m, shard_t *sh) {
 
 static inline void shard_unlock(const memory_store_t *m, shard_t *sh) {
     shard_changed(sh);
+    if (!shard_held(m, sh))
+        pthread_mutex_unlock(&sh->lock);
+}
+
+/* shard_unlock() after a critical section that only read. */
+static inline void shard_unlock_unchanged(const memory_store_t *m, shard_t *sh) {
     if (!shard_held(m, sh))
         pthread_mutex_unlock(&sh->lock);
 }

@@ -1,11 +1,15 @@
 /* test_store_memory_memo.c -- denials a thread decides again from its kept
  * copy (src/store/store_memory_memo.c) are the decisions the lock gives:
  * against a twin store whose every decision is made inside a group (where
- * nothing is kept or reused), over random clocks, costs, peeks, resets,
- * reservations and refunds; a change made by another thread or a snapshot
- * loaded is seen at once; and a hot key decided by two threads
- * still admits exactly its limit. */
+ * nothing is kept or reused), over random clocks, costs (0 and above any
+ * capacity too), peeks, resets, reservations, refunds and CLOCK evictions
+ * under max_memory; a change made by another thread, alone or in a group
+ * and told through memory, and a snapshot loaded over 65,536 shards, are
+ * seen at once; what is never kept (blocks, three limits, reservations);
+ * and a hot key decided by two threads still admits exactly its limit. */
+#define _DEFAULT_SOURCE /* usleep */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "rig.h"
@@ -85,7 +89,8 @@ static void differential(const sl_limit_t *limits, size_t n, sl_mode_t mode, uin
             assert_int_equal(sl__refund(locked->limiter, locked->policy, key, len, 1, &hb), SL_OK);
             continue;
         }
-        uint64_t cost = 1 + (x >> 40) % 3;
+        uint64_t c = (x >> 40) % 64;
+        uint64_t cost = c == 0 ? 0 : c == 1 ? UINT64_MAX : 1 + c % 3; /* nothing; never fits */
         unsigned flags = op >= 90 ? SL_DECIDE_PEEK : 0;
         sl_decision_t a, b;
         sl_limit_report_t la[SL_MAX_LIMITS], lb[SL_MAX_LIMITS];
@@ -250,6 +255,212 @@ static void a_hot_key_on_two_threads_admits_the_limit(void **state) {
     rig_free(r);
 }
 
+/* A store whose every shard is one of 65,536, so that two keys can be
+ * found in shards far apart. */
+static rig_t *rig_shards(sl_limit_t l, uint32_t shards, size_t max_memory) {
+    rig_t *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    sl_memory_options_t mo = {.shards = shards, .seed = 12345, .max_memory = max_memory};
+    assert_int_equal(sl_store_memory_new(&mo, &r->store), SL_OK);
+    sl_limiter_options_t lo = {.clock = rig_clock, .clock_ctx = r};
+    assert_int_equal(sl_limiter_new(r->store, &lo, &r->limiter), SL_OK);
+    sl_policy_config_t cfg = {.name = "test", .limits = &l, .nlimits = 1};
+    assert_int_equal(sl_policy_new(&cfg, &r->policy, NULL, 0), SL_OK);
+    return r;
+}
+
+/* Under max_memory, CLOCK evicts the same states whether or not denials
+ * are decided from copies (a copy does not set the reference bit; the
+ * hand that clears it drops the copies). */
+static void evictions_decide_as_the_lock(void **state) {
+    (void)state;
+    sl_limit_t l = {.algorithm = SL_GCRA, .limit = 3, .period = SEC(100), .burst = 2};
+    rig_t *kept = rig_shards(l, 1, 64 * 1024), *locked = rig_shards(l, 1, 64 * 1024);
+    uint64_t rng = 7, hits0 = sl__mem_memo_hits();
+    sl_usec_t now = SEC(1000);
+    for (size_t step = 0; step < 200000; step++) {
+        uint64_t x = next_rand(&rng);
+        char key[32];
+        if (x % 4 != 0)
+            snprintf(key, sizeof key, "hot%u", (unsigned)((x >> 8) % 6));
+        else
+            snprintf(key, sizeof key, "k%u", (unsigned)((x >> 8) % 20000));
+        if ((x >> 40) % 50 == 0)
+            now += MS(3);
+        kept->now = locked->now = now;
+        if ((x >> 32) % 5000 == 0) {
+            assert_int_equal(sl_store_sweep(kept->store, now, 0, NULL), SL_OK);
+            assert_int_equal(sl_store_sweep(locked->store, now, 0, NULL), SL_OK);
+        }
+        unsigned flags = (x >> 50) % 10 == 0 ? SL_DECIDE_PEEK : 0;
+        sl_decision_t a, b;
+        assert_int_equal(sl_decide(kept->limiter, kept->policy, key, strlen(key), 1, flags, &a, NULL), SL_OK);
+        locked_decide(locked, key, 1, flags, &b, NULL);
+        same_decision(&a, &b, step);
+    }
+    sl_store_stats_t sa, sb;
+    assert_int_equal(sl_store_stats(kept->store, &sa), SL_OK);
+    assert_int_equal(sl_store_stats(locked->store, &sb), SL_OK);
+    assert_true(sa.evictions > 1000);
+    assert_int_equal(sa.evictions, sb.evictions);
+    assert_true(sl__mem_memo_hits() - hits0 > 10000);
+    rig_free(kept);
+    rig_free(locked);
+}
+
+/* Policies whose decisions are never kept: blocks, more than two limits,
+ * reservations. */
+static void what_is_never_kept(void **state) {
+    (void)state;
+    const sl_limit_t log = {.algorithm = SL_SLIDING_LOG, .limit = 2, .period = SEC(60)};
+    const sl_limit_t three[] = {
+        {.algorithm = SL_FIXED_WINDOW, .limit = 2, .period = SEC(60)},
+        {.algorithm = SL_FIXED_WINDOW, .limit = 5, .period = SEC(600)},
+        {.algorithm = SL_FIXED_WINDOW, .limit = 9, .period = SEC(6000)},
+    };
+    rig_t *rigs[] = {rig_one(log), rig_limits(three, 3, SL_MODE_HARD)};
+    for (size_t k = 0; k < 2; k++) {
+        rig_t *r = rigs[k];
+        r->now = SEC(100);
+        uint64_t h = sl__mem_memo_hits();
+        for (int i = 0; i < 10; i++)
+            (void)rig_check(r, "hot");
+        assert_false(rig_check(r, "hot").allowed);
+        assert_int_equal(sl__mem_memo_hits(), h);
+        rig_free(r);
+    }
+    rig_t *r = rig_one((sl_limit_t){.algorithm = SL_GCRA, .limit = 1, .period = SEC(60)});
+    r->now = SEC(100);
+    assert_true(rig_check(r, "hot").allowed);
+    assert_false(rig_check(r, "hot").allowed); /* kept */
+    uint64_t h = sl__mem_memo_hits();
+    for (int i = 0; i < 5; i++) { /* a reservation always locks, and may hold a place */
+        sl_decision_t d;
+        sl__held_t held;
+        assert_int_equal(sl__reserve(r->limiter, r->policy, "hot", 3, 1, SEC(1), 0, true, &d, NULL, &held),
+                         SL_OK);
+        assert_false(d.allowed);
+    }
+    assert_int_equal(sl__mem_memo_hits(), h);
+    rig_free(r);
+}
+
+typedef struct loader {
+    rig_t *r;
+    const char *path;
+} loader_t;
+
+static void *load_run(void *arg) {
+    loader_t *l = arg;
+    usleep(20000);
+    size_t n = 0;
+    assert_int_equal(sl_store_load(l->r->store, l->path, l->r->now, &n), SL_OK);
+    return NULL;
+}
+
+/* A snapshot load is one change of every shard: a thread that sees it in
+ * one shard does not decide from an older copy in another. */
+static void a_load_is_seen_in_every_shard_at_once(void **state) {
+    (void)state;
+    sl_limit_t l = {.algorithm = SL_FIXED_WINDOW, .limit = 1, .period = SEC(600)};
+    int stale = 0;
+    for (int round = 0; round < 5; round++) {
+        rig_t *r = rig_shards(l, 65536, 0);
+        memory_store_t *m = (memory_store_t *)r->store;
+        char a[32] = "", b[32] = ""; /* a in one of the last shards unlocked, b in one of the first */
+        for (unsigned i = 0; a[0] == 0 || b[0] == 0; i++) {
+            char k[32];
+            snprintf(k, sizeof k, "key%u", i);
+            uint32_t sh = sl__mem_shard_of_key(m, r->policy, k, strlen(k));
+            if (a[0] == 0 && sh > 65000)
+                strcpy(a, k);
+            if (b[0] == 0 && sh < 100)
+                strcpy(b, k);
+        }
+        r->now = SEC(100);
+        char path[] = "/tmp/sluice-memo-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_true(rig_check(r, a).allowed);
+        assert_true(rig_check(r, b).allowed);
+        assert_int_equal(sl_store_save(r->store, path, r->now), SL_OK); /* both used up */
+        assert_int_equal(sl_reset(r->limiter, r->policy, a, strlen(a)), SL_OK);
+        assert_int_equal(sl_reset(r->limiter, r->policy, b, strlen(b)), SL_OK);
+        assert_true(rig_peek_cost(r, a, 1).allowed); /* kept: fresh */
+        assert_true(rig_peek_cost(r, b, 1).allowed);
+        pthread_t t;
+        loader_t ld = {r, path};
+        assert_int_equal(pthread_create(&t, NULL, load_run, &ld), 0);
+        while (rig_peek_cost(r, a, 1).allowed) /* until the load shows in a's shard */
+            ;
+        if (rig_peek_cost(r, b, 1).allowed)
+            stale++;
+        assert_int_equal(pthread_join(t, NULL), 0);
+        assert_false(rig_peek_cost(r, b, 1).allowed);
+        unlink(path);
+        rig_free(r);
+    }
+    assert_int_equal(stale, 0);
+}
+
+typedef struct ping {
+    rig_t *r;
+    _Atomic int changed, seen;
+    int rounds, wrong;
+} ping_t;
+
+/* Changes the key (a reset, alone or in a group of the key or of the
+ * whole store) and then says so. */
+static void *ping_changer(void *arg) {
+    ping_t *p = arg;
+    for (int i = 1; i <= p->rounds; i++) {
+        while (atomic_load_explicit(&p->seen, memory_order_acquire) != i - 1)
+            ;
+        char other[16];
+        snprintf(other, sizeof other, "o%d", i % 50);
+        (void)rig_check(p->r, other); /* other changes in the shard */
+        sl__group_key_t g = {p->r->policy, "hot", 3};
+        if (i % 3 != 0)
+            assert_int_equal(sl__limiter_group_begin(p->r->limiter, &g, 1, i % 3 == 2), SL_OK);
+        assert_int_equal(sl_reset(p->r->limiter, p->r->policy, "hot", 3), SL_OK);
+        if (i % 3 != 0)
+            sl__limiter_group_end(p->r->limiter);
+        atomic_store_explicit(&p->changed, i, memory_order_release);
+    }
+    return NULL;
+}
+
+/* Once told, decides: the change must show, then its own denial is kept. */
+static void *ping_decider(void *arg) {
+    ping_t *p = arg;
+    for (int i = 1; i <= p->rounds; i++) {
+        while (atomic_load_explicit(&p->changed, memory_order_acquire) != i)
+            ;
+        p->wrong += !rig_check(p->r, "hot").allowed;
+        (void)rig_check(p->r, "hot"); /* denied: kept */
+        p->wrong += rig_check(p->r, "hot").allowed; /* from the copy */
+        atomic_store_explicit(&p->seen, i, memory_order_release);
+    }
+    return NULL;
+}
+
+static void a_change_told_to_another_thread_is_seen(void **state) {
+    (void)state;
+    rig_t *r = rig_shards((sl_limit_t){.algorithm = SL_FIXED_WINDOW, .limit = 1, .period = SEC(600)}, 1, 0);
+    r->now = SEC(100);
+    ping_t p = {.r = r, .rounds = 5000};
+    atomic_init(&p.changed, 0);
+    atomic_init(&p.seen, 0);
+    pthread_t a, b;
+    assert_int_equal(pthread_create(&a, NULL, ping_changer, &p), 0);
+    assert_int_equal(pthread_create(&b, NULL, ping_decider, &p), 0);
+    assert_int_equal(pthread_join(a, NULL), 0);
+    assert_int_equal(pthread_join(b, NULL), 0);
+    assert_int_equal(p.wrong, 0);
+    rig_free(r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_algorithm_decides_as_the_lock),
@@ -257,6 +468,10 @@ int main(void) {
         cmocka_unit_test(another_threads_change_is_seen),
         cmocka_unit_test(a_load_is_seen),
         cmocka_unit_test(a_hot_key_on_two_threads_admits_the_limit),
+        cmocka_unit_test(evictions_decide_as_the_lock),
+        cmocka_unit_test(what_is_never_kept),
+        cmocka_unit_test(a_load_is_seen_in_every_shard_at_once),
+        cmocka_unit_test(a_change_told_to_another_thread_is_seen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
