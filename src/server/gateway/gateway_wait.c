@@ -218,5 +218,9 @@ void sld__gw_hold(gw_call_t *call, sl_usec_t delay) {
     sld_gw_count(lane_of(call), SLD_GW_DELAYED);
     sld_gw_access_decision(call->req, SLD_GW_LOG_DELAYED);
     sld_gw_count_delay(lane_of(call), delay);
+    /* The delay counts from the decision, not from the start of this turn
+     * of the loop (uv_now), which may be well before it in a busy turn:
+     * the request would leave early. */
+    uv_update_time(w->wait_timer.loop);
     wait_in_line(call, true, uv_now(w->wait_timer.loop) + (uint64_t)((delay + 999) / 1000));
 }

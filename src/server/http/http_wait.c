@@ -111,6 +111,7 @@ static void hold(held_t *held, sl_usec_t delay) {
     }
     uv_timer_init(held->loop, &held->timer);
     held->timer.data = held;
+    uv_update_time(held->loop); /* from the decision, not from the start of the loop's turn */
     held->due = uv_now(held->loop) + (uint64_t)sld_ms_up(delay);
     arm(held);
     sld_http_pending_on_cancel(held->pd, on_cancel, held);

@@ -53,6 +53,7 @@ static void on_cancel(void *arg) {
 /* Holds w's reply (its decision in w->d) on a timer until its delay. */
 static void hold(waiter_t *w) {
     uv_timer_init(w->loop, &w->timer);
+    uv_update_time(w->loop); /* from the decision, not from the start of the loop's turn */
     uv_timer_start(&w->timer, on_fire, (uint64_t)sld_ms_up(w->d.delay), 0);
     sld_reply_on_close(w->slot, on_cancel, w);
 }
