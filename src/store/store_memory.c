@@ -28,7 +28,8 @@
  * (every allocation counted as the allocator rounds it: mem_cost.h); when it
  * is used up, recovered states go first, then CLOCK eviction (counted).
  *
- * Its insides (slots, shards, the store) are in store_memory_private.h;
+ * Its insides (slots, shards, the store) are in store_memory_private.h,
+ * where its tables come from in store_memory_table.h;
  * blocks' records in store_memory_slab.c; reclamation and eviction in
  * store_memory_reclaim.c; the operations over the whole store (statistics,
  * sweep, snapshots) in store_memory_bulk.c; decisions that find their
@@ -41,7 +42,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -55,6 +55,7 @@
 #include "store.h"
 #include "journal.h"
 #include "store_memory_private.h"
+#include "store_memory_table.h"
 
 /* ---- slots ---------------------------------------------------------------------- */
 
@@ -113,40 +114,6 @@ static void remove_at(shard_t *sh, uint32_t i) {
 }
 
 /* ---- tables --------------------------------------------------------------------- */
-
-static size_t table_bytes(uint32_t cap) { return (size_t)cap * sizeof(slot_t); }
-
-/* What a table of `cap` slots (already page_fit) costs: see table_alloc. */
-static size_t table_cost(uint32_t cap) {
-    size_t n = table_bytes(cap);
-    return n < PAGE_BYTES ? sl__heap_cost(n) : sl__pages_cost(n);
-}
-
-/* Tables of a page or more come straight from mmap, so that a grown-out
- * table goes back to the system at once instead of lingering in the malloc
- * heap; their capacity is rounded up to fill whole pages. */
-static uint32_t page_fit(uint32_t cap) {
-    if (table_bytes(cap) < PAGE_BYTES)
-        return cap;
-    size_t bytes = (table_bytes(cap) + PAGE_BYTES - 1) / PAGE_BYTES * PAGE_BYTES;
-    return (uint32_t)(bytes / sizeof(slot_t));
-}
-
-static slot_t *table_alloc(uint32_t cap) {
-    if (table_bytes(cap) < PAGE_BYTES)
-        return calloc(cap, sizeof(slot_t));
-    void *p = mmap(NULL, table_bytes(cap), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-static void table_free(slot_t *slots, uint32_t cap) {
-    if (slots == NULL)
-        return;
-    if (table_bytes(cap) < PAGE_BYTES)
-        free(slots);
-    else
-        munmap(slots, table_bytes(cap));
-}
 
 static void publish(shard_t *sh) {
     atomic_store_explicit(&sh->hint_slots, (uintptr_t)sh->slots, memory_order_relaxed);
