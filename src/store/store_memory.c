@@ -553,6 +553,37 @@ static int mem_reserve(sl_store_t *s, const sl_policy_t *p, const void *key, siz
                       out, limits, held);
 }
 
+/* A request of a batch (store_memory_batch.c), its key hashed already (h):
+ * begin()'s work from h, then decide_locked() as mem_decide() runs it,
+ * under the shard's lock held by the caller or, with `combine`, by the
+ * thread that holds it now. */
+int sl__mem_decide_hashed(memory_store_t *m, const sl_policy_t *p, uint64_t h, const sl_request_t *r,
+                          sl_usec_t now, bool combine, sl_decision_t *out) {
+    decision_t d; /* as in mem_decide: what is read is filled */
+    d.m = m;
+    d.key = r->key ? r->key : "";
+    d.key_len = r->key_len;
+    d.cost = r->cost;
+    d.peek = false;
+    d.max_wait = -1;
+    d.not_before = 0;
+    d.held = NULL;
+    d.out = out;
+    d.limits = NULL;
+    d.e.m = m;
+    d.e.p = p;
+    d.e.now = now;
+    for (size_t i = 0; i < p->nlimits; i++)
+        d.e.tags[i] = make_tag(h, p->limits[i].id);
+    d.e.pins.tags = d.e.tags;
+    d.e.pins.n = p->nlimits;
+    d.e.sh = &m->shards[shard_of(m, d.e.tags[0])];
+    if (!combine)
+        return decide_locked(&d);
+    sl__mem_req_t req = {.run = decide_locked, .ctx = &d};
+    return sl__mem_combine(d.e.sh, &req);
+}
+
 /* A reservation given back (core/refund.h), under the shard's lock. */
 static int mem_refund(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
                       sl_usec_t now, const sl__held_t *held) {
@@ -653,6 +684,10 @@ static int mem_reset(sl_store_t *s, const sl_policy_t *p, const void *key, size_
 /* ---- for store_memory_bulk.c: the table operations, out of line ----------------- */
 
 int64_t sl__mem_find(const shard_t *sh, uint64_t tag) { return find(sh, tag); }
+uint64_t sl__mem_key_hash(const memory_store_t *m, const sl_policy_t *p, const void *key,
+                          size_t key_len) {
+    return key_hash(m, p, key, key_len);
+}
 uint32_t sl__mem_shard_of_key(const memory_store_t *m, const sl_policy_t *p, const void *key,
                               size_t key_len) {
     return shard_of(m, make_tag(key_hash(m, p, key, key_len), p->limits[0].id));
@@ -685,6 +720,7 @@ static const sl__store_ops_t memory_ops = {
     .refund = mem_refund,
     .reset = mem_reset,
     .prefetch = mem_prefetch,
+    .evaluate_batch = sl__mem_evaluate_batch,
     .stats = sl__mem_stats,
     .sweep = sl__mem_sweep,
     .save = sl__mem_save,
