@@ -72,26 +72,38 @@ static void run_ahead(cslot_t *table, size_t nslots, const char *const *ks, size
     }
 }
 
-double rmw_ceiling(const rmw_keys_t *keys, size_t nslots, unsigned run, unsigned lookahead,
+/* An anonymous mapping of `bytes`, on huge pages when asked and granted. */
+static void *map(size_t bytes, bool huge) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("sluice-bench: mmap");
+        abort();
+    }
+    if (huge && madvise(p, bytes, MADV_HUGEPAGE) != 0)
+        perror("sluice-bench: madvise(MADV_HUGEPAGE), timing on small pages");
+    return p;
+}
+
+double rmw_ceiling(const rmw_keys_t *keys, size_t nslots, unsigned run, unsigned lookahead, bool huge,
                    double duration, uint64_t seed) {
     if (run == 0 || run > MAX_RUN || keys->len < 8 || keys->len > keys->stride || nslots == 0) {
         fprintf(stderr, "sluice-bench: rmw_ceiling: bad arguments\n");
         abort();
     }
-    size_t bytes = nslots * sizeof(cslot_t);
-    cslot_t *table = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (table == MAP_FAILED) {
-        perror("sluice-bench: mmap");
-        abort();
-    }
+    size_t bytes = nslots * sizeof(cslot_t), key_bytes = (size_t)keys->n * keys->stride;
+    cslot_t *table = map(bytes, huge);
     memset(table, 0, bytes); /* every page mapped before timing, as the store's are */
+    char *copy = huge ? map(key_bytes, true) : NULL;
+    if (copy)
+        memcpy(copy, keys->base, key_bytes);
+    const char *base = copy ? copy : keys->base;
     uint64_t rng = seed, ops = 0;
     const char *ks[MAX_RUN];
     double t0 = now_seconds(), elapsed = 0;
     while (elapsed < duration) {
         for (unsigned rep = 0; rep < 64; rep++) {
             for (unsigned i = 0; i < run; i++) {
-                const char *k = keys->base + (size_t)below(splitmix64(&rng), keys->n) * keys->stride;
+                const char *k = base + (size_t)below(splitmix64(&rng), keys->n) * keys->stride;
                 if (lookahead == 0) {
                     uint64_t h = hash_key(k, keys->len);
                     rmw(slot_for(table, nslots, h), h);
@@ -106,5 +118,7 @@ double rmw_ceiling(const rmw_keys_t *keys, size_t nslots, unsigned run, unsigned
         elapsed = now_seconds() - t0;
     }
     munmap(table, bytes);
+    if (copy)
+        munmap(copy, key_bytes);
     return (double)ops / elapsed;
 }

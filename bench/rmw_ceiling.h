@@ -9,6 +9,7 @@
 #ifndef SL_BENCH_RMW_CEILING_H
 #define SL_BENCH_RMW_CEILING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,8 +24,11 @@ typedef struct rmw_keys {
  * other, each waiting for its key and then its slot. Else in runs of `run`
  * operations (the keys of a run chosen first, as a caller of
  * sl_check_batch() does), prefetching the key of operation i + 2 *
- * lookahead and the slot of i + lookahead, as sl_check_batch() does. */
-double rmw_ceiling(const rmw_keys_t *keys, size_t nslots, unsigned run, unsigned lookahead,
+ * lookahead and the slot of i + lookahead, as sl_check_batch() does. huge:
+ * the table and a copy of the keys on transparent huge pages (madvise), to
+ * show what the TLB costs (the store's tables are separate mappings per
+ * shard, too small for them). */
+double rmw_ceiling(const rmw_keys_t *keys, size_t nslots, unsigned run, unsigned lookahead, bool huge,
                    double duration, uint64_t seed);
 
 #endif

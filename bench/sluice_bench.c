@@ -321,6 +321,7 @@ typedef struct ceiling_result {
     uint32_t keys;
     uint64_t table_bytes;
     unsigned run, lookahead;  /* lookahead 0: no prefetch */
+    bool huge;                /* table and keys on huge pages */
     double ops_per_sec;
 } ceiling_result_t;
 
@@ -582,19 +583,25 @@ static void run_ceiling(const options_t *o, results_t *res) {
     char *keys = make_decide_keys(o->decide_keys);
     uint64_t bytes = store_table_bytes(keys, o->decide_keys);
     rmw_keys_t ks = {keys, o->decide_keys, KEY_STRIDE, KEY_LEN};
-    /* none; as sl_check_batch() of a worker's 32 requests; a stream whose
-     * prefetching never restarts */
-    static const unsigned shapes[][2] = {{CHECKS_PER_STOP_TEST, 0}, {CHECKS_PER_STOP_TEST, 8}, {256, 8}};
+    /* {run, lookahead, huge}: none; as sl_check_batch() of a worker's 32
+     * requests; a stream whose prefetching never restarts; the batch on
+     * huge pages */
+    static const unsigned shapes[][3] = {{CHECKS_PER_STOP_TEST, 0, 0},
+                                         {CHECKS_PER_STOP_TEST, 8, 0},
+                                         {256, 8, 0},
+                                         {CHECKS_PER_STOP_TEST, 8, 1}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && res->nceiling < MAX_CEILING; i++) {
-        fprintf(stderr, "ceiling run=%u lookahead=%u\n", shapes[i][0], shapes[i][1]);
+        fprintf(stderr, "ceiling run=%u lookahead=%u%s\n", shapes[i][0], shapes[i][1],
+                shapes[i][2] ? " huge pages" : "");
         double rates[MAX_REPS];
         for (int r = 0; r < o->reps; r++)
-            rates[r] = rmw_ceiling(&ks, (size_t)(bytes / 16), shapes[i][0], shapes[i][1], o->duration,
-                                   o->seed + (uint64_t)r * 7919);
-        ceiling_result_t c = {o->decide_keys, bytes, shapes[i][0], shapes[i][1], median(rates, o->reps)};
+            rates[r] = rmw_ceiling(&ks, (size_t)(bytes / 16), shapes[i][0], shapes[i][1], shapes[i][2],
+                                   o->duration, o->seed + (uint64_t)r * 7919);
+        ceiling_result_t c = {o->decide_keys, bytes, shapes[i][0], shapes[i][1], shapes[i][2] != 0,
+                              median(rates, o->reps)};
         printf("{\"bench\":\"ceiling\",\"keys\":%" PRIu32 ",\"table_bytes\":%" PRIu64
-               ",\"run\":%u,\"lookahead\":%u,\"ops_per_sec\":%.0f}\n",
-               c.keys, c.table_bytes, c.run, c.lookahead, c.ops_per_sec);
+               ",\"run\":%u,\"lookahead\":%u,\"huge_pages\":%s,\"ops_per_sec\":%.0f}\n",
+               c.keys, c.table_bytes, c.run, c.lookahead, c.huge ? "true" : "false", c.ops_per_sec);
         fflush(stdout);
         res->ceiling[res->nceiling++] = c;
     }
@@ -1017,14 +1024,15 @@ static void print_accuracy_table(const results_t *res) {
 static void print_ceiling_table(const results_t *res) {
     printf("ceiling: random read-modify-write of 16-byte slots, one thread, the store's table"
            " size\n");
-    printf("  %8s %12s %5s %9s %12s %9s\n", "keys", "table bytes", "run", "lookahead", "RMW/s",
-           "ns/op");
+    printf("  %8s %12s %5s %9s %6s %12s %9s\n", "keys", "table bytes", "run", "lookahead", "pages",
+           "RMW/s", "ns/op");
     for (size_t i = 0; i < res->nceiling; i++) {
         const ceiling_result_t *c = &res->ceiling[i];
-        printf("  %8" PRIu32 " %12" PRIu64 " %5u %9u %12.0f %9.1f\n", c->keys, c->table_bytes, c->run,
-               c->lookahead, c->ops_per_sec, 1e9 / c->ops_per_sec);
+        printf("  %8" PRIu32 " %12" PRIu64 " %5u %9u %6s %12.0f %9.1f\n", c->keys, c->table_bytes,
+               c->run, c->lookahead, c->huge ? "2M" : "4K", c->ops_per_sec, 1e9 / c->ops_per_sec);
     }
-    printf("  lookahead 0: no prefetch; else keys 2x and slots 1x that many ahead within a run\n");
+    printf("  lookahead 0: no prefetch; else keys 2x and slots 1x that many ahead within a run;\n"
+           "  pages 2M: table and keys madvised onto transparent huge pages\n");
 }
 
 static void print_table(const results_t *res) {
