@@ -38,11 +38,14 @@ static const void *key_of(const sl_request_t *r) { return r->key ? r->key : ""; 
 
 /* Hashes request r, whose key bytes were prefetched before, and prefetches
  * its first limit's home slot: without the lock, from the shard's table as
- * last published (a stale one costs a useless prefetch, nothing else). */
-static void look(memory_store_t *m, const sl_policy_t *p, const sl_request_t *r, ahead_t *a) {
+ * last published (a stale one costs a useless prefetch, nothing else). And
+ * the lock's line: 256 shards' headers do not all stay in L1, and the
+ * lock's atomic cannot hide a miss as a plain load does. */
+static inline void look(memory_store_t *m, const sl_policy_t *p, const sl_request_t *r, ahead_t *a) {
     a->h = sl__mem_key_hash(m, p, key_of(r), r->key_len);
     uint64_t tag = make_tag(a->h, p->limits[0].id);
     a->sh = &m->shards[shard_of(m, tag)];
+    __builtin_prefetch(&a->sh->lock, 1);
     uintptr_t slots = atomic_load_explicit(&a->sh->hint_slots, memory_order_relaxed);
     uint32_t cap = atomic_load_explicit(&a->sh->hint_cap, memory_order_relaxed);
     __builtin_prefetch((const void *)(slots + (uintptr_t)home_of(tag, cap) * sizeof(slot_t)), 1);
