@@ -79,26 +79,38 @@ static void fill(sl_request_t *reqs, size_t n, uint64_t *rng) {
     }
 }
 
+/* reqs[0..n) as one batch on `batch` (inside a group of every shard when
+ * `grouped`), then one by one with sl_check() on `single`: the same
+ * decisions, every field. */
+static void batch_then_single(const side_t *batch, const side_t *single, const sl_policy_t *p,
+                              const sl_request_t *reqs, size_t n, bool grouped) {
+    sl_decision_t out[N];
+    memset(out, 0xA5, sizeof out);
+    size_t done = 0;
+    if (grouped)
+        assert_int_equal(sl__limiter_group_begin(batch->limiter, NULL, 0, true), SL_OK);
+    assert_int_equal(sl_check_batch(batch->limiter, p, reqs, n, out, &done), SL_OK);
+    if (grouped)
+        sl__limiter_group_end(batch->limiter);
+    assert_int_equal(done, n);
+    for (size_t i = 0; i < n; i++) {
+        sl_decision_t d;
+        assert_int_equal(sl_check(single->limiter, p, reqs[i].key, reqs[i].key_len, reqs[i].cost, &d),
+                         SL_OK);
+        assert_same(&out[i], &d);
+    }
+}
+
 /* The batch on one store, the same requests one by one on its twin, round
  * after round with the clock moving. */
 static void differential(const sl_policy_t *p, uint32_t shards, uint64_t seed) {
     sl_usec_t now = SEC(1000);
     side_t batch = side_new(shards, &now), single = side_new(shards, &now);
     sl_request_t reqs[N];
-    sl_decision_t out[N];
     for (int round = 0; round < ROUNDS; round++) {
         now += (sl_usec_t)(next(&seed) % MS(400));
         fill(reqs, N, &seed);
-        size_t done = 0;
-        memset(out, 0xA5, sizeof out);
-        assert_int_equal(sl_check_batch(batch.limiter, p, reqs, N, out, &done), SL_OK);
-        assert_int_equal(done, N);
-        for (size_t i = 0; i < N; i++) {
-            sl_decision_t d;
-            assert_int_equal(sl_check(single.limiter, p, reqs[i].key, reqs[i].key_len, reqs[i].cost, &d),
-                             SL_OK);
-            assert_same(&out[i], &d);
-        }
+        batch_then_single(&batch, &single, p, reqs, N, false);
     }
     sl_store_stats_t a, b;
     assert_int_equal(sl_store_stats(batch.store, &a), SL_OK);
@@ -227,19 +239,10 @@ static void write_back_journals_the_same(void **state) {
     sl__policy_write_back(p, 2, MS(100));
     uint64_t seed = 5;
     sl_request_t reqs[N];
-    sl_decision_t out[N];
     for (int round = 0; round < ROUNDS; round++) {
         now += MS(30);
         fill(reqs, N, &seed);
-        size_t done = 0;
-        assert_int_equal(sl_check_batch(batch.limiter, p, reqs, N, out, &done), SL_OK);
-        assert_int_equal(done, N);
-        for (size_t i = 0; i < N; i++) {
-            sl_decision_t d;
-            assert_int_equal(sl_check(single.limiter, p, reqs[i].key, reqs[i].key_len, reqs[i].cost, &d),
-                             SL_OK);
-            assert_same(&out[i], &d);
-        }
+        batch_then_single(&batch, &single, p, reqs, N, false);
     }
     assert_true(jb.n > 0);
     assert_int_equal(jb.n, js.n);
@@ -264,21 +267,10 @@ static void inside_a_group(void **state) {
     sl_policy_t *p = policy_new(&l, 1, SL_MODE_HARD, no_pool);
     uint64_t seed = 9;
     sl_request_t reqs[N];
-    sl_decision_t out[N];
     for (int round = 0; round < 5; round++) {
         now += MS(300);
         fill(reqs, N, &seed);
-        assert_int_equal(sl__limiter_group_begin(batch.limiter, NULL, 0, true), SL_OK);
-        size_t done = 0;
-        assert_int_equal(sl_check_batch(batch.limiter, p, reqs, N, out, &done), SL_OK);
-        sl__limiter_group_end(batch.limiter);
-        assert_int_equal(done, N);
-        for (size_t i = 0; i < N; i++) {
-            sl_decision_t d;
-            assert_int_equal(sl_check(single.limiter, p, reqs[i].key, reqs[i].key_len, reqs[i].cost, &d),
-                             SL_OK);
-            assert_same(&out[i], &d);
-        }
+        batch_then_single(&batch, &single, p, reqs, N, true);
     }
     sl_policy_free(p);
     side_free(&batch);
