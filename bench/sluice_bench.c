@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_rng.h"
+#include "rmw_ceiling.h"
 #include "sluice.h"
 
 #define SEC SL_USEC_PER_SEC
@@ -88,18 +90,6 @@ static void sleep_seconds(double s) {
     struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         continue;
-}
-
-static uint64_t splitmix64(uint64_t *state) {
-    uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n) without a division: the high half of a 32x32 product. */
-static uint32_t below(uint64_t r, uint32_t n) {
-    return (uint32_t)(((r >> 32) * (uint64_t)n) >> 32);
 }
 
 /* Uniform in (0, 1]: never 0, so that log() of it is finite. */
@@ -163,7 +153,7 @@ static bool check_once(sl_limiter_t *lim, const sl_policy_t *p, const char *key,
 
 /* ---- options ------------------------------------------------------------------- */
 
-enum { ONLY_DECIDE = 1, ONLY_MEMORY = 2, ONLY_ACCURACY = 4, ONLY_ALL = 7 };
+enum { ONLY_DECIDE = 1, ONLY_MEMORY = 2, ONLY_ACCURACY = 4, ONLY_CEILING = 8, ONLY_ALL = 15 };
 
 typedef struct options {
     bool quick;
@@ -182,11 +172,13 @@ typedef struct options {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: sluice-bench [--quick] [--only decide|memory|accuracy] [--duration SEC]\n"
+            "usage: sluice-bench [--quick] [--only decide|memory|accuracy|ceiling]\n"
+            "                    [--duration SEC]\n"
             "                    [--reps N] [--seed N] [--algorithm ALG] [--keys hot|many]\n"
             "                    [--help]\n"
             "  --quick          tiny sizes, a smoke test of a few seconds\n"
-            "  --only WHAT      run one of the three benchmarks\n"
+            "  --only WHAT      run one of the benchmarks (ceiling: the random\n"
+            "                   read-modify-write ceiling of one core, as many keys)\n"
             "  --duration SEC   length of one decide measurement (default 1.0)\n"
             "  --reps N         decide measurements per case, the median is kept (default 3)\n"
             "  --seed N         seed of key choice and of the accuracy trace (default %u)\n"
@@ -247,8 +239,10 @@ static options_t parse_options(int argc, char **argv) {
                 o.only = ONLY_MEMORY;
             else if (strcmp(v, "accuracy") == 0)
                 o.only = ONLY_ACCURACY;
+            else if (strcmp(v, "ceiling") == 0)
+                o.only = ONLY_CEILING;
             else
-                bad_usage("--only takes decide, memory or accuracy, not", v);
+                bad_usage("--only takes decide, memory, accuracy or ceiling, not", v);
         } else if (strcmp(a, "--duration") == 0) {
             duration = parse_positive_double(option_value(argc, argv, &i), a);
         } else if (strcmp(a, "--reps") == 0) {
@@ -323,7 +317,16 @@ typedef struct accuracy_result {
     double wrong_pct, wrongly_allowed_pct, wrongly_denied_pct, denied_pct;
 } accuracy_result_t;
 
+typedef struct ceiling_result {
+    uint32_t keys;
+    uint64_t table_bytes;
+    unsigned run, lookahead;  /* lookahead 0: no prefetch */
+    bool huge;                /* table and keys on huge pages */
+    double ops_per_sec;
+} ceiling_result_t;
+
 #define MAX_DECIDE 96
+#define MAX_CEILING 4
 #define MAX_MEMORY 32
 
 typedef struct results {
@@ -333,6 +336,8 @@ typedef struct results {
     size_t nmemory;
     accuracy_result_t accuracy[2];
     size_t naccuracy;
+    ceiling_result_t ceiling[MAX_CEILING];
+    size_t nceiling;
     uint64_t seed;
 } results_t;
 
@@ -553,6 +558,53 @@ static void run_decide(const options_t *o, results_t *res) {
                     if (res->ndecide < MAX_DECIDE)
                         res->decide[res->ndecide++] = r;
                 }
+    free(keys);
+}
+
+/* ---- the read-modify-write ceiling ------------------------------------------------------ */
+
+/* The table's size is the memory store's own for the decide keys, read
+ * from a store warmed with them (gcra: one packed slot per key). */
+static uint64_t store_table_bytes(const char *keys, uint32_t nkeys) {
+    sl_store_t *store = new_memory_store();
+    sl_limiter_t *lim = new_limiter(store, NULL);
+    sl_policy_t *p = new_policy("bench-ceiling", SL_GCRA, 100, SEC, 0);
+    for (uint32_t k = 0; k < nkeys; k++)
+        sink += check_once(lim, p, keys + (size_t)k * KEY_STRIDE, KEY_LEN, 1);
+    sl_store_stats_t st;
+    check_rc(sl_store_stats(store, &st), "sl_store_stats");
+    sl_policy_free(p);
+    sl_limiter_free(lim);
+    sl_store_free(store);
+    return st.bytes;
+}
+
+static void run_ceiling(const options_t *o, results_t *res) {
+    char *keys = make_decide_keys(o->decide_keys);
+    uint64_t bytes = store_table_bytes(keys, o->decide_keys);
+    rmw_keys_t ks = {keys, o->decide_keys, KEY_STRIDE, KEY_LEN};
+    /* {run, lookahead, huge}: none; as sl_check_batch() of a worker's 32
+     * requests; a stream whose prefetching never restarts; the batch on
+     * huge pages */
+    static const unsigned shapes[][3] = {{CHECKS_PER_STOP_TEST, 0, 0},
+                                         {CHECKS_PER_STOP_TEST, 8, 0},
+                                         {256, 8, 0},
+                                         {CHECKS_PER_STOP_TEST, 8, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && res->nceiling < MAX_CEILING; i++) {
+        fprintf(stderr, "ceiling run=%u lookahead=%u%s\n", shapes[i][0], shapes[i][1],
+                shapes[i][2] ? " huge pages" : "");
+        double rates[MAX_REPS];
+        for (int r = 0; r < o->reps; r++)
+            rates[r] = rmw_ceiling(&ks, (size_t)(bytes / 16), shapes[i][0], shapes[i][1], shapes[i][2],
+                                   o->duration, o->seed + (uint64_t)r * 7919);
+        ceiling_result_t c = {o->decide_keys, bytes, shapes[i][0], shapes[i][1], shapes[i][2] != 0,
+                              median(rates, o->reps)};
+        printf("{\"bench\":\"ceiling\",\"keys\":%" PRIu32 ",\"table_bytes\":%" PRIu64
+               ",\"run\":%u,\"lookahead\":%u,\"huge_pages\":%s,\"ops_per_sec\":%.0f}\n",
+               c.keys, c.table_bytes, c.run, c.lookahead, c.huge ? "true" : "false", c.ops_per_sec);
+        fflush(stdout);
+        res->ceiling[res->nceiling++] = c;
+    }
     free(keys);
 }
 
@@ -969,6 +1021,20 @@ static void print_accuracy_table(const results_t *res) {
            " two-window estimate)\n");
 }
 
+static void print_ceiling_table(const results_t *res) {
+    printf("ceiling: random read-modify-write of 16-byte slots, one thread, the store's table"
+           " size\n");
+    printf("  %8s %12s %5s %9s %6s %12s %9s\n", "keys", "table bytes", "run", "lookahead", "pages",
+           "RMW/s", "ns/op");
+    for (size_t i = 0; i < res->nceiling; i++) {
+        const ceiling_result_t *c = &res->ceiling[i];
+        printf("  %8" PRIu32 " %12" PRIu64 " %5u %9u %6s %12.0f %9.1f\n", c->keys, c->table_bytes,
+               c->run, c->lookahead, c->huge ? "2M" : "4K", c->ops_per_sec, 1e9 / c->ops_per_sec);
+    }
+    printf("  lookahead 0: no prefetch; else keys 2x and slots 1x that many ahead within a run;\n"
+           "  pages 2M: table and keys madvised onto transparent huge pages\n");
+}
+
 static void print_table(const results_t *res) {
     printf("\n");
     if (res->ndecide) {
@@ -979,8 +1045,12 @@ static void print_table(const results_t *res) {
         print_memory_table(res);
         printf("\n");
     }
-    if (res->naccuracy)
+    if (res->naccuracy) {
         print_accuracy_table(res);
+        printf("\n");
+    }
+    if (res->nceiling)
+        print_ceiling_table(res);
 }
 
 int main(int argc, char **argv) {
@@ -995,6 +1065,8 @@ int main(int argc, char **argv) {
         run_memory(&o, &res);
     if (o.only & ONLY_ACCURACY)
         run_accuracy(&o, &res);
+    if (o.only & ONLY_CEILING)
+        run_ceiling(&o, &res);
     print_table(&res);
     return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -3,7 +3,9 @@
  * Reads the clock once per call (once per batch), clamps it into the range
  * the algorithms accept, and hands the evaluation to the store. Elastic mode is finished
  * here: a key its own limits deny may borrow from the policy's shared pool,
- * which is a state of its own in the same store.
+ * which is a state of its own in the same store. A batch goes to the
+ * store's own batch operation when it has one (not in elastic mode: a
+ * borrow is a second evaluation), else request by request.
  *
  * Not here: any state (the store), any algorithm (core).
  */
@@ -142,6 +144,19 @@ static void prefetch(sl_limiter_t *l, const sl_policy_t *p, const sl_request_t *
         l->store->ops->prefetch(l->store, p, r->key, r->key_len);
 }
 
+/* sl_check_batch() by the store's own batch: the requests before the first
+ * key that is NULL with a length, then that request's error, as one by one. */
+static int store_batch(sl_limiter_t *l, const sl_policy_t *p, const sl_request_t *reqs, size_t n,
+                       sl_usec_t now, sl_decision_t *out, size_t *done) {
+    size_t valid = 0, decided = 0;
+    while (valid < n && (reqs[valid].key != NULL || reqs[valid].key_len == 0))
+        valid++;
+    int rc = l->store->ops->evaluate_batch(l->store, p, reqs, valid, now, out, &decided);
+    if (done)
+        *done = decided;
+    return rc == SL_OK && valid < n ? SL_EINVAL : rc;
+}
+
 int sl_check_batch(sl_limiter_t *l, const sl_policy_t *p, const sl_request_t *reqs, size_t n,
                    sl_decision_t *out, size_t *done) {
     if (done)
@@ -149,6 +164,8 @@ int sl_check_batch(sl_limiter_t *l, const sl_policy_t *p, const sl_request_t *re
     if (l == NULL || p == NULL || (n > 0 && (reqs == NULL || out == NULL)))
         return SL_EINVAL;
     sl_usec_t now = now_of(l);
+    if (l->store->ops->evaluate_batch != NULL && p->mode != SL_MODE_ELASTIC)
+        return store_batch(l, p, reqs, n, now, out, done);
     bool ahead = l->store->ops->prefetch != NULL;
     for (size_t i = 0; ahead && i < n && i < 2 * SL__LOOKAHEAD; i++)
         __builtin_prefetch(reqs[i].key);

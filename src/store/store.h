@@ -32,6 +32,13 @@ typedef struct sl__store_ops {
     /* Optional: a hint that (p, key) will be evaluated soon. Must be cheap,
      * take no lock and have no effect but on caches. */
     void (*prefetch)(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len);
+    /* Optional: decides reqs[0..n) on p at `now`, in order, exactly as n
+     * evaluate calls would (no peek, no limit reports); *done gets how many
+     * were decided, and the first error stops the batch and is returned.
+     * No key is NULL with a length; p is not elastic (the limiter finishes
+     * elastic decisions one by one). NULL: the limiter calls evaluate. */
+    int (*evaluate_batch)(sl_store_t *s, const sl_policy_t *p, const sl_request_t *reqs, size_t n,
+                          sl_usec_t now, sl_decision_t *out, size_t *done);
     int (*stats)(sl_store_t *s, sl_store_stats_t *out);
     int (*sweep)(sl_store_t *s, sl_usec_t now, size_t budget, size_t *reclaimed);
     int (*save)(sl_store_t *s, const char *path, sl_usec_t now);

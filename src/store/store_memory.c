@@ -28,7 +28,8 @@
  * (every allocation counted as the allocator rounds it: mem_cost.h); when it
  * is used up, recovered states go first, then CLOCK eviction (counted).
  *
- * Its insides (slots, shards, the store) are in store_memory_private.h;
+ * Its insides (slots, shards, the store) are in store_memory_private.h,
+ * where its tables come from in store_memory_table.h;
  * blocks' records in store_memory_slab.c; reclamation and eviction in
  * store_memory_reclaim.c; the operations over the whole store (statistics,
  * sweep, snapshots) in store_memory_bulk.c; decisions that find their
@@ -44,7 +45,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -58,6 +58,7 @@
 #include "store.h"
 #include "journal.h"
 #include "store_memory_private.h"
+#include "store_memory_table.h"
 
 /* ---- slots ---------------------------------------------------------------------- */
 
@@ -116,40 +117,6 @@ static void remove_at(shard_t *sh, uint32_t i) {
 }
 
 /* ---- tables --------------------------------------------------------------------- */
-
-static size_t table_bytes(uint32_t cap) { return (size_t)cap * sizeof(slot_t); }
-
-/* What a table of `cap` slots (already page_fit) costs: see table_alloc. */
-static size_t table_cost(uint32_t cap) {
-    size_t n = table_bytes(cap);
-    return n < PAGE_BYTES ? sl__heap_cost(n) : sl__pages_cost(n);
-}
-
-/* Tables of a page or more come straight from mmap, so that a grown-out
- * table goes back to the system at once instead of lingering in the malloc
- * heap; their capacity is rounded up to fill whole pages. */
-static uint32_t page_fit(uint32_t cap) {
-    if (table_bytes(cap) < PAGE_BYTES)
-        return cap;
-    size_t bytes = (table_bytes(cap) + PAGE_BYTES - 1) / PAGE_BYTES * PAGE_BYTES;
-    return (uint32_t)(bytes / sizeof(slot_t));
-}
-
-static slot_t *table_alloc(uint32_t cap) {
-    if (table_bytes(cap) < PAGE_BYTES)
-        return calloc(cap, sizeof(slot_t));
-    void *p = mmap(NULL, table_bytes(cap), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-static void table_free(slot_t *slots, uint32_t cap) {
-    if (slots == NULL)
-        return;
-    if (table_bytes(cap) < PAGE_BYTES)
-        free(slots);
-    else
-        munmap(slots, table_bytes(cap));
-}
 
 static void publish(shard_t *sh) {
     atomic_store_explicit(&sh->hint_slots, (uintptr_t)sh->slots, memory_order_relaxed);
@@ -573,6 +540,44 @@ static int mem_reserve(sl_store_t *s, const sl_policy_t *p, const void *key, siz
                       out, limits, held);
 }
 
+/* A request of a batch (store_memory_batch.c), its key hashed already (h):
+ * begin()'s work from h, then decide_locked() as mem_decide() runs it,
+ * under the shard's lock held by the caller or, with `combine`, by the
+ * thread that holds it now. */
+int sl__mem_decide_hashed(memory_store_t *m, const sl_policy_t *p, uint64_t h, const sl_request_t *r,
+                          sl_usec_t now, bool combine, sl_decision_t *out) {
+    decision_t d; /* as in mem_decide: what is read is filled */
+    d.m = m;
+    d.key = r->key ? r->key : "";
+    d.key_len = r->key_len;
+    d.cost = r->cost;
+    d.peek = false;
+    d.max_wait = -1;
+    d.not_before = 0;
+    d.held = NULL;
+    d.out = out;
+    d.limits = NULL;
+    d.keep = false;
+    d.e.m = m;
+    d.e.p = p;
+    d.e.now = now;
+    for (size_t i = 0; i < p->nlimits; i++)
+        d.e.tags[i] = make_tag(h, p->limits[i].id);
+    d.e.pins.tags = d.e.tags;
+    d.e.pins.n = p->nlimits;
+    d.e.sh = &m->shards[shard_of(m, d.e.tags[0])];
+    int rc;
+    if (!combine) {
+        rc = decide_locked(&d);
+    } else {
+        sl__mem_req_t req = {.run = decide_locked, .ctx = &d};
+        rc = sl__mem_combine(d.e.sh, &req);
+    }
+    if (d.keep && !shard_held(m, d.e.sh)) /* as mem_decide: a group's are not kept */
+        sl__mem_memo_keep(m, p, d.e.tags, d.cells, d.gen);
+    return rc;
+}
+
 /* A reservation given back (core/refund.h), under the shard's lock. */
 static int mem_refund(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len, uint64_t cost,
                       sl_usec_t now, const sl__held_t *held) {
@@ -673,6 +678,10 @@ static int mem_reset(sl_store_t *s, const sl_policy_t *p, const void *key, size_
 /* ---- for store_memory_bulk.c: the table operations, out of line ----------------- */
 
 int64_t sl__mem_find(const shard_t *sh, uint64_t tag) { return find(sh, tag); }
+uint64_t sl__mem_key_hash(const memory_store_t *m, const sl_policy_t *p, const void *key,
+                          size_t key_len) {
+    return key_hash(m, p, key, key_len);
+}
 uint32_t sl__mem_shard_of_key(const memory_store_t *m, const sl_policy_t *p, const void *key,
                               size_t key_len) {
     return shard_of(m, make_tag(key_hash(m, p, key, key_len), p->limits[0].id));
@@ -705,6 +714,7 @@ static const sl__store_ops_t memory_ops = {
     .refund = mem_refund,
     .reset = mem_reset,
     .prefetch = mem_prefetch,
+    .evaluate_batch = sl__mem_evaluate_batch,
     .stats = sl__mem_stats,
     .sweep = sl__mem_sweep,
     .save = sl__mem_save,

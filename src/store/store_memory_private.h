@@ -1,6 +1,6 @@
 /* store_memory_private.h -- the memory store's insides, shared by its
  * files: store_memory.c (tables, evaluation: the hot path),
- * store_memory_slab.c (blocks' records),
+ * store_memory_slab.c (blocks' records), store_memory_batch.c (batches),
  * store_memory_reclaim.c (reclamation and eviction) and store_memory_bulk.c
  * (operations over the whole store: statistics, the sweep, snapshots saved
  * and loaded). See store_memory.c for the design.
@@ -385,6 +385,19 @@ static inline bool set_wide(shard_t *sh, slot_t *s, sl_usec_t expire_at, uint64_
     install_ext(sh, s, ext, expire_at, word);
     return true;
 }
+
+/* ---- batches (store_memory_batch.c) -------------------------------------------- */
+
+/* The seeded hash of (p, key) that tags and shards come from (store_memory.c). */
+uint64_t sl__mem_key_hash(const memory_store_t *m, const sl_policy_t *p, const void *key,
+                          size_t key_len);
+/* One request decided, its hash h given (store_memory.c): under sh's lock
+ * held by the caller, or with `combine` found taken (sl__mem_combine). */
+int sl__mem_decide_hashed(memory_store_t *m, const sl_policy_t *p, uint64_t h, const sl_request_t *r,
+                          sl_usec_t now, bool combine, sl_decision_t *out);
+/* The store's evaluate_batch (store.h). */
+int sl__mem_evaluate_batch(sl_store_t *s, const sl_policy_t *p, const sl_request_t *reqs, size_t n,
+                           sl_usec_t now, sl_decision_t *out, size_t *done);
 
 /* ---- for store_memory_bulk.c (store_memory.c, out of line) ------------------- */
 

@@ -461,6 +461,43 @@ static void a_change_told_to_another_thread_is_seen(void **state) {
     rig_free(r);
 }
 
+/* sl_check_batch decides a hot key's denials from the copy too, and as
+ * one by one would. */
+static void a_batch_takes_denials_from_copies(void **state) {
+    (void)state;
+    sl_limit_t l = {.algorithm = SL_GCRA, .limit = 10, .period = SEC(1), .burst = 9};
+    rig_t *batch = rig_one(l), *single = rig_one(l);
+    batch->now = single->now = SEC(100);
+    /* a run of the hot key, then a key of another shard (its admissions
+     * change only its own shard) */
+    memory_store_t *m = (memory_store_t *)batch->store;
+    uint32_t hot_shard = sl__mem_shard_of_key(m, batch->policy, "hot", 3);
+    char other[16];
+    for (int k = 0;; k++) {
+        snprintf(other, sizeof other, "other%d", k);
+        if (sl__mem_shard_of_key(m, batch->policy, other, strlen(other)) != hot_shard)
+            break;
+    }
+    sl_request_t reqs[32];
+    for (int i = 0; i < 32; i++)
+        reqs[i] = (sl_request_t){i < 28 ? "hot" : other, i < 28 ? 3 : strlen(other), 1};
+    uint64_t hits0 = sl__mem_memo_hits();
+    for (int round = 0; round < 20; round++) {
+        batch->now = single->now += MS(30);
+        sl_decision_t a[32], b[32];
+        size_t done = 0;
+        assert_int_equal(sl_check_batch(batch->limiter, batch->policy, reqs, 32, a, &done), SL_OK);
+        assert_int_equal(done, 32);
+        for (int i = 0; i < 32; i++) {
+            locked_decide(single, reqs[i].key, 1, 0, &b[i], NULL);
+            same_decision(&a[i], &b[i], (size_t)round * 32 + (size_t)i);
+        }
+    }
+    assert_true(sl__mem_memo_hits() - hits0 > 400); /* of 560 hot requests, 8 admitted */
+    rig_free(batch);
+    rig_free(single);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_algorithm_decides_as_the_lock),
@@ -472,6 +509,7 @@ int main(void) {
         cmocka_unit_test(what_is_never_kept),
         cmocka_unit_test(a_load_is_seen_in_every_shard_at_once),
         cmocka_unit_test(a_change_told_to_another_thread_is_seen),
+        cmocka_unit_test(a_batch_takes_denials_from_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
