@@ -7,10 +7,11 @@
  * (or kept for the session's next call) when its stream closes -- or, when the stream or the connection goes
  * while it is DECIDING, orphaned (h NULL) and freed by its answer.
  *
- * Trailers: nghttp2 Huffman-codes every string it writes. Each trailers
- * block is submitted with every field never indexed (so it leaves the
- * HPACK tables alone) and, as it goes out, replaced by the same fields as
- * plain literals (grpc_framing.h).
+ * Trailers: nghttp2 Huffman-codes every string it writes. A
+ * Trailers-Only block is submitted with every field never indexed (so it
+ * leaves the HPACK tables alone), an answer's trailers with no field at
+ * all (nothing for nghttp2 to encode); as each goes out, put_frame puts
+ * the fields as plain literals in its place (grpc_framing.h).
  */
 #include <stdatomic.h>
 #include <stddef.h>
@@ -283,7 +284,6 @@ static void http_error(sld_grpc_call_t *c, const char *status) {
 
 /* Header fields of static strings: nghttp2 need not copy them. */
 #define NO_COPY (NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE)
-#define NO_INDEX_NO_COPY (NGHTTP2_NV_FLAG_NO_INDEX | NO_COPY)
 
 static ssize_t read_answer(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length, uint32_t *flags,
                            nghttp2_data_source *source, void *user_data) {
@@ -293,10 +293,11 @@ static ssize_t read_answer(nghttp2_session *s, int32_t id, uint8_t *buf, size_t 
     memcpy(buf, c->out + c->out_off, n);
     c->out_off += n;
     if (c->out_off == c->out_len) {
-        static const nghttp2_nv nv[] = {{(uint8_t *)"grpc-status", (uint8_t *)"0", 11, 1, NO_INDEX_NO_COPY}};
+        /* an empty block: nghttp2 has nothing to encode, put_frame writes
+         * the fields (grpc-status: 0) into it as it goes out */
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         c->trailers_len = sld_grpc_trailers(c->trailers, false, SLD_GRPC_OK, NULL);
-        if (nghttp2_submit_trailer(s, id, nv, 1) != 0)
+        if (nghttp2_submit_trailer(s, id, NULL, 0) != 0)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     return (ssize_t)n;
