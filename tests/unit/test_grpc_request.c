@@ -285,64 +285,64 @@ static void varints(void **state) {
     malformed(&m);
 }
 
+/* Bytes appended to a good request, and what comes of it. */
+typedef struct tail {
+    const char *what, *bytes;
+    size_t len;
+    bool ok;
+} tail_t;
+
+#define TAIL(what, lit, ok) {what, lit, sizeof(lit) - 1, ok}
+
 /* Tags: at most 5 bytes, the first byte carrying a field number; lengths
  * at most 5 bytes and within what is left. */
 static void tags_and_lengths(void **state) {
     (void)state;
+    static const tail_t tails[] = {
+        TAIL("field 1 as a 5-byte tag, a padded 2-byte length", "\x8a\x80\x80\x80\x00\x81\x00x", true),
+        TAIL("a 6-byte tag", "\x8a\x80\x80\x80\x80\x00\x00", false),
+        TAIL("field 0 in the first byte", "\x00\x00", false),
+        TAIL("field 0 in the first byte, wire type 2", "\x02\x00", false),
+        TAIL("field 0 over two bytes: unknown, skipped", "\x80\x00\x05", true),
+        TAIL("a huge field number, unknown", "\xf8\xff\xff\xff\x7f\x01", true),
+        TAIL("a length past the end", "\x0a\x05x", false),
+        TAIL("a 6-byte length", "\x0a\x80\x80\x80\x80\x80\x00", false),
+        TAIL("a length of 2^35 - 1", "\x0a\xff\xff\xff\xff\x0f", false),
+        TAIL("a fixed64 cut short", "\x49\x01\x02\x03", false),
+        TAIL("a fixed32 cut short", "\x4d\x01\x02", false),
+    };
     msg_t d = desc1("k", "v"), m;
     both_t b;
-    /* domain as a 5-byte tag and a padded 2-byte length */
-    m = (msg_t){.n = 0};
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        m = request(&d);
+        raw(&m, tails[i].bytes, tails[i].len);
+        decode(&m, &b);
+        if (b.rc != (tails[i].ok ? SL_OK : SL_EINVAL))
+            fail_msg("%s: %s", tails[i].what, b.err);
+        if (!tails[i].ok)
+            assert_string_equal(b.err, "the request is not a RateLimitRequest (malformed protobuf)");
+        sld_grpc_rls_request_free(&b.r);
+    }
+    /* the domain given last, as a 5-byte tag: "x" */
+    m = request(&d);
     raw(&m, "\x8a\x80\x80\x80\x00\x81\x00x", 8);
-    sub(&m, 2, &d);
     decode(&m, &b);
     assert_int_equal(b.rc, SL_OK);
     assert_true(span_is(b.r.domain, "x"));
     sld_grpc_rls_request_free(&b.r);
-    /* a 6-byte tag */
-    m = request(&d);
-    malformed(raw(&m, "\x8a\x80\x80\x80\x80\x00\x00", 7));
-    /* field 0 in the first byte */
-    m = request(&d);
-    malformed(raw(&m, "\x00\x00", 2));
-    m = request(&d);
-    malformed(raw(&m, "\x02\x00", 2));
-    /* field 0 spelt over two bytes: an unknown field, skipped */
-    m = request(&d);
-    raw(&m, "\x80\x00\x05", 3);
-    decode(&m, &b);
-    assert_int_equal(b.rc, SL_OK);
-    sld_grpc_rls_request_free(&b.r);
-    /* a huge field number, unknown */
-    m = request(&d);
-    raw(&m, "\xf8\xff\xff\xff\x7f\x01", 6);
-    decode(&m, &b);
-    assert_int_equal(b.rc, SL_OK);
-    sld_grpc_rls_request_free(&b.r);
-    /* lengths past the end, at the top and nested; 6-byte lengths */
-    m = request(&d);
-    malformed(raw(&m, "\x0a\x05x", 3));
-    m = request(&d);
-    m.b[4] = 0x09; /* the descriptor claims one byte more than there is */
-    malformed(&m);
-    m = request(&d);
-    m.b[6] = 0x07; /* its entry claims more than the descriptor holds */
-    malformed(&m);
-    m = request(&d);
-    malformed(raw(&m, "\x0a\x80\x80\x80\x80\x80\x00", 7));
     /* a 5-byte length of 0: an empty domain, the last one given */
     m = request(&d);
     raw(&m, "\x0a\x80\x80\x80\x80\x00", 6);
     decode(&m, &b);
     assert_int_equal(b.rc, SL_EINVAL);
     assert_string_equal(b.err, "the domain is empty");
+    /* lengths past the end nested */
     m = request(&d);
-    malformed(raw(&m, "\x0a\xff\xff\xff\xff\x0f", 6));
-    /* truncated fixed-width unknown fields */
+    m.b[4] = 0x09; /* the descriptor claims one byte more than there is */
+    malformed(&m);
     m = request(&d);
-    malformed(raw(&m, "\x49\x01\x02\x03", 4));
-    m = request(&d);
-    malformed(raw(&m, "\x4d\x01\x02", 3));
+    m.b[6] = 0x07; /* its entry claims more than the descriptor holds */
+    malformed(&m);
 }
 
 /* Strings end at their first NUL, as protobuf-c's C strings are read; an
@@ -436,8 +436,9 @@ static void bounds(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(plain_request),    cmocka_unit_test(unknown_fields), cmocka_unit_test(repeated_and_out_of_order),
-        cmocka_unit_test(varints),          cmocka_unit_test(tags_and_lengths), cmocka_unit_test(strings),
+        cmocka_unit_test(plain_request), cmocka_unit_test(unknown_fields),
+        cmocka_unit_test(repeated_and_out_of_order), cmocka_unit_test(varints),
+        cmocka_unit_test(tags_and_lengths), cmocka_unit_test(strings),
         cmocka_unit_test(bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -77,7 +77,8 @@ static void arena_free(void *p) {
     free(a);
 }
 
-static int bad(sld_grpc_rls_request_t *out, char *err, size_t err_len, const char *fmt, size_t a, size_t b) {
+int sld_grpc_rls_refuse(sld_grpc_rls_request_t *out, char *err, size_t err_len, const char *fmt, size_t a,
+                        size_t b) {
     snprintf(err, err_len, fmt, a, b);
     sld_grpc_rls_request_free(out);
     return SL_EINVAL;
@@ -96,25 +97,27 @@ int sld_grpc_rls_decode_pb(const uint8_t *buf, size_t len, sld_grpc_rls_request_
     ProtobufCAllocator alloc = {.alloc = arena_alloc, .free = arena_keep, .allocator_data = arena};
     pb_request_t *m = envoy__service__ratelimit__v3__rate_limit_request__unpack(&alloc, len, buf);
     if (m == NULL)
-        return bad(out, err, err_len, "the request is not a RateLimitRequest (malformed protobuf)", 0, 0);
+        return sld_grpc_rls_refuse(out, err, err_len, "the request is not a RateLimitRequest (malformed protobuf)",
+                                   0, 0);
     out->domain = span_of(m->domain);
     if (out->domain.len == 0)
-        return bad(out, err, err_len, "the domain is empty", 0, 0);
+        return sld_grpc_rls_refuse(out, err, err_len, "the domain is empty", 0, 0);
     if (m->n_descriptors == 0)
-        return bad(out, err, err_len, "there are no descriptors", 0, 0);
+        return sld_grpc_rls_refuse(out, err, err_len, "there are no descriptors", 0, 0);
     if (m->n_descriptors > SLD_GRPC_MAX_DESCRIPTORS)
-        return bad(out, err, err_len, "%zu descriptors: at most %zu", m->n_descriptors, SLD_GRPC_MAX_DESCRIPTORS);
+        return sld_grpc_rls_refuse(out, err, err_len, "%zu descriptors: at most %zu", m->n_descriptors,
+                                   SLD_GRPC_MAX_DESCRIPTORS);
     size_t nentries = 0;
     for (size_t i = 0; i < m->n_descriptors; i++) {
         const pb_descriptor_t *d = m->descriptors[i];
         if (d->n_entries == 0)
-            return bad(out, err, err_len, "descriptor %zu has no entries", i, 0);
+            return sld_grpc_rls_refuse(out, err, err_len, "descriptor %zu has no entries", i, 0);
         if (d->n_entries > SLD_GRPC_MAX_ENTRIES)
-            return bad(out, err, err_len, "descriptor %zu has too many entries (at most %zu)", i,
+            return sld_grpc_rls_refuse(out, err, err_len, "descriptor %zu has too many entries (at most %zu)", i,
                        SLD_GRPC_MAX_ENTRIES);
         for (size_t k = 0; k < d->n_entries; k++)
             if (d->entries[k]->key == NULL || d->entries[k]->key[0] == '\0')
-                return bad(out, err, err_len, "descriptor %zu: entry %zu has an empty key", i, k);
+                return sld_grpc_rls_refuse(out, err, err_len, "descriptor %zu: entry %zu has an empty key", i, k);
         nentries += d->n_entries;
     }
     out->descriptors = arena_alloc(arena, m->n_descriptors * sizeof *out->descriptors);

@@ -70,6 +70,10 @@ int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *
  * answers as on every input (results, codes and messages alike). */
 int sld_grpc_rls_decode_pb(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *out, char *err,
                            size_t err_len);
+/* Both decoders' refusal: the reason (fmt with a and b) into err, *out
+ * freed and emptied; returns SL_EINVAL. */
+int sld_grpc_rls_refuse(sld_grpc_rls_request_t *out, char *err, size_t err_len, const char *fmt, size_t a,
+                        size_t b);
 /* Two decoders' answers to the same bytes compared: NULL when they agree
  * (codes, and the messages or every field), else what differs first. */
 const char *sld_grpc_rls_differ(int rc_a, const sld_grpc_rls_request_t *a, const char *err_a, int rc_b,

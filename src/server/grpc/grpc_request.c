@@ -220,12 +220,6 @@ static bool read_descriptor(rd_t r, sld_grpc_entry_t *e, size_t room, desc_read_
     return !bad;
 }
 
-static int refuse(sld_grpc_rls_request_t *out, char *err, size_t err_len, const char *fmt, size_t a, size_t b) {
-    snprintf(err, err_len, fmt, a, b);
-    sld_grpc_rls_request_free(out);
-    return SL_EINVAL;
-}
-
 int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *out, char *err,
                         size_t err_len) {
     memset(out, 0, sizeof *out);
@@ -284,21 +278,23 @@ int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *
         }
     }
     if (bad)
-        return refuse(out, err, err_len, "the request is not a RateLimitRequest (malformed protobuf)", 0, 0);
+        return sld_grpc_rls_refuse(out, err, err_len, "the request is not a RateLimitRequest (malformed protobuf)",
+                                   0, 0);
     if (out->domain.len == 0)
-        return refuse(out, err, err_len, "the domain is empty", 0, 0);
+        return sld_grpc_rls_refuse(out, err, err_len, "the domain is empty", 0, 0);
     if (n == 0)
-        return refuse(out, err, err_len, "there are no descriptors", 0, 0);
+        return sld_grpc_rls_refuse(out, err, err_len, "there are no descriptors", 0, 0);
     if (n > SLD_GRPC_MAX_DESCRIPTORS)
-        return refuse(out, err, err_len, "%zu descriptors: at most %zu", n, SLD_GRPC_MAX_DESCRIPTORS);
+        return sld_grpc_rls_refuse(out, err, err_len, "%zu descriptors: at most %zu", n, SLD_GRPC_MAX_DESCRIPTORS);
     for (size_t i = 0; i < n; i++) {
         if (reads[i].nentries == 0)
-            return refuse(out, err, err_len, "descriptor %zu has no entries", i, 0);
+            return sld_grpc_rls_refuse(out, err, err_len, "descriptor %zu has no entries", i, 0);
         if (reads[i].nentries > SLD_GRPC_MAX_ENTRIES)
-            return refuse(out, err, err_len, "descriptor %zu has too many entries (at most %zu)", i,
+            return sld_grpc_rls_refuse(out, err, err_len, "descriptor %zu has too many entries (at most %zu)", i,
                           SLD_GRPC_MAX_ENTRIES);
         if (reads[i].empty_key != SIZE_MAX)
-            return refuse(out, err, err_len, "descriptor %zu: entry %zu has an empty key", i, reads[i].empty_key);
+            return sld_grpc_rls_refuse(out, err, err_len, "descriptor %zu: entry %zu has an empty key", i,
+                                       reads[i].empty_key);
     }
     out->ndescriptors = n;
     /* uint32 on the wire: its low 32 bits, as protobuf-c reads it */
