@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <nghttp2/nghttp2.h>
 
 #include "server/grpc/grpc_framing.h"
 #include "server/grpc/grpc_h2.h"
@@ -478,6 +479,124 @@ static void stopping(void **state) {
     sld_buf_free(&t1);
 }
 
+/* ---- the answers' header blocks and the client's HPACK table ------------------------------- */
+
+/* Every header block in out, decoded in order by the client's inflater:
+ * each must decode. Returns how many were an answer's HEADERS (:status
+ * 200 and content-type: application/grpc), with the last one's length. */
+static int decode_blocks(nghttp2_hd_inflater *in, const sld_buf_t *out, size_t *last_len) {
+    const uint8_t *p = (const uint8_t *)out->data;
+    int answers = 0;
+    for (size_t i = 0; i + 9 <= out->len;) {
+        size_t len = (size_t)p[i] << 16 | (size_t)p[i + 1] << 8 | p[i + 2];
+        if (p[i + 3] == HEADERS) {
+            const uint8_t *b = p + i + 9;
+            size_t left = len;
+            bool status = false, type = false;
+            for (;;) {
+                nghttp2_nv nv;
+                int fl = 0;
+                ssize_t r = nghttp2_hd_inflate_hd2(in, &nv, &fl, b, left, 1);
+                assert_true(r >= 0);
+                b += r, left -= (size_t)r;
+                if (fl & NGHTTP2_HD_INFLATE_EMIT) {
+                    status = status || (nv.namelen == 7 && memcmp(nv.name, ":status", 7) == 0 && nv.valuelen == 3 &&
+                                        memcmp(nv.value, "200", 3) == 0);
+                    type = type || (nv.namelen == 12 && memcmp(nv.name, "content-type", 12) == 0 &&
+                                    nv.valuelen == 16 && memcmp(nv.value, "application/grpc", 16) == 0);
+                }
+                if (fl & NGHTTP2_HD_INFLATE_FINAL) {
+                    nghttp2_hd_inflate_end_headers(in);
+                    break;
+                }
+            }
+            if (!(p[i + 4] & 0x1)) {
+                assert_true(status && type);
+                answers++;
+                *last_len = len;
+            }
+        }
+        i += 9 + len;
+    }
+    return answers;
+}
+
+/* Call `stream` made and answered, or refused when path is not a method;
+ * the output decoded. */
+static int one_call(sld_grpc_h2_t *h, nghttp2_hd_inflater *in, uint32_t stream, const char *path,
+                    size_t *last_len) {
+    static wire_t w;
+    w.n = 0;
+    open_call(&w, stream, path, NULL);
+    send_message(&w, stream, "x", true);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    sld_buf_t out = {0};
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    assert_true(stream_end(&out, stream, NULL, NULL, NULL));
+    int answers = decode_blocks(in, &out, last_len);
+    sld_buf_free(&out);
+    return answers;
+}
+
+static void table_size(sld_grpc_h2_t *h, nghttp2_hd_inflater *in, uint32_t size) {
+    static wire_t w;
+    w.n = 0;
+    const uint8_t settings[6] = {0, 1, (uint8_t)(size >> 24), (uint8_t)(size >> 16), (uint8_t)(size >> 8),
+                                 (uint8_t)size};
+    frame(&w, SETTINGS, 0, 0, settings, sizeof settings);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    assert_int_equal(nghttp2_hd_inflate_change_table_size(in, size), 0);
+}
+
+/* The answers' content-type goes into the client's table once and is
+ * named by its index after; when the client shrinks the table below it,
+ * it goes as a literal, and in again when the table grows back. Every
+ * block decodes, errors' blocks between them too. */
+static void answer_headers_follow_the_hpack_table(void **state) {
+    (void)state;
+    seen_t s = {.answer_now = true};
+    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &s, 1024, 0);
+    nghttp2_hd_inflater *in;
+    assert_int_equal(nghttp2_hd_inflate_new(&in), 0);
+    static wire_t w;
+    w.n = 0;
+    preface(&w, NULL, 0);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    size_t len = 0;
+    assert_int_equal(one_call(h, in, 1, SLD_GRPC_RLS_METHOD, &len), 1);
+    assert_int_equal(len, 19); /* :status, then content-type added */
+    assert_int_equal(one_call(h, in, 3, SLD_GRPC_RLS_METHOD, &len), 1);
+    assert_int_equal(len, 2); /* both indexed */
+    assert_int_equal(one_call(h, in, 5, "/nope/Nope", &len), 0);
+    /* a GET: answered 405 by nghttp2's encoder, which adds nothing */
+    static const char *const get[] = {":method", "GET", ":scheme", "http", ":path", SLD_GRPC_RLS_METHOD,
+                                      ":authority", "x", NULL};
+    w.n = 0;
+    open_with(&w, 17, get);
+    frame(&w, DATA, 0x1, 17, "", 0);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    sld_buf_t out = {0};
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    assert_true(stream_end(&out, 17, NULL, NULL, NULL));
+    decode_blocks(in, &out, &len);
+    sld_buf_free(&out);
+    assert_int_equal(one_call(h, in, 19, SLD_GRPC_RLS_METHOD, &len), 1);
+    assert_int_equal(len, 2); /* still the content-type at index 62 */
+    table_size(h, in, 0);
+    assert_int_equal(one_call(h, in, 21, SLD_GRPC_RLS_METHOD, &len), 1);
+    assert_int_equal(len, 1 + 20); /* a size update, then a literal not indexed */
+    assert_int_equal(one_call(h, in, 23, SLD_GRPC_RLS_METHOD, &len), 1);
+    assert_int_equal(len, 20);
+    table_size(h, in, 4096);
+    assert_int_equal(one_call(h, in, 25, SLD_GRPC_RLS_METHOD, &len), 1);
+    assert_int_equal(len, 3 + 19); /* a size update, then added again */
+    assert_int_equal(one_call(h, in, 27, "/nope/Nope", &len), 0);
+    assert_int_equal(one_call(h, in, 29, SLD_GRPC_RLS_METHOD, &len), 1);
+    assert_int_equal(len, 2);
+    nghttp2_hd_inflate_del(in);
+    sld_grpc_h2_free(h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(message_in_pieces),
@@ -491,6 +610,7 @@ int main(void) {
         cmocka_unit_test(malformed_requests_reset),
         cmocka_unit_test(not_http2),
         cmocka_unit_test(stopping),
+        cmocka_unit_test(answer_headers_follow_the_hpack_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -338,13 +338,13 @@ static void finish(call_t *c) {
     /* written straight from the structs: on the stack for every answer of
      * a few descriptors, allocated only past that */
     uint8_t stack[ANSWER_ON_STACK];
-    size_t len = sld_grpc_response_size(&r);
-    uint8_t *body = len <= sizeof stack ? stack : malloc(len);
+    size_t cap = sld_grpc_response_bound(&r);
+    uint8_t *body = cap <= sizeof stack ? stack : malloc(cap);
     if (body == NULL) {
         fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
-    len = sld_grpc_response_write(&r, body);
+    size_t len = sld_grpc_response_write(&r, body);
     c->answer(c->arg, GRPC_OK, NULL, body, len);
     if (body != stack)
         free(body);

@@ -1,9 +1,8 @@
 /* grpc_encode.c -- RateLimitResponse by hand (see grpc_encode.h).
  *
- * Each message is sized first (a length-delimited field needs its length
- * before its bytes), then written; the sizes of the nested messages are
- * recomputed on the write, which is cheaper than keeping them for a
- * message this small. */
+ * Written in one pass: a length-delimited field keeps one byte for its
+ * length, filled in once its body is written (the body moved up in the
+ * rare case of a body over 127 bytes), so no message is sized twice. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +55,24 @@ static size_t len_field_size(size_t len) { return 1 + varint_size(len) + len; }
 static size_t put_len_head(uint8_t *out, unsigned field, size_t len) {
     size_t n = put_tag(out, field, WT_LEN);
     return n + put_varint(out + n, len);
+}
+
+/* A length-delimited field whose body is written next, its length not
+ * known yet: the tag, and one byte kept for the length. */
+static size_t open_len(uint8_t *out, unsigned field) { return put_tag(out, field, WT_LEN) + 1; }
+
+/* The length of the body written at body[0..len) put in the byte kept
+ * before it; past 127 the body moves up to make room for the longer
+ * varint. Returns how many bytes it moved. */
+static size_t close_len(uint8_t *body, size_t len) {
+    if (len < 0x80) {
+        body[-1] = (uint8_t)len;
+        return 0;
+    }
+    size_t extra = varint_size(len) - 1;
+    memmove(body + extra, body, len);
+    put_varint(body - 1, len);
+    return extra;
 }
 
 /* a string or bytes field, left out when empty (proto3) */
@@ -118,11 +135,13 @@ static size_t status_size(const sld_grpc_status_t *s) {
 static size_t put_status(uint8_t *out, const sld_grpc_status_t *s) {
     size_t n = put_varint_field(out, 1, int32_wire(s->code));
     if (s->has_limit) {
-        n += put_len_head(out + n, 2, limit_size(s));
+        size_t body = n += open_len(out + n, 2);
         n += put_limit(out + n, s);
+        n += close_len(out + body, n - body);
         n += put_varint_field(out + n, 3, s->remaining);
-        n += put_len_head(out + n, 4, duration_size(s));
+        body = n += open_len(out + n, 4);
         n += put_duration(out + n, s);
+        n += close_len(out + body, n - body);
     }
     return n;
 }
@@ -150,9 +169,10 @@ static size_t header_size(const sld_grpc_header_t *h, const size_t *lens) {
 static size_t put_header_field(uint8_t *out, unsigned field, const sld_grpc_header_t *h, const size_t *lens) {
     size_t klen, vlen;
     header_lens(h, lens, &klen, &vlen);
-    size_t n = put_len_head(out, field, bytes_field_size(klen) + bytes_field_size(vlen));
-    n += put_bytes_field(out + n, 1, h->key, klen);
-    return n + put_bytes_field(out + n, 2, h->value, vlen);
+    size_t body = open_len(out, field);
+    size_t n = body + put_bytes_field(out + body, 1, h->key, klen);
+    n += put_bytes_field(out + n, 2, h->value, vlen);
+    return n + close_len(out + body, n - body);
 }
 
 /* ---- RateLimitResponse {overall_code 1, statuses 2, response_headers_to_add 3,
@@ -170,11 +190,28 @@ size_t sld_grpc_response_size(const sld_grpc_response_t *r) {
     return n + bytes_field_size(r->raw_body_len);
 }
 
+size_t sld_grpc_response_bound(const sld_grpc_response_t *r) {
+    /* a varint field at most 11 bytes, a length-delimited one's head 6 */
+    size_t n = 11 + 6 + r->raw_body_len;
+    for (size_t i = 0; i < r->nstatuses; i++)
+        n += 6 + 11 + 6 + 11 + 11 + 6 + cstr_len(r->statuses[i].name) + 11 + 6 + 11 + 11;
+    const size_t *lens = r->response_header_lens;
+    for (size_t i = 0; i < r->nresponse_headers; i++) {
+        size_t klen, vlen;
+        header_lens(&r->response_headers[i], lens ? lens + 2 * i : NULL, &klen, &vlen);
+        n += 6 + 6 + klen + 6 + vlen;
+    }
+    for (size_t i = 0; i < r->nrequest_headers; i++)
+        n += 6 + 6 + cstr_len(r->request_headers[i].key) + 6 + cstr_len(r->request_headers[i].value);
+    return n;
+}
+
 size_t sld_grpc_response_write(const sld_grpc_response_t *r, uint8_t *out) {
     size_t n = put_varint_field(out, 1, int32_wire(r->overall_code));
     for (size_t i = 0; i < r->nstatuses; i++) {
-        n += put_len_head(out + n, 2, status_size(&r->statuses[i]));
+        size_t body = n += open_len(out + n, 2);
         n += put_status(out + n, &r->statuses[i]);
+        n += close_len(out + body, n - body);
     }
     const size_t *lens = r->response_header_lens;
     for (size_t i = 0; i < r->nresponse_headers; i++)

@@ -8,11 +8,10 @@
  * Why by hand: packing through protobuf-c cost a third of a call's
  * instructions (filling its structs, then a descriptor-driven walk to size
  * the message and another to write it); the answer is a few fixed fields.
- * Only encoding: decoding hostile bytes stays on protobuf-c
- * (grpc_messages.c). tests/unit/test_grpc_encode.c holds the two to the
- * same bytes.
+ * tests/unit/test_grpc_encode.c holds the two to the same bytes.
  *
- * Not here: the request (grpc_messages.c), framing (grpc_framing.c).
+ * Not here: the request (grpc_request.c, grpc_messages.c), framing
+ * (grpc_framing.c).
  */
 #ifndef SL_SERVER_GRPC_ENCODE_H
 #define SL_SERVER_GRPC_ENCODE_H
@@ -41,8 +40,11 @@ typedef struct sld_grpc_response {
 /* The encoded length of r. */
 size_t sld_grpc_response_size(const sld_grpc_response_t *r);
 
-/* Writes r into out (at least sld_grpc_response_size(r) bytes); returns
- * the length written. */
+/* At least the encoded length of r, cheaper to reckon than it. */
+size_t sld_grpc_response_bound(const sld_grpc_response_t *r);
+
+/* Writes r into out (at least sld_grpc_response_size(r) bytes: it never
+ * writes past what it returns); returns the length written. */
 size_t sld_grpc_response_write(const sld_grpc_response_t *r, uint8_t *out);
 
 /* A RateLimitResponse of overall_code, statuses and response headers into

@@ -96,6 +96,55 @@ static size_t put_field(uint8_t *out, const char *name, const uint8_t *value, si
     return n + put_string(out + n, value, len);
 }
 
+/* content-type: application/grpc, what it takes in the table (RFC 7541 4.1) */
+#define CT_ENTRY (32 + 12 + 16)
+
+size_t sld_grpc_hpack_updates(sld_grpc_hpack_t *t, const uint8_t *b, size_t len) {
+    size_t i = 0;
+    while (i < len && (b[i] & 0xe0) == 0x20) {
+        /* a 5-bit prefix integer (RFC 7541 5.1) */
+        uint64_t v = b[i++] & 0x1f;
+        if (v == 0x1f) {
+            unsigned shift = 0;
+            uint8_t c;
+            do {
+                if (i >= len || shift > 28) {
+                    t->lost = true; /* not one nghttp2 writes */
+                    return len;
+                }
+                c = b[i++];
+                v += (uint64_t)(c & 0x7f) << shift;
+                shift += 7;
+            } while (c & 0x80);
+        }
+        t->size = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+        if (t->size < CT_ENTRY)
+            t->indexed = false; /* evicted, with everything else */
+    }
+    return i;
+}
+
+size_t sld_grpc_answer_head(sld_grpc_hpack_t *t, uint8_t *out) {
+    out[0] = 0x88; /* :status 200, static table index 8 */
+    if (t->indexed && !t->lost) {
+        out[1] = 0x80 | 62; /* the first dynamic entry */
+        return 2;
+    }
+    /* content-type is static name index 31: with incremental indexing
+     * (6-bit prefix, 0x40 | 31), or without (4-bit prefix: 15, then 16) */
+    size_t n = 1;
+    if (!t->lost && t->size >= CT_ENTRY) {
+        out[n++] = 0x40 | 31;
+        t->indexed = true;
+    } else {
+        out[n++] = 0x0f;
+        out[n++] = 31 - 15;
+    }
+    out[n++] = 16;
+    memcpy(out + n, "application/grpc", 16);
+    return n + 16;
+}
+
 static const char hex[] = "0123456789ABCDEF";
 
 /* what every answered call ends with: grpc-status 0, as put_field writes it */

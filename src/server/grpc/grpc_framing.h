@@ -1,7 +1,7 @@
 /* grpc_framing.h -- gRPC's framing over HTTP/2, as plain functions of
  * bytes: a request's length-prefixed message gathered from its DATA
  * (the 5-byte prefix: a compressed flag and a 32-bit length), the
- * grpc-timeout header read, and the trailers' header block written.
+ * grpc-timeout header read, and the header blocks of an answer written.
  *
  * The trailers (grpc-status, grpc-message; for a Trailers-Only answer
  * also :status 200 and content-type) are written here as HPACK literals
@@ -64,6 +64,36 @@ bool sld_grpc_msg_whole(const uint8_t *data, size_t len, uint32_t max, const uin
 /* grpc-timeout ("1S", "250m": at most 8 digits and a unit of H M S m u n)
  * in microseconds, rounded up; false when malformed. */
 bool sld_grpc_timeout_parse(const uint8_t *v, size_t len, uint64_t *usec);
+
+/* The answer's HTTP/2 HEADERS block, :status 200 and content-type:
+ * application/grpc, written here too (nghttp2 would search and update
+ * its HPACK tables for the same two fields on every call). What the
+ * client's HPACK decoder holds for it: nghttp2 is given every other field
+ * never indexed, so the one entry its dynamic table ever gets is the
+ * content-type added by this block, at index 62 while it is there. Every
+ * header block nghttp2 writes goes through sld_grpc_hpack_updates, which
+ * follows the table's size: a size under the entry's 60 bytes evicts it,
+ * and the next answer adds it again. */
+typedef struct sld_grpc_hpack {
+    uint32_t size;  /* the table's maximum size, as the last size update set it */
+    bool indexed;   /* index 62 is content-type: application/grpc */
+    bool lost;      /* a block was not followed: plain literals from then on */
+} sld_grpc_hpack_t;
+
+#define SLD_GRPC_HPACK_INIT ((sld_grpc_hpack_t){.size = 4096})
+
+/* The dynamic table size updates (RFC 7541 6.3) a header block begins
+ * with, taken into t; returns their length (kept at the head of a block
+ * that is replaced). */
+size_t sld_grpc_hpack_updates(sld_grpc_hpack_t *t, const uint8_t *block, size_t len);
+
+/* The largest block sld_grpc_answer_head writes. */
+#define SLD_GRPC_HEAD_MAX 20
+
+/* An answer's HEADERS block into out: 2 bytes once the content-type is
+ * in the table, else a literal that adds it when the table has room.
+ * Returns its length. */
+size_t sld_grpc_answer_head(sld_grpc_hpack_t *t, uint8_t *out);
 
 /* The largest block sld_grpc_trailers writes. */
 #define SLD_GRPC_TRAILERS_MAX 512

@@ -7,10 +7,12 @@
  * (or kept for the session's next call) when its stream closes -- or, when the stream or the connection goes
  * while it is DECIDING, orphaned (h NULL) and freed by its answer.
  *
- * Trailers: nghttp2 Huffman-codes every string it writes. Each trailers
- * block is submitted with every field never indexed (so it leaves the
- * HPACK tables alone) and, as it goes out, replaced by the same fields as
- * plain literals (grpc_framing.h).
+ * Header blocks: nghttp2 Huffman-codes every string it writes, and is
+ * given every field never indexed (so it adds nothing to the client's
+ * HPACK table). An answer's HEADERS and trailers are submitted with no
+ * field at all (nothing for nghttp2 to encode); as each goes out,
+ * put_frame writes their fields into the block (grpc_framing.h: plain
+ * literals, and content-type from the table once it is there).
  */
 #include <stdatomic.h>
 #include <stddef.h>
@@ -54,6 +56,7 @@ struct sld_grpc_call {
     uint8_t *out;        /* the answer's message, prefixed: out_small or malloc'd */
     size_t out_len, out_off;
     size_t trailers_len; /* 0: nghttp2's block goes out as it is */
+    bool head;           /* the answer's HEADERS block is put_frame's to write */
     sld_grpc_call_t *prev, *next;
     /* from here on, not cleared when a call is made */
     uint8_t trailers[SLD_GRPC_TRAILERS_MAX];
@@ -180,6 +183,7 @@ struct sld_grpc_h2 {
     bool broken;
     bool stopping;
     pool_t pool;            /* nghttp2's blocks kept for reuse */
+    sld_grpc_hpack_t hpack; /* the answers' share of the client's HPACK table */
     nghttp2_mem mem;
 };
 
@@ -275,15 +279,12 @@ static void trailers_only(sld_grpc_call_t *c, int status, const char *message) {
 
 /* An HTTP error before gRPC: the request is not gRPC at all. */
 static void http_error(sld_grpc_call_t *c, const char *status) {
-    nghttp2_nv nv[] = {{(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NONE}};
+    nghttp2_nv nv[] = {{(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NO_INDEX}};
     c->state = SENT;
     if (nghttp2_submit_response(c->h->s, c->id, nv, 1, NULL) != 0)
         nghttp2_submit_rst_stream(c->h->s, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_INTERNAL_ERROR);
 }
 
-/* Header fields of static strings: nghttp2 need not copy them. */
-#define NO_COPY (NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE)
-#define NO_INDEX_NO_COPY (NGHTTP2_NV_FLAG_NO_INDEX | NO_COPY)
 
 static ssize_t read_answer(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length, uint32_t *flags,
                            nghttp2_data_source *source, void *user_data) {
@@ -293,10 +294,11 @@ static ssize_t read_answer(nghttp2_session *s, int32_t id, uint8_t *buf, size_t 
     memcpy(buf, c->out + c->out_off, n);
     c->out_off += n;
     if (c->out_off == c->out_len) {
-        static const nghttp2_nv nv[] = {{(uint8_t *)"grpc-status", (uint8_t *)"0", 11, 1, NO_INDEX_NO_COPY}};
+        /* an empty block: nghttp2 has nothing to encode, put_frame writes
+         * the fields (grpc-status: 0) into it as it goes out */
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         c->trailers_len = sld_grpc_trailers(c->trailers, false, SLD_GRPC_OK, NULL);
-        if (nghttp2_submit_trailer(s, id, nv, 1) != 0)
+        if (nghttp2_submit_trailer(s, id, NULL, 0) != 0)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     return (ssize_t)n;
@@ -315,14 +317,11 @@ static bool try_send(sld_grpc_call_t *c) {
         }
         return false;
     }
-    static const nghttp2_nv nv[] = {
-        {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NO_COPY},
-        {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, NO_COPY},
-    };
     nghttp2_data_provider data = {.source.ptr = c, .read_callback = read_answer};
     c->state = SENT;
+    c->head = true; /* an empty block: put_frame writes its fields */
     h->reserved += c->out_len;
-    if (nghttp2_submit_response(h->s, c->id, nv, 2, &data) != 0)
+    if (nghttp2_submit_response(h->s, c->id, NULL, 0, &data) != 0)
         nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_INTERNAL_ERROR);
     return true;
 }
@@ -587,6 +586,7 @@ sld_grpc_h2_t *sld_grpc_h2_new(const sld_grpc_h2_hooks_t *hooks, void *ctx, uint
     h->hooks = hooks;
     h->ctx = ctx;
     h->max_message = max_message;
+    h->hpack = SLD_GRPC_HPACK_INIT;
     h->now_ms = h->idle_since = now_ms;
     nghttp2_option *opt = NULL;
     if (nghttp2_option_new(&opt) != 0) {
@@ -629,43 +629,47 @@ bool sld_grpc_h2_feed(sld_grpc_h2_t *h, const uint8_t *data, size_t len, int64_t
     return !h->broken;
 }
 
-/* Where a header block begins with a dynamic table size update (RFC 7541
- * 6.3), its length: kept when the block is replaced. */
-static size_t size_updates(const uint8_t *b, size_t len) {
-    size_t i = 0;
-    while (i < len && (b[i] & 0xe0) == 0x20) {
-        if ((b[i++] & 0x1f) == 0x1f)
-            while (i < len && (b[i++] & 0x80))
-                ;
-    }
-    return i <= len ? i : len;
-}
-
-/* One frame nghttp2 wrote, onto out: a stream's trailers replaced by ours. */
+/* One frame nghttp2 wrote, onto out: the fields of an answer's HEADERS
+ * and trailers put in their blocks, after the table size updates nghttp2
+ * began them with (followed for the HPACK table, grpc_framing.h). */
 static void put_frame(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *out) {
-    size_t flen = n >= 9 ? (size_t)p[0] << 16 | (size_t)p[1] << 8 | p[2] : 0;
-    uint8_t fl = n >= 9 ? p[4] : 0;
-    if (n < 9 || p[3] != NGHTTP2_HEADERS || flen != n - 9 || !(fl & NGHTTP2_FLAG_END_STREAM) ||
-        !(fl & NGHTTP2_FLAG_END_HEADERS) || (fl & (NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_PRIORITY))) {
+    if (n < 9 || p[3] != NGHTTP2_HEADERS) {
         sld_buf_append(out, p, n);
         return;
     }
+    size_t flen = (size_t)p[0] << 16 | (size_t)p[1] << 8 | p[2];
+    uint8_t fl = p[4];
+    if (flen != n - 9 || !(fl & NGHTTP2_FLAG_END_HEADERS) || (fl & (NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_PRIORITY))) {
+        h->hpack.lost = true; /* a block not read: its size updates unknown */
+        sld_buf_append(out, p, n);
+        return;
+    }
+    size_t keep = sld_grpc_hpack_updates(&h->hpack, p + 9, flen);
     int32_t id = (int32_t)(((uint32_t)p[5] << 24 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 8 | p[8]) & 0x7fffffff);
     sld_grpc_call_t *c = call_of(h, id);
     for (sld_grpc_call_t *k = h->closed; c == NULL && k; k = k->next)
         if (k->id == id)
             c = k;
-    if (c == NULL || c->trailers_len == 0) {
+    uint8_t head[SLD_GRPC_HEAD_MAX];
+    const uint8_t *fields;
+    size_t nfields;
+    if (c != NULL && (fl & NGHTTP2_FLAG_END_STREAM) && c->trailers_len > 0) {
+        fields = c->trailers;
+        nfields = c->trailers_len;
+        c->trailers_len = 0;
+    } else if (c != NULL && !(fl & NGHTTP2_FLAG_END_STREAM) && c->head) {
+        fields = head;
+        nfields = sld_grpc_answer_head(&h->hpack, head);
+        c->head = false;
+    } else {
         sld_buf_append(out, p, n);
         return;
     }
-    size_t keep = size_updates(p + 9, flen);
-    size_t len = keep + c->trailers_len;
+    size_t len = keep + nfields;
     uint8_t hd[9] = {(uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len, p[3], p[4], p[5], p[6], p[7], p[8]};
     sld_buf_append(out, hd, 9);
     sld_buf_append(out, p + 9, keep);
-    sld_buf_append(out, c->trailers, c->trailers_len);
-    c->trailers_len = 0;
+    sld_buf_append(out, fields, nfields);
 }
 
 bool sld_grpc_h2_output(sld_grpc_h2_t *h, sld_buf_t *out, int64_t now_ms) {

@@ -1,4 +1,6 @@
-/* grpc_messages.c -- protobuf messages <-> plain structs (see grpc_messages.h). */
+/* grpc_messages.c -- protobuf messages <-> plain structs through protobuf-c
+ * (see grpc_messages.h; the RateLimitRequest read by hand: grpc_request.c). */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,7 +65,8 @@ static arena_t *arena_new(size_t len) {
     return a;
 }
 
-static void arena_free(arena_t *a) {
+static void arena_free(void *p) {
+    arena_t *a = p;
     if (a == NULL)
         return;
     while (a->big) {
@@ -74,14 +77,15 @@ static void arena_free(arena_t *a) {
     free(a);
 }
 
-static int bad(sld_grpc_rls_request_t *out, char *err, size_t err_len, const char *fmt, size_t a, size_t b) {
+int sld_grpc_rls_refuse(sld_grpc_rls_request_t *out, char *err, size_t err_len, const char *fmt, size_t a,
+                        size_t b) {
     snprintf(err, err_len, fmt, a, b);
     sld_grpc_rls_request_free(out);
     return SL_EINVAL;
 }
 
-int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *out, char *err,
-                        size_t err_len) {
+int sld_grpc_rls_decode_pb(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *out, char *err,
+                           size_t err_len) {
     memset(out, 0, sizeof *out);
     arena_t *arena = arena_new(len);
     if (arena == NULL) {
@@ -89,28 +93,31 @@ int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *
         return SL_ENOMEM;
     }
     out->owner_ = arena;
+    out->release_ = arena_free;
     ProtobufCAllocator alloc = {.alloc = arena_alloc, .free = arena_keep, .allocator_data = arena};
     pb_request_t *m = envoy__service__ratelimit__v3__rate_limit_request__unpack(&alloc, len, buf);
     if (m == NULL)
-        return bad(out, err, err_len, "the request is not a RateLimitRequest (malformed protobuf)", 0, 0);
+        return sld_grpc_rls_refuse(out, err, err_len, "the request is not a RateLimitRequest (malformed protobuf)",
+                                   0, 0);
     out->domain = span_of(m->domain);
     if (out->domain.len == 0)
-        return bad(out, err, err_len, "the domain is empty", 0, 0);
+        return sld_grpc_rls_refuse(out, err, err_len, "the domain is empty", 0, 0);
     if (m->n_descriptors == 0)
-        return bad(out, err, err_len, "there are no descriptors", 0, 0);
+        return sld_grpc_rls_refuse(out, err, err_len, "there are no descriptors", 0, 0);
     if (m->n_descriptors > SLD_GRPC_MAX_DESCRIPTORS)
-        return bad(out, err, err_len, "%zu descriptors: at most %zu", m->n_descriptors, SLD_GRPC_MAX_DESCRIPTORS);
+        return sld_grpc_rls_refuse(out, err, err_len, "%zu descriptors: at most %zu", m->n_descriptors,
+                                   SLD_GRPC_MAX_DESCRIPTORS);
     size_t nentries = 0;
     for (size_t i = 0; i < m->n_descriptors; i++) {
         const pb_descriptor_t *d = m->descriptors[i];
         if (d->n_entries == 0)
-            return bad(out, err, err_len, "descriptor %zu has no entries", i, 0);
+            return sld_grpc_rls_refuse(out, err, err_len, "descriptor %zu has no entries", i, 0);
         if (d->n_entries > SLD_GRPC_MAX_ENTRIES)
-            return bad(out, err, err_len, "descriptor %zu has too many entries (at most %zu)", i,
+            return sld_grpc_rls_refuse(out, err, err_len, "descriptor %zu has too many entries (at most %zu)", i,
                        SLD_GRPC_MAX_ENTRIES);
         for (size_t k = 0; k < d->n_entries; k++)
             if (d->entries[k]->key == NULL || d->entries[k]->key[0] == '\0')
-                return bad(out, err, err_len, "descriptor %zu: entry %zu has an empty key", i, k);
+                return sld_grpc_rls_refuse(out, err, err_len, "descriptor %zu: entry %zu has an empty key", i, k);
         nentries += d->n_entries;
     }
     out->descriptors = arena_alloc(arena, m->n_descriptors * sizeof *out->descriptors);
@@ -146,8 +153,36 @@ int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *
 }
 
 void sld_grpc_rls_request_free(sld_grpc_rls_request_t *r) {
-    arena_free(r->owner_); /* the message, descriptors and entries with it */
+    if (r->release_ != NULL)
+        r->release_(r->owner_); /* the bytes, descriptors and entries with it */
     memset(r, 0, sizeof *r);
+}
+
+static bool span_eq(sld_span_t a, sld_span_t b) { return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0; }
+
+const char *sld_grpc_rls_differ(int rc_a, const sld_grpc_rls_request_t *a, const char *err_a, int rc_b,
+                                const sld_grpc_rls_request_t *b, const char *err_b) {
+    if (rc_a != rc_b)
+        return "the code";
+    if (rc_a != SL_OK)
+        return strcmp(err_a, err_b) == 0 ? NULL : "the error message";
+    if (!span_eq(a->domain, b->domain))
+        return "the domain";
+    if (a->ndescriptors != b->ndescriptors)
+        return "the number of descriptors";
+    for (size_t i = 0; i < a->ndescriptors; i++) {
+        const sld_grpc_descriptor_t *x = &a->descriptors[i], *y = &b->descriptors[i];
+        if (x->nentries != y->nentries)
+            return "a descriptor's number of entries";
+        for (size_t k = 0; k < x->nentries; k++)
+            if (!span_eq(x->entries[k].key, y->entries[k].key) || !span_eq(x->entries[k].value, y->entries[k].value))
+                return "an entry";
+        if (x->has_limit != y->has_limit || x->limit_rpu != y->limit_rpu || x->limit_unit != y->limit_unit)
+            return "a descriptor's limit";
+        if (x->hits != y->hits)
+            return "a descriptor's hits";
+    }
+    return NULL;
 }
 
 int sld_grpc_health_decode(const uint8_t *buf, size_t len, char **service) {

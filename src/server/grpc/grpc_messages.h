@@ -3,11 +3,14 @@
  * RateLimitResponse (encoded by hand: grpc_encode.h), and gRPC health's
  * Check request and response.
  *
- * The wire format is protobuf-c's, generated at build time from proto/
- * (the same field numbers and types as Envoy's API); nothing above this
- * module sees a protobuf-c type. Decoding is pure: bytes in, a request out
- * (owning its memory) or a message saying what is wrong, for the client's
- * INVALID_ARGUMENT.
+ * The wire format is Envoy's API (proto/, the same field numbers and
+ * types). A RateLimitRequest is read by hand (grpc_request.c), the health
+ * messages with protobuf-c's code generated at build time; protobuf-c's
+ * RateLimitRequest decoding stays as the reference the hand reader is held
+ * to (sld_grpc_rls_decode_pb: the unit tests, the differential fuzz
+ * target). Nothing above this module sees a protobuf-c type. Decoding is
+ * pure: bytes in, a request out (owning its memory) or a message saying
+ * what is wrong, for the client's INVALID_ARGUMENT.
  *
  * Not here: the gRPC calls (grpc_h2.c, grpc_server.c), deciding
  * (grpc_decide.c), RateLimitResponse's bytes (grpc_encode.c).
@@ -51,7 +54,8 @@ typedef struct sld_grpc_rls_request {
     sld_span_t domain;            /* not empty */
     sld_grpc_descriptor_t *descriptors;
     size_t ndescriptors;          /* 1..SLD_GRPC_MAX_DESCRIPTORS */
-    void *owner_;                 /* the memory of it all (the unpacked message the spans point into) */
+    void *owner_;                 /* the memory of it all (what the spans point into) */
+    void (*release_)(void *);     /* how owner_ is freed */
     sld_grpc_entry_t *entries_;
 } sld_grpc_rls_request_t;
 
@@ -62,6 +66,18 @@ typedef struct sld_grpc_rls_request {
  * *out is left empty on error. */
 int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *out, char *err,
                         size_t err_len);
+/* The same through protobuf-c's unpacking: the reference sld_grpc_rls_decode
+ * answers as on every input (results, codes and messages alike). */
+int sld_grpc_rls_decode_pb(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *out, char *err,
+                           size_t err_len);
+/* Both decoders' refusal: the reason (fmt with a and b) into err, *out
+ * freed and emptied; returns SL_EINVAL. */
+int sld_grpc_rls_refuse(sld_grpc_rls_request_t *out, char *err, size_t err_len, const char *fmt, size_t a,
+                        size_t b);
+/* Two decoders' answers to the same bytes compared: NULL when they agree
+ * (codes, and the messages or every field), else what differs first. */
+const char *sld_grpc_rls_differ(int rc_a, const sld_grpc_rls_request_t *a, const char *err_a, int rc_b,
+                                const sld_grpc_rls_request_t *b, const char *err_b);
 void sld_grpc_rls_request_free(sld_grpc_rls_request_t *r);
 
 /* One DescriptorStatus. */
