@@ -635,13 +635,13 @@ class WriteBack(Base):
         return ("store:\n  type: redis\n  url: %s\n  sync: write_back\n  sync_interval: 10ms\n"
                 "  nodes: 3\n  timeout: %s\n" % (self.redis.url, timeout)) + extra
 
-    def wait_remaining(self, client, policy, key, want, timeout=1.0):
+    def wait_remaining(self, client, policy, key, want, timeout=5.0):
         def remaining():
             return client.execute_command("SL.PEEK", policy, key)[2]
         if not wait_until(lambda: remaining() == want, timeout):
             self.fail("%s %s: remaining %r, wanted %d, %.1f s on" % (policy, key, remaining(), want, timeout))
 
-    def wait_synced(self, client, timeout=2.0):
+    def wait_synced(self, client, timeout=10.0):
         """Until Redis has merged every charge the daemon made so far."""
         if not wait_until(lambda: unsynced(client) == 0, timeout):
             self.fail("charges still unsynced %.1f s on" % timeout)
@@ -729,16 +729,25 @@ class WriteBack(Base):
         ds = [self.daemon(config(p, self.store())) for _ in range(2)]
         a, b = ds[0].client(), ds[1].client()
         self.assertEqual(a.execute_command("SL.CHECK", "p", "k")[0], 1)
+        # That first charge is in Redis before it dies, so it is lost with
+        # Redis's data: a restart comes back empty. Unsynced at the kill, it
+        # would wait in the journal and be merged later: which of the two
+        # happened was a race with the 10 ms sync (the count was one off
+        # when the kill came after the sync, on a loaded machine).
+        self.wait_synced(a)
         self.redis.kill()
-        worst = 0.0
+        took = []
         for _ in range(10):
             t = time.monotonic()
             self.assertEqual(a.execute_command("SL.CHECK", "p", "k")[0], 1)
-            worst = max(worst, time.monotonic() - t)
+            took.append(time.monotonic() - t)
         for _ in range(5):
             self.assertEqual(b.execute_command("SL.CHECK", "p", "k")[0], 1)
-        self.assertLess(worst, 0.05, "a local decision waited on a dead Redis")
-        wait_until(lambda: a.info("store")["write_back_failures"] > 0, 2)
+        # The median: a decision that waited on Redis would wait every time;
+        # one round trip may stall on a loaded machine all the same.
+        took.sort()
+        self.assertLess(took[5], 0.05, "a local decision waited on a dead Redis: %s" % took)
+        wait_until(lambda: a.info("store")["write_back_failures"] > 0, 10)
         self.assertGreater(a.info("store")["write_back_failures"], 0)
         # no sync can make room now: a daemon decides alone on its whole copy,
         # past its share (ceil(100 / 3) + 1 = 35 unsynced)
@@ -746,9 +755,10 @@ class WriteBack(Base):
             self.assertEqual(a.execute_command("SL.CHECK", "p", "k")[0], 1)
         self.redis.start()  # empty: what the daemons charged meanwhile is merged into it
         for c in (a, b):
-            self.wait_synced(c, timeout=3.0)
+            self.wait_synced(c)
         self.assertEqual(a.execute_command("SL.CHECK", "p", "k")[0], 1)
-        self.wait_remaining(a, "p", "k", 100 - 47)
+        # 10 + 5 + 30 charged while Redis was down, and this last one
+        self.wait_remaining(a, "p", "k", 100 - 46)
         for d in ds:
             self.assertIsNone(d.proc.poll())
 
