@@ -244,7 +244,11 @@ class ReloadRoutes(unittest.TestCase):
             deadline = time.time() + 10
             while arrived() < 10 and time.time() < deadline:
                 time.sleep(0.005)
-            self.assertEqual(arrived(), 10)
+            # Seen once under ASan at load 12: 9 after the 10 s, cause not
+            # found (flaky.md, session 25); what each side saw says more.
+            self.assertEqual(arrived(), 10, "answers %s, upstream saw %s, queue %s\n%s" % (
+                results, self.one.seen("/d/"), metric(hp, "sluice_gateway_queue_depth", route="d"),
+                d.output()[-4000:]))
             # some still wait (100 ms apart, the last at 900 ms)
             self.assertGreaterEqual(metric(hp, "sluice_gateway_queue_depth", route="d"), 1)
             self.reload(d, config(route("e", "/e/", two)), 2)  # d removed while they wait
