@@ -414,7 +414,9 @@ class HttpWait(unittest.TestCase):
         self.assertEqual(self.d.get("/healthz").status, 200)
         start = time.monotonic()
         self.d.stop()  # nothing waits on the gone client
-        self.assertLess(time.monotonic() - start, 10)
+        # Waiting on it would take the minute of its hold. An ASan daemon's
+        # own stop (LeakSanitizer at exit) took 12 s at load 12.
+        self.assertLess(time.monotonic() - start, 30)
         import test_http
         self.d = test_http.HttpDaemon(test_http.http_config(HTTP_CONFIG), test_clock=T0)
 

@@ -25,6 +25,7 @@ import urllib.request
 
 import harness
 from harness import Daemon
+import redis
 from test_acquire import command, read_int_array
 from test_distributed import RedisServer
 
@@ -101,6 +102,32 @@ class AcquireRedis(unittest.TestCase):
     def state(self, policy, key):
         return self.redis.client().get(b"sl:{" + policy.encode() + b"\0" + key.encode() + b"}")
 
+    def keep_in_redis(self, policy, key):
+        """Until the returned stop() is called, takes the key's expiry away
+        in Redis as soon as a write sets one. The daemons' clocks stand
+        still, but Redis counts a key's time to live (exp - now: 1.1 s for
+        11 places of gcra 10/s) in real time: a test that holds replies for
+        1 s and then reads the key had 0.1 s to spare, and under ASan at
+        load 12 the key had expired (a check on it was admitted)."""
+        name = b"sl:{" + policy.encode() + b"\0" + key.encode() + b"}"
+        rc = self.redis.client()
+        done = threading.Event()
+
+        def run():
+            try:
+                while not done.is_set():
+                    rc.persist(name)
+                    done.wait(0.005)
+            except redis.exceptions.ConnectionError:
+                pass  # Redis stopped (tearDown runs before the cleanups)
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+
+        def stop():
+            done.set()
+            t.join(10)
+        return stop
+
     def acquire_all(self, socks_and_counts, *args):
         """Pipelines count SL.ACQUIRE args on each socket, all at once;
         returns per socket the (reply, seconds) of each, in order."""
@@ -129,6 +156,8 @@ class AcquireRedis(unittest.TestCase):
         # denied at once with the retry of a wait that would reach a slot.
         a, b = self.daemon(), self.daemon()
         sa, sb = a.raw(), b.raw()
+        stop_keeping = self.keep_in_redis("paced", "k")
+        self.addCleanup(stop_keeping)
         got = self.acquire_all([(sa, 8), (sb, 8)], "paced", "k", "TIMEOUT", 1000)
         replies = [r for per in got for r in per]
         admitted = sorted(r[5] for r, _ in replies if r[0] == 1)
@@ -156,6 +185,7 @@ class AcquireRedis(unittest.TestCase):
         check = a.client().execute_command("SL.CHECK", "paced", "k")
         self.assertEqual(check[0], 0)
         self.assertEqual(check[3], 1100)
+        stop_keeping()
         sa.close()
         sb.close()
 

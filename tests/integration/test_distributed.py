@@ -455,7 +455,12 @@ class Faults(Base):
         print("killed and restarted: %d checks, the worst %.3f s, the worst needing no Redis %.3f s"
               % (sum(n for _, _, n, _ in got), worst, control))
         self.assertGreater(sum(n for _, _, n, _ in got), 250)
-        self.assertLess(worst, 0.100 + 0.150 + control, "a request waited %.3f s" % worst)
+        # The second worst of the processes' worst: one stall of the machine
+        # landing on a check (0.505 s against 0.179 s for the worst control,
+        # ASan at load 12) is not the daemon's wait; a daemon that waited on
+        # Redis past its timeout would hold up every client at the kill.
+        second = sorted(w for w, _, _, _ in got)[-2]
+        self.assertLess(second, 0.100 + 0.150 + control, "requests waited %s" % sorted(w for w, _, _, _ in got))
         # Redis decides again: a fresh key on a closed policy is admitted,
         # once the daemon is back on Redis (bounded: with a 100 ms store
         # timeout on a loaded machine a call may still time out and keep
@@ -635,13 +640,13 @@ class WriteBack(Base):
         return ("store:\n  type: redis\n  url: %s\n  sync: write_back\n  sync_interval: 10ms\n"
                 "  nodes: 3\n  timeout: %s\n" % (self.redis.url, timeout)) + extra
 
-    def wait_remaining(self, client, policy, key, want, timeout=1.0):
+    def wait_remaining(self, client, policy, key, want, timeout=5.0):
         def remaining():
             return client.execute_command("SL.PEEK", policy, key)[2]
         if not wait_until(lambda: remaining() == want, timeout):
             self.fail("%s %s: remaining %r, wanted %d, %.1f s on" % (policy, key, remaining(), want, timeout))
 
-    def wait_synced(self, client, timeout=2.0):
+    def wait_synced(self, client, timeout=10.0):
         """Until Redis has merged every charge the daemon made so far."""
         if not wait_until(lambda: unsynced(client) == 0, timeout):
             self.fail("charges still unsynced %.1f s on" % timeout)
@@ -729,16 +734,25 @@ class WriteBack(Base):
         ds = [self.daemon(config(p, self.store())) for _ in range(2)]
         a, b = ds[0].client(), ds[1].client()
         self.assertEqual(a.execute_command("SL.CHECK", "p", "k")[0], 1)
+        # That first charge is in Redis before it dies, so it is lost with
+        # Redis's data: a restart comes back empty. Unsynced at the kill, it
+        # would wait in the journal and be merged later: which of the two
+        # happened was a race with the 10 ms sync (the count was one off
+        # when the kill came after the sync, on a loaded machine).
+        self.wait_synced(a)
         self.redis.kill()
-        worst = 0.0
+        took = []
         for _ in range(10):
             t = time.monotonic()
             self.assertEqual(a.execute_command("SL.CHECK", "p", "k")[0], 1)
-            worst = max(worst, time.monotonic() - t)
+            took.append(time.monotonic() - t)
         for _ in range(5):
             self.assertEqual(b.execute_command("SL.CHECK", "p", "k")[0], 1)
-        self.assertLess(worst, 0.05, "a local decision waited on a dead Redis")
-        wait_until(lambda: a.info("store")["write_back_failures"] > 0, 2)
+        # The median: a decision that waited on Redis would wait every time;
+        # one round trip may stall on a loaded machine all the same.
+        took.sort()
+        self.assertLess(took[5], 0.05, "a local decision waited on a dead Redis: %s" % took)
+        wait_until(lambda: a.info("store")["write_back_failures"] > 0, 10)
         self.assertGreater(a.info("store")["write_back_failures"], 0)
         # no sync can make room now: a daemon decides alone on its whole copy,
         # past its share (ceil(100 / 3) + 1 = 35 unsynced)
@@ -746,9 +760,10 @@ class WriteBack(Base):
             self.assertEqual(a.execute_command("SL.CHECK", "p", "k")[0], 1)
         self.redis.start()  # empty: what the daemons charged meanwhile is merged into it
         for c in (a, b):
-            self.wait_synced(c, timeout=3.0)
+            self.wait_synced(c)
         self.assertEqual(a.execute_command("SL.CHECK", "p", "k")[0], 1)
-        self.wait_remaining(a, "p", "k", 100 - 47)
+        # 10 + 5 + 30 charged while Redis was down, and this last one
+        self.wait_remaining(a, "p", "k", 100 - 46)
         for d in ds:
             self.assertIsNone(d.proc.poll())
 
@@ -880,24 +895,54 @@ class WriteBack(Base):
 
 class RedisCluster:
     """A real Redis Cluster on 127.0.0.1: `masters` masters, each with
-    `replicas` replicas, created with redis-cli --cluster create."""
+    `replicas` replicas, created with redis-cli --cluster create.
+
+    The nodes start with a long cluster-node-timeout: a node drops a
+    handshake (CLUSTER MEET) that is not done within that timeout, and
+    redis-cli then waits for the join for ever. With 1 s, a node stalled on
+    a loaded machine made the create time out after 60 s (load 20). Once
+    the cluster is ok the timeout becomes 1 s, so a replica takes over a
+    killed master quickly (test_master_killed_failover). A create that
+    still fails or hangs is tried once more on fresh nodes."""
+
+    NODE_TIMEOUT_MS = 1000
+    CREATE_NODE_TIMEOUT_MS = 20000
 
     def __init__(self, masters=3, replicas=0):
+        self.nodes = []
+        errors = []
+        for _ in range(2):
+            error = self._create(masters, replicas)
+            if error is None:
+                break
+            errors.append(error)
+            self.stop()
+        else:
+            raise AssertionError("redis-cli --cluster create failed twice:\n" + "\n".join(errors))
+        self.wait_ok()
+        for n in self.nodes:
+            n.client().config_set("cluster-node-timeout", self.NODE_TIMEOUT_MS)
+
+    def _create(self, masters, replicas):
+        """Fresh nodes, made a cluster; None, or what went wrong."""
         self.nodes = []
         for _ in range(masters * (1 + replicas)):
             self.nodes.append(RedisServer(free_cluster_port(), [
                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                "--cluster-node-timeout", "1000",
+                "--cluster-node-timeout", str(self.CREATE_NODE_TIMEOUT_MS),
                 # a replica may take over at once, and syncs without waiting
                 "--cluster-replica-validity-factor", "0", "--repl-diskless-sync-delay", "0"]))
         addrs = ["127.0.0.1:%d" % n.port for n in self.nodes]
-        out = subprocess.run(["redis-cli", "--cluster", "create"] + addrs
-                             + ["--cluster-replicas", str(replicas), "--cluster-yes"],
-                             capture_output=True, text=True, timeout=60)
+        try:
+            out = subprocess.run(["redis-cli", "--cluster", "create"] + addrs
+                                 + ["--cluster-replicas", str(replicas), "--cluster-yes"],
+                                 capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired as e:
+            said = [x.decode(errors="replace") if isinstance(x, bytes) else x or "" for x in (e.stdout, e.stderr)]
+            return "timed out after 60 s:\n" + "".join(said)
         if out.returncode != 0:
-            self.stop()
-            raise AssertionError("redis-cli --cluster create failed:\n" + out.stdout + out.stderr)
-        self.wait_ok()
+            return out.stdout + out.stderr
+        return None
 
     def wait_ok(self, timeout=30):
         deadline = time.time() + timeout
@@ -994,14 +1039,17 @@ class Cluster(unittest.TestCase):
 
     def test_master_killed_failover(self):
         self.cluster = RedisCluster(masters=3, replicas=1)
-        store = ("store:\n  clock: local\n  timeout: 100ms\n  on_store_failure: closed\n"
+        # A killed master refuses at once: the timeout need not be short.
+        # 100 ms was too short for a live node under ASan at load 8 ("connect
+        # 127.0.0.1:35779: connect timeout"; closed then denied a check).
+        store = ("store:\n  clock: local\n  timeout: 2s\n  on_store_failure: closed\n"
                  "  breaker: {failures: 3, cooldown: 200ms}\n")
         policy = one_policy("p", "{algorithm: token_bucket, limit: 1000000, period: 1h}")
         d = Daemon(config(policy, store), args=["--store", self.cluster.url], test_clock=T0)
         self.daemons = [d]
         c = d.client()
-        for k in range(100):
-            self.assertEqual(c.execute_command("SL.CHECK", "p", "k%d" % k)[0], 1)
+        got = [c.execute_command("SL.CHECK", "p", "k%d" % k)[0] for k in range(100)]
+        self.assertEqual(got, [1] * 100, d.output()[-3000:])
         victim = self.cluster.masters()[0]
         victim.kill()
         # before the failover, only the dead master's slots fall back: keys

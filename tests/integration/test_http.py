@@ -938,7 +938,17 @@ class ConnectionLimits(unittest.TestCase):
             s = d.raw_http()  # silent from the start
             self.assertTrue(closed_by_peer(s, timeout=5.0))
             s.close()
-            self.assertEqual(d.get("/healthz").status, 200)
+            # New connections are still served. A fresh one is itself under
+            # idle_timeout from its accept: if the worker stalls past 1 s
+            # before reading the request (seen once at load 20), it is closed
+            # unanswered, as it should be; then another is asked.
+            for attempt in range(3):
+                try:
+                    self.assertEqual(d.get("/healthz").status, 200)
+                    break
+                except (http.client.RemoteDisconnected, ConnectionResetError):
+                    if attempt == 2:
+                        raise
 
     def test_max_connections(self):
         with HttpDaemon(CHECK_CONFIG.replace("max_request_bytes: 4KiB\n",
