@@ -33,8 +33,9 @@
 #define RING 16
 
 typedef struct ahead {
-    uint64_t h;   /* the key's hash (sl__mem_key_hash) */
-    shard_t *sh;  /* its shard */
+    uint64_t h;    /* the key's hash (sl__mem_key_hash) */
+    uint64_t tag;  /* its first limit's tag */
+    shard_t *sh;   /* its shard */
 } ahead_t;
 
 static const void *key_of(const sl_request_t *r) { return r->key ? r->key : ""; }
@@ -47,6 +48,7 @@ static const void *key_of(const sl_request_t *r) { return r->key ? r->key : ""; 
 static inline void look(memory_store_t *m, const sl_policy_t *p, const sl_request_t *r, ahead_t *a) {
     a->h = sl__mem_key_hash(m, p, key_of(r), r->key_len);
     uint64_t tag = make_tag(a->h, p->limits[0].id);
+    a->tag = tag;
     a->sh = &m->shards[shard_of(m, tag)];
     __builtin_prefetch(&a->sh->lock, 1);
     uintptr_t slots = atomic_load_explicit(&a->sh->hint_slots, memory_order_relaxed);
@@ -63,23 +65,24 @@ static void advance(memory_store_t *m, const sl_policy_t *p, const sl_request_t 
         look(m, p, &reqs[i + LOOKAHEAD], &ring[(i + LOOKAHEAD) % RING]);
 }
 
-/* Request r decided from this thread's copy of its states, without the
- * lock, as mem_decide() does (store_memory_memo.c); false: not kept, or it
- * would charge. */
-static bool from_copy(memory_store_t *m, const sl_policy_t *p, uint64_t h, shard_t *sh,
-                      const sl_request_t *r, sl_usec_t now, sl_decision_t *out) {
+/* Request r (a) decided from this thread's copy of its states, without
+ * the lock, as mem_decide() does (store_memory_memo.c); false: not kept, or
+ * it would charge. The caller has checked that a copy may be there. */
+__attribute__((noinline)) static bool from_copy(memory_store_t *m, const sl_policy_t *p,
+                                                const ahead_t *a, const sl_request_t *r,
+                                                sl_usec_t now, sl_decision_t *out) {
     uint64_t tags[SL__MEMO_LIMITS];
-    tags[0] = make_tag(h, p->limits[0].id);
-    if (p->write_back || p->nlimits > SL__MEMO_LIMITS || !sl__memo_maybe(m, tags[0]))
+    if (p->write_back || p->nlimits > SL__MEMO_LIMITS)
         return false;
-    for (size_t i = 1; i < p->nlimits; i++)
-        tags[i] = make_tag(h, p->limits[i].id);
-    return sl__mem_memo_decide(m, sh, p, tags, now, r->cost, false, out, NULL);
+    for (size_t i = 0; i < p->nlimits; i++)
+        tags[i] = make_tag(a->h, p->limits[i].id);
+    return sl__mem_memo_decide(m, a->sh, p, tags, now, r->cost, false, out, NULL);
 }
 
 int sl__mem_evaluate_batch(sl_store_t *s, const sl_policy_t *p, const sl_request_t *reqs, size_t n,
                            sl_usec_t now, sl_decision_t *out, size_t *done) {
     memory_store_t *m = (memory_store_t *)s;
+    sl__memo_t *memos = sl__mem_memos();
     ahead_t ring[RING];
     for (size_t j = 0; j < n && j < 2 * LOOKAHEAD; j++)
         __builtin_prefetch(reqs[j].key);
@@ -90,7 +93,8 @@ int sl__mem_evaluate_batch(sl_store_t *s, const sl_policy_t *p, const sl_request
     while (i < n && rc == SL_OK) {
         shard_t *sh = ring[i % RING].sh;
         bool held = shard_held(m, sh);
-        if (!held && from_copy(m, p, ring[i % RING].h, sh, &reqs[i], now, &out[i])) {
+        if (!held && sl__memo_maybe_in(memos, m, ring[i % RING].tag) &&
+            from_copy(m, p, &ring[i % RING], &reqs[i], now, &out[i])) {
             advance(m, p, reqs, n, i, ring);
             i++;
             continue;

@@ -92,3 +92,5 @@ void sl__mem_memo_keep(const memory_store_t *m, const sl_policy_t *p, const uint
 }
 
 uint64_t sl__mem_memo_hits(void) { return hits; }
+
+sl__memo_t *sl__mem_memos(void) { return sl__memos; }

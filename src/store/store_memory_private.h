@@ -160,18 +160,31 @@ typedef struct sl__memo {
  * by dlopen, which initial-exec TLS may not be. */
 extern _Thread_local sl__memo_t sl__memos[SL__MEMO_SLOTS];
 
-/* The thread's place for the states of the key whose first tag is tag:
- * bits 3-18 choose the shard, so the place comes from above them. */
-static inline sl__memo_t *sl__memo_of(uint64_t tag) {
-    return &sl__memos[(tag >> 20) & (SL__MEMO_SLOTS - 1)];
+/* In a thread's memos, the place for the states of the key whose first
+ * tag is tag: bits 3-18 choose the shard, so the place comes from above
+ * them. */
+static inline sl__memo_t *sl__memo_in(sl__memo_t *memos, uint64_t tag) {
+    return &memos[(tag >> 20) & (SL__MEMO_SLOTS - 1)];
 }
 
-/* Whether this thread may hold states of store m for the key (inline, so
- * that a key with none costs a compare). */
-static inline bool sl__memo_maybe(const memory_store_t *m, uint64_t tag) {
-    const sl__memo_t *me = sl__memo_of(tag);
+static inline sl__memo_t *sl__memo_of(uint64_t tag) { return sl__memo_in(sl__memos, tag); }
+
+/* Whether the thread whose memos these are may hold states of store m for
+ * the key (inline, so that a key with none costs a compare; a loop takes
+ * sl__memos once, as finding a thread's variable may cost a call). */
+static inline bool sl__memo_maybe_in(sl__memo_t *memos, const memory_store_t *m, uint64_t tag) {
+    const sl__memo_t *me = sl__memo_in(memos, tag);
     return me->tags[0] == tag && me->serial == m->serial;
 }
+
+static inline bool sl__memo_maybe(const memory_store_t *m, uint64_t tag) {
+    return sl__memo_maybe_in(sl__memos, m, tag);
+}
+
+/* The calling thread's memos, found by a call (a loop's one: the compiler
+ * would find the variable again on every turn, saving its registers
+ * around a possible call each time). */
+sl__memo_t *sl__mem_memos(void);
 
 /* Whether decisions under p may be kept: not write-back (its journal and
  * shares are state the shard does not hold), no blocks (a block's ring is
