@@ -68,7 +68,7 @@ rq_wait_ns() {
   local p=$1 c
   { cat /proc/"$p"/task/*/schedstat
     for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do cat /proc/"$c"/task/*/schedstat; done
-  } 2>/dev/null | awk '{ s += $2 } END { printf "%d", s }'
+  } 2>/dev/null | awk '{ s += $2 } END { printf "%.0f", s }'
 }
 
 # conn_spread PORT [METRICS_URL] -> the established client connections on

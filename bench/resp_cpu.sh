@@ -45,7 +45,7 @@ if [ "$PIN" = 1 ]; then SRV_PIN=(taskset -c 0); CLI_PIN=(taskset -c 1); fi
 
 # server_cpu_ns PID: run time of every thread so far
 server_cpu_ns() {
-  cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%d", s}'
+  cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'
 }
 
 # one SERVER PID PORT CASE ARGS...: one JSON line
