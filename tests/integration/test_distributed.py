@@ -1155,12 +1155,20 @@ class Sentinel(unittest.TestCase):
         # old master may take a moment to be demoted, as with any client)
         deadline = time.time() + 10
         i = 0
+        def written_on_the_replica(key):
+            # the sentinel kills the promoted replica's clients as it
+            # reconfigures it: a reset connection is "not yet"
+            try:
+                r = self.replica.client()
+                return (r.info("replication")["role"] == "master" and
+                        r.exists(next(iter(r.scan_iter(match="*" + key + "*")), "none")))
+            except redis.exceptions.ConnectionError:
+                return False
+
         while time.time() < deadline:
             i += 1
             key = "new%d" % i
-            if (c.execute_command("SL.CHECK", "p", key)[0] == 1 and
-                    self.replica.client().info("replication")["role"] == "master" and
-                    self.replica.client().exists(next(iter(self.replica.client().scan_iter(match="*" + key + "*")), "none"))):
+            if c.execute_command("SL.CHECK", "p", key)[0] == 1 and written_on_the_replica(key):
                 break
             time.sleep(0.1)
         else:
