@@ -31,6 +31,12 @@
  * enough to stay in L1. RING holds the hashes between the two stages. */
 #define LOOKAHEAD 8
 #define RING 16
+_Static_assert(RING > LOOKAHEAD, "a hash is kept until its request is decided");
+/* Requests one acquisition of a lock decides at most, so that a long batch
+ * on one shard does not keep other threads out of it (they spin, then
+ * block, and nobody serves them until the run ends): as the combining
+ * holder's SERVE_LIMIT. */
+#define RUN_LIMIT 64
 
 typedef struct ahead {
     uint64_t h;    /* the key's hash (sl__mem_key_hash) */
@@ -107,11 +113,12 @@ int sl__mem_evaluate_batch(sl_store_t *s, const sl_policy_t *p, const sl_request
             i += rc == SL_OK;
             continue;
         }
+        size_t run = 0;
         do { /* the run of requests in this shard */
             advance(m, p, reqs, n, i, ring);
             rc = sl__mem_decide_hashed(m, p, ring[i % RING].h, &reqs[i], now, false, &out[i]);
             i += rc == SL_OK;
-        } while (rc == SL_OK && i < n && ring[i % RING].sh == sh);
+        } while (rc == SL_OK && i < n && ring[i % RING].sh == sh && ++run < RUN_LIMIT);
         if (held)
             continue;
         if (p->write_back || atomic_load_explicit(&sh->pending, memory_order_relaxed) != NULL)
