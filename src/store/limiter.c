@@ -50,12 +50,6 @@ static sl_usec_t now_of(const sl_limiter_t *l) {
     return t < 0 ? 0 : t > SL__MAX_TIME ? SL__MAX_TIME : t;
 }
 
-/* sl_check_batch() looks ahead in two stages: the key bytes of request
- * i + 2*LOOKAHEAD (hashing a key that is not in cache would stall on it),
- * then the state of request i + LOOKAHEAD. Enough to cover a DRAM miss with
- * decisions, few enough to stay in L1: measured best at 8. */
-#define SL__LOOKAHEAD 8
-
 /* wait < 0: a plain decision; else a reservation of at most `wait` us,
  * running no earlier than not_before. */
 static int decide_at(sl_limiter_t *l, const sl_policy_t *p, const void *key, size_t key_len,

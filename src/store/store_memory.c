@@ -265,17 +265,20 @@ static uint64_t key_hash(const memory_store_t *m, const sl_policy_t *p, const vo
 }
 
 /* The tags and shard of (p, key); the lock is the caller's to take. */
-static void begin(memory_store_t *m, const sl_policy_t *p, const void *key, size_t key_len,
-                  sl_usec_t now, eval_t *e) {
+static void begin_hashed(memory_store_t *m, const sl_policy_t *p, uint64_t h, sl_usec_t now, eval_t *e) {
     e->m = m;
     e->p = p;
     e->now = now;
-    uint64_t h = key_hash(m, p, key, key_len);
     for (size_t i = 0; i < p->nlimits; i++)
         e->tags[i] = make_tag(h, p->limits[i].id);
     e->pins.tags = e->tags;
     e->pins.n = p->nlimits;
     e->sh = &m->shards[shard_of(m, e->tags[0])];
+}
+
+static void begin(memory_store_t *m, const sl_policy_t *p, const void *key, size_t key_len,
+                  sl_usec_t now, eval_t *e) {
+    begin_hashed(m, p, key_hash(m, p, key, key_len), now, e);
 }
 
 /* Finds every limit's slot, under the shard lock. */
@@ -473,6 +476,31 @@ static int decide_locked(void *ctx) {
     return rc;
 }
 
+/* A decision's arguments; begin() or begin_hashed() fills d->e. */
+static void decision_init(decision_t *d, memory_store_t *m, const void *key, size_t key_len, uint64_t cost,
+                          bool peek, sl_usec_t max_wait, sl_usec_t not_before, sl_decision_t *out,
+                          sl_limit_report_t *limits, sl__held_t *held) {
+    d->m = m; /* not zeroed: begin() and locate_all() fill what is read */
+    d->key = key;
+    d->key_len = key_len;
+    d->cost = cost;
+    d->peek = peek;
+    d->max_wait = max_wait;
+    d->not_before = not_before;
+    d->held = held;
+    d->out = out;
+    d->limits = limits;
+    d->keep = false;
+}
+
+/* rc, once the deciding thread has kept what a decision that changed
+ * nothing read (a group's decisions are not kept). */
+static int decided(const decision_t *d, int rc) {
+    if (d->keep && !shard_held(d->m, d->e.sh))
+        sl__mem_memo_keep(d->m, d->e.p, d->e.tags, d->cells, d->gen);
+    return rc;
+}
+
 /* A decision under its shard's lock. Threads deciding in the same shard at
  * once have theirs run by the lock's holder (store_memory_combine.c),
  * except write-back ones (the journal is the deciding thread's business)
@@ -484,18 +512,8 @@ static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, 
                       uint64_t cost, sl_usec_t now, bool peek, sl_usec_t max_wait,
                       sl_usec_t not_before, sl_decision_t *out, sl_limit_report_t *limits,
                       sl__held_t *held) {
-    decision_t d; /* not zeroed: begin() and locate_all() fill what is read */
-    d.m = m;
-    d.key = key;
-    d.key_len = key_len;
-    d.cost = cost;
-    d.peek = peek;
-    d.max_wait = max_wait;
-    d.not_before = not_before;
-    d.held = held;
-    d.out = out;
-    d.limits = limits;
-    d.keep = false;
+    decision_t d;
+    decision_init(&d, m, key, key_len, cost, peek, max_wait, not_before, out, limits, held);
     begin(m, p, key, key_len, now, &d.e);
     shard_t *sh = d.e.sh;
     int rc;
@@ -504,23 +522,18 @@ static int mem_decide(memory_store_t *m, const sl_policy_t *p, const void *key, 
     if (p->write_back) {
         pthread_mutex_lock(&sh->lock);
         rc = decide_locked(&d);
-        sl__mem_release(sh); /* others' decisions published meanwhile */
+        shard_unlock_decided(sh, true); /* others' decisions published meanwhile */
     } else if (max_wait < 0 && sl__memo_maybe(m, d.e.tags[0]) &&
                sl__mem_memo_decide(m, sh, p, d.e.tags, now, cost, peek, out, limits)) {
         return SL_OK;
     } else if (pthread_mutex_trylock(&sh->lock) == 0) {
         rc = decide_locked(&d);
-        if (atomic_load_explicit(&sh->pending, memory_order_relaxed) != NULL)
-            sl__mem_release(sh); /* serves who published meanwhile */
-        else
-            pthread_mutex_unlock(&sh->lock);
+        shard_unlock_decided(sh, false);
     } else {
         sl__mem_req_t r = {.run = decide_locked, .ctx = &d};
         rc = sl__mem_combine(sh, &r);
     }
-    if (d.keep)
-        sl__mem_memo_keep(m, p, d.e.tags, d.cells, d.gen);
-    return rc;
+    return decided(&d, rc);
 }
 
 static int mem_evaluate(sl_store_t *s, const sl_policy_t *p, const void *key, size_t key_len,
@@ -546,26 +559,9 @@ static int mem_reserve(sl_store_t *s, const sl_policy_t *p, const void *key, siz
  * thread that holds it now. */
 int sl__mem_decide_hashed(memory_store_t *m, const sl_policy_t *p, uint64_t h, const sl_request_t *r,
                           sl_usec_t now, bool combine, sl_decision_t *out) {
-    decision_t d; /* as in mem_decide: what is read is filled */
-    d.m = m;
-    d.key = r->key ? r->key : "";
-    d.key_len = r->key_len;
-    d.cost = r->cost;
-    d.peek = false;
-    d.max_wait = -1;
-    d.not_before = 0;
-    d.held = NULL;
-    d.out = out;
-    d.limits = NULL;
-    d.keep = false;
-    d.e.m = m;
-    d.e.p = p;
-    d.e.now = now;
-    for (size_t i = 0; i < p->nlimits; i++)
-        d.e.tags[i] = make_tag(h, p->limits[i].id);
-    d.e.pins.tags = d.e.tags;
-    d.e.pins.n = p->nlimits;
-    d.e.sh = &m->shards[shard_of(m, d.e.tags[0])];
+    decision_t d;
+    decision_init(&d, m, r->key ? r->key : "", r->key_len, r->cost, false, -1, 0, out, NULL, NULL);
+    begin_hashed(m, p, h, now, &d.e);
     int rc;
     if (!combine) {
         rc = decide_locked(&d);
@@ -573,9 +569,7 @@ int sl__mem_decide_hashed(memory_store_t *m, const sl_policy_t *p, uint64_t h, c
         sl__mem_req_t req = {.run = decide_locked, .ctx = &d};
         rc = sl__mem_combine(d.e.sh, &req);
     }
-    if (d.keep && !shard_held(m, d.e.sh)) /* as mem_decide: a group's are not kept */
-        sl__mem_memo_keep(m, p, d.e.tags, d.cells, d.gen);
-    return rc;
+    return decided(&d, rc);
 }
 
 /* A reservation given back (core/refund.h), under the shard's lock. */

@@ -27,16 +27,14 @@
 
 #include "store_memory_private.h"
 
-/* As limiter.c's SL__LOOKAHEAD: enough decisions to cover a miss, few
- * enough to stay in L1. RING holds the hashes between the two stages. */
-#define LOOKAHEAD 8
+/* The look-ahead is store.h's; RING holds the hashes between its two
+ * stages. A run under one acquisition of a lock decides at most
+ * SL__SERVE_LIMIT requests, so that a long batch on one shard does not keep
+ * other threads out of it (they spin, then block, and nobody serves them
+ * until the run ends). */
+#define LOOKAHEAD SL__LOOKAHEAD
 #define RING 16
 _Static_assert(RING > LOOKAHEAD, "a hash is kept until its request is decided");
-/* Requests one acquisition of a lock decides at most, so that a long batch
- * on one shard does not keep other threads out of it (they spin, then
- * block, and nobody serves them until the run ends): as the combining
- * holder's SERVE_LIMIT. */
-#define RUN_LIMIT 64
 
 typedef struct ahead {
     uint64_t h;    /* the key's hash (sl__mem_key_hash) */
@@ -73,13 +71,12 @@ static void advance(memory_store_t *m, const sl_policy_t *p, const sl_request_t 
 
 /* Request r (a) decided from this thread's copy of its states, without
  * the lock, as mem_decide() does (store_memory_memo.c); false: not kept, or
- * it would charge. The caller has checked that a copy may be there. */
+ * it would charge. The caller has checked that p's decisions may be kept
+ * and that a copy may be there. */
 __attribute__((noinline)) static bool from_copy(memory_store_t *m, const sl_policy_t *p,
                                                 const ahead_t *a, const sl_request_t *r,
                                                 sl_usec_t now, sl_decision_t *out) {
     uint64_t tags[SL__MEMO_LIMITS];
-    if (p->write_back || p->nlimits > SL__MEMO_LIMITS)
-        return false;
     for (size_t i = 0; i < p->nlimits; i++)
         tags[i] = make_tag(a->h, p->limits[i].id);
     return sl__mem_memo_decide(m, a->sh, p, tags, now, r->cost, false, out, NULL);
@@ -89,6 +86,7 @@ int sl__mem_evaluate_batch(sl_store_t *s, const sl_policy_t *p, const sl_request
                            sl_usec_t now, sl_decision_t *out, size_t *done) {
     memory_store_t *m = (memory_store_t *)s;
     sl__memo_t *memos = sl__mem_memos();
+    bool kept = sl__mem_memo_fits(p); /* may p's decisions come from copies */
     ahead_t ring[RING];
     for (size_t j = 0; j < n && j < 2 * LOOKAHEAD; j++)
         __builtin_prefetch(reqs[j].key);
@@ -99,7 +97,7 @@ int sl__mem_evaluate_batch(sl_store_t *s, const sl_policy_t *p, const sl_request
     while (i < n && rc == SL_OK) {
         shard_t *sh = ring[i % RING].sh;
         bool held = shard_held(m, sh);
-        if (!held && sl__memo_maybe_in(memos, m, ring[i % RING].tag) &&
+        if (kept && !held && sl__memo_maybe_in(memos, m, ring[i % RING].tag) &&
             from_copy(m, p, &ring[i % RING], &reqs[i], now, &out[i])) {
             advance(m, p, reqs, n, i, ring);
             i++;
@@ -118,13 +116,9 @@ int sl__mem_evaluate_batch(sl_store_t *s, const sl_policy_t *p, const sl_request
             advance(m, p, reqs, n, i, ring);
             rc = sl__mem_decide_hashed(m, p, ring[i % RING].h, &reqs[i], now, false, &out[i]);
             i += rc == SL_OK;
-        } while (rc == SL_OK && i < n && ring[i % RING].sh == sh && ++run < RUN_LIMIT);
-        if (held)
-            continue;
-        if (p->write_back || atomic_load_explicit(&sh->pending, memory_order_relaxed) != NULL)
-            sl__mem_release(sh); /* serves who published meanwhile */
-        else
-            pthread_mutex_unlock(&sh->lock);
+        } while (rc == SL_OK && i < n && ring[i % RING].sh == sh && ++run < SL__SERVE_LIMIT);
+        if (!held)
+            shard_unlock_decided(sh, p->write_back);
     }
     *done = i;
     return rc;

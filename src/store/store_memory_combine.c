@@ -40,14 +40,11 @@
  * microsecond, a group or a sweep may hold it for much longer. */
 #define TRY_EVERY 32u
 #define SPIN_LIMIT 4096u
-/* Requests one pass serves at most, so that a holder returns to its caller
- * even under an endless stream (the rest wait for the next holder). */
-#define SERVE_LIMIT 64u
 
 /* Runs the published requests, oldest first; the lock is held. */
 static void serve(shard_t *sh) {
     unsigned served = 0;
-    while (served < SERVE_LIMIT &&
+    while (served < SL__SERVE_LIMIT &&
            atomic_load_explicit(&sh->pending, memory_order_relaxed) != NULL) {
         sl__mem_req_t *list = atomic_exchange_explicit(&sh->pending, NULL, memory_order_acquire);
         sl__mem_req_t *fifo = NULL; /* the list is newest first */

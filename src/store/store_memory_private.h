@@ -262,12 +262,26 @@ void sl__mem_group_end(sl_store_t *s);
 uint32_t sl__mem_shard_of_key(const memory_store_t *m, const sl_policy_t *p, const void *key,
                               size_t key_len);
 
+/* Requests one holder of a shard's lock decides at most before it lets go
+ * (for others' published requests, or a run of its own batch), so that an
+ * endless stream does not keep the rest out. */
+#define SL__SERVE_LIMIT 64u
+
 /* Runs r under sh's lock, found taken: by its holder (flat combining) or,
  * failing that, by this thread; r->rc. Not for a thread holding sh in a
  * group. */
 int sl__mem_combine(shard_t *sh, sl__mem_req_t *r);
 /* Unlocks sh, having served the requests published on it. */
 void sl__mem_release(shard_t *sh);
+
+/* Unlocks sh after a decision: serving who published meanwhile, or all
+ * along with `serve` (a write-back decision took the lock plainly). */
+static inline void shard_unlock_decided(shard_t *sh, bool serve) {
+    if (serve || atomic_load_explicit(&sh->pending, memory_order_relaxed) != NULL)
+        sl__mem_release(sh);
+    else
+        pthread_mutex_unlock(&sh->lock);
+}
 
 /* ---- slots ---------------------------------------------------------------------- */
 
