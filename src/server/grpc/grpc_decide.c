@@ -258,9 +258,7 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     sld_http_reply_t r;
     r.nheaders = 0;
     r.values = it->values;
-    r.values.len = 0;
-    r.values.failed = false;
-    it->values = (sld_buf_t){0};
+    sld_buf_reset(&r.values);
     sld_http_rate_headers(&r, rs->name, p, soft, dec, lr);
     it->values = r.values;
     if (r.values.failed)
@@ -475,10 +473,10 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
         item_t *it = &c->items[i];
         const sld_grpc_descriptor_t *desc = &c->req.descriptors[i];
         if (!c->rls) {
-            if (key_length(desc) > max_key)
-                return SL_ERANGE;
-            it->key = c->keys;
+            it->key = c->keys; /* the block holds every key: written, then measured */
             it->key_len = key_write(desc, it->key);
+            if (it->key_len > max_key)
+                return SL_ERANGE;
             c->keys += it->key_len + 1;
             continue;
         }

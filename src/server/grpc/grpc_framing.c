@@ -6,6 +6,11 @@
 
 #define MESSAGE_MAX 300
 
+/* A gRPC message's length: bytes 1-4 of its 5-byte prefix, big-endian. */
+static uint32_t prefix_len(const uint8_t *p) {
+    return (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+}
+
 int sld_grpc_msg_feed(sld_grpc_msg_t *m, const uint8_t *data, size_t len, uint32_t max) {
     if (m->state != SLD_GRPC_MSG_MORE)
         return m->state;
@@ -16,8 +21,7 @@ int sld_grpc_msg_feed(sld_grpc_msg_t *m, const uint8_t *data, size_t len, uint32
     if (m->have_prefix < 5)
         return m->state;
     if (m->buf == NULL) {
-        m->len = (uint32_t)m->prefix[1] << 24 | (uint32_t)m->prefix[2] << 16 | (uint32_t)m->prefix[3] << 8 |
-                 m->prefix[4];
+        m->len = prefix_len(m->prefix);
         if (m->prefix[0] != 0)
             return m->state = SLD_GRPC_MSG_COMPRESSED;
         if (m->len > max)
@@ -37,7 +41,7 @@ int sld_grpc_msg_feed(sld_grpc_msg_t *m, const uint8_t *data, size_t len, uint32
 bool sld_grpc_msg_whole(const uint8_t *data, size_t len, uint32_t max, const uint8_t **msg, uint32_t *msg_len) {
     if (len < 5 || data[0] != 0)
         return false;
-    uint32_t n = (uint32_t)data[1] << 24 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 8 | data[4];
+    uint32_t n = prefix_len(data);
     if (n > max || n > len - 5)
         return false;
     *msg = data + 5;
