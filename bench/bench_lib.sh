@@ -25,13 +25,21 @@ wrk_run() {
   echo "${rps:-NA} ${p50:-NA} ${p99:-NA} ${total:-0} ${non2xx:-0} ${errs:-none}"
 }
 
+# reaped_ticks PID: CPU time (clock ticks) of the children shell PID has
+# waited for; taken around one client command (in that shell, which is
+# $BASHPID in a subshell, not $$), it is that client's CPU time alone.
+reaped_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $14 + $15 }'; }
+
 # h2load_run LOG ARGS... -> "rps p50_ms p99_ms total 4xx+5xx failed"
 # Latencies come from h2load's --log-file (one line per request: start µs,
 # status, µs to the end of the response), since h2load prints no percentiles.
+# h2load's own CPU time (clock ticks) goes to LOG.cpu.
 h2load_run() {
-  local log=$1; shift
+  local log=$1 me=$BASHPID c0; shift
   rm -f "$log.req"
+  c0=$(reaped_ticks "$me")
   "${CLI_PIN[@]}" h2load --log-file="$log.req" "$@" >"$log" 2>&1
+  echo $(( $(reaped_ticks "$me") - c0 )) >"$log.cpu"
   local rps total bad failed p50 p99
   rps=$(awk '/^finished in/{print $4}' "$log")
   total=$(awk '/^requests:/{print $2}' "$log")

@@ -24,7 +24,10 @@
 # (h2load -m, redis-benchmark -P) on CONNS connections. The cases alternate
 # round by round (grpc, h2, h1, resp, grpc, ...), RUNS rounds of DUR s; the
 # median and its min..max are reported, then a table with gRPC/HTTP-2 (same
-# client) and gRPC/HTTP-1.1. p50/p99 for h2load come from its per-request
+# client) and gRPC/HTTP-1.1. Each run also gives how busy sluiced and the
+# client were (CPU seconds over DUR; wrk's are not taken) and the client's
+# CPU per request: when the client is the busier one, it bounds req/s, and the
+# ratio of req/s follows the ratio of the client's costs, not sluiced's. p50/p99 for h2load come from its per-request
 # log (h2load prints no percentiles), for redis-benchmark from --csv.
 # gRPC answers are checked once with curl (grpc-status: 0, overall_code OK);
 # h2load itself only sees HTTP status 200.
@@ -117,7 +120,10 @@ grep -q '^grpc-status: 0' "$OUT/grpc-head" && [ "$(od -An -tx1 -j5 -N2 "$OUT/grp
 resp_run() {
   local log=$1 c=$2 p=$3 n
   n=$(( 40000 * DUR * (p > 1 ? 8 : 1) ))   # about DUR seconds at this machine's rates
+  local me=$BASHPID c0
+  c0=$(reaped_ticks "$me")
   "${CLI_PIN[@]}" redis-benchmark -p "$RESP_PORT" -c "$c" -P "$p" -n "$n" --csv SL.CHECK bench k=1 >"$log" 2>&1
+  echo $(( $(reaped_ticks "$me") - c0 )) >"$log.cpu"
   awk -F, -v n="$n" '/^"SL.CHECK/ { gsub(/"/, ""); print $2, $5, $7, n, 0, 0 }' "$log"
 }
 
@@ -141,17 +147,23 @@ for m in $STREAMS; do
       t0=$(cpu_ticks "$(cat "$OUT/sluiced.pid")")
       read -r r q50 q99 tot bad er <<<"$(one_run "$c" "$m" "$i")"
       t1=$(cpu_ticks "$(cat "$OUT/sluiced.pid")")
+      cli=$(cat "$OUT/$c-m$m-$i.log.cpu" 2>/dev/null || echo NA)   # wrk's (h1) is not taken
       eff=$(awk -v n="$tot" -v d=$((t1 - t0)) -v hz="$HZ" 'BEGIN{ if (d > 0) printf "%d", n * hz / d; else print "NA" }')
+      read -r sbusy cbusy cus <<<"$(awk -v s=$((t1 - t0)) -v c="$cli" -v sec="$DUR" -v n="$tot" -v hz="$HZ" \
+        'BEGIN{ printf "%.2f %s %s\n", s / hz / sec, (c == "NA" ? "NA" : sprintf("%.2f", c / hz / sec)),
+                (c == "NA" || n == 0 ? "NA" : sprintf("%.2f", c / hz / n * 1e6)) }')"
       R[$c.rps]+="$r "; R[$c.p50]+="$q50 "; R[$c.p99]+="$q99 "; R[$c.eff]+="$eff "
+      R[$c.sbusy]+="$sbusy "; R[$c.cbusy]+="$cbusy "; R[$c.cus]+="$cus "
       { [ "${bad:-0}" != 0 ] || { [ "$er" != none ] && [ "$er" != 0 ]; }; } && echo "warning: $c m=$m run $i: $bad not 2xx, errors $er" >&2
-      echo "  $c m=$m run $i: $r req/s p50 $q50 ms p99 $q99 ms; sluiced $eff req per cpu-s ($((t1 - t0)) ticks)" >&2
+      echo "  $c m=$m run $i: $r req/s p50 $q50 ms p99 $q99 ms; sluiced $eff req per cpu-s ($((t1 - t0)) ticks, busy $sbusy); client busy $cbusy, $cus cpu-us/req" >&2
     done
   done
   for c in $CASES; do
     read -r md lo hi <<<"$(printf '%s\n' ${R[$c.rps]} | grep -v NA | stats)"
-    printf '{"bench":"grpc_vs_http","case":"%s","streams":%s,"conns":%s,"threads":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"req_per_cpu_s":%s,"runs":%s,"dur_s":%s,"pin":%s}\n' \
+    printf '{"bench":"grpc_vs_http","case":"%s","streams":%s,"conns":%s,"threads":%s,"rps":%s,"rps_min":%s,"rps_max":%s,"p50_ms":%s,"p99_ms":%s,"req_per_cpu_s":%s,"server_busy":%s,"client_busy":%s,"client_cpu_us_per_req":%s,"runs":%s,"dur_s":%s,"pin":%s}\n' \
       "$c" "$m" "$CONNS" "$THREADS" "$md" "$lo" "$hi" "$(printf '%s\n' ${R[$c.p50]} | med)" \
-      "$(printf '%s\n' ${R[$c.p99]} | med)" "$(printf '%s\n' ${R[$c.eff]} | med)" "$RUNS" "$DUR" "$PIN" | tee -a "$OUT/lines"
+      "$(printf '%s\n' ${R[$c.p99]} | med)" "$(printf '%s\n' ${R[$c.eff]} | med)" "$(printf '%s\n' ${R[$c.sbusy]} | med)" \
+      "$(printf '%s\n' ${R[$c.cbusy]} | med)" "$(printf '%s\n' ${R[$c.cus]} | med)" "$RUNS" "$DUR" "$PIN" | tee -a "$OUT/lines"
   done
   unset R
 done
@@ -161,9 +173,10 @@ awk -F'[:,{}"]+' '
   { for (i = 2; i < NF; i += 2) v[$i] = $(i + 1)
     key = v["case"] "|" v["streams"]
     rps[key] = v["rps"]; lo[key] = v["rps_min"]; hi[key] = v["rps_max"]
-    p50[key] = v["p50_ms"]; p99[key] = v["p99_ms"]; eff[key] = v["req_per_cpu_s"]; order[++n] = key }
+    p50[key] = v["p50_ms"]; p99[key] = v["p99_ms"]; eff[key] = v["req_per_cpu_s"]; order[++n] = key
+    sb[key] = v["server_busy"]; cb[key] = v["client_busy"]; cu[key] = v["client_cpu_us_per_req"] }
   END {
-    printf "%-5s %7s %10s %22s %8s %8s %10s %10s %10s %12s\n", "case", "streams", "req/s", "[min..max]", "p50 ms", "p99 ms", "req/cpu-s", "grpc/h2", "grpc/h1", "cpu-s g/h2"
+    printf "%-5s %7s %10s %22s %8s %8s %10s %10s %10s %12s %6s %6s %9s\n", "case", "streams", "req/s", "[min..max]", "p50 ms", "p99 ms", "req/cpu-s", "grpc/h2", "grpc/h1", "cpu-s g/h2", "s busy", "c busy", "c us/req"
     for (k = 1; k <= n; k++) {
       split(order[k], f, "|"); a = ""; b = ""; e = ""
       if (f[1] == "grpc") {
@@ -171,9 +184,11 @@ awk -F'[:,{}"]+' '
         if (eff["h2|" f[2]] > 0) e = sprintf("%.2fx", eff[order[k]] / eff["h2|" f[2]])
         if (rps["h1|" f[2]] > 0) b = sprintf("%.2fx", rps[order[k]] / rps["h1|" f[2]])
       }
-      printf "%-5s %7s %10d %22s %8s %8s %10s %10s %10s %12s\n", f[1], f[2], rps[order[k]],
-        "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]], eff[order[k]], a, b, e }
+      printf "%-5s %7s %10d %22s %8s %8s %10s %10s %10s %12s %6s %6s %9s\n", f[1], f[2], rps[order[k]],
+        "[" lo[order[k]] ".." hi[order[k]] "]", p50[order[k]], p99[order[k]], eff[order[k]], a, b, e,
+        sb[order[k]], cb[order[k]], cu[order[k]] }
   }' "$OUT/lines"
 echo "# streams: h2load -m / redis-benchmark -P per connection ($CONNS connections); h1: wrk, conns x streams"
 echo "# connections (at most 64); req/cpu-s: requests per CPU second of sluiced (all its threads);"
+echo "# s busy, c busy: CPU seconds per second of sluiced and of the client; c us/req: the client's CPU per request;"
 echo "# medians of $RUNS alternating runs; raw: $OUT"
