@@ -240,7 +240,7 @@ bool sl__limit_cell_valid(const sl__limit_t *l, const sl__cell_t *cell) {
 }
 
 size_t sl__block_size(uint32_t kind, uint32_t cap) {
-    return sizeof(sl__block_t) + 4 * (size_t)sl__block_words(kind) * cap;
+    return sizeof(sl__block_t) + sl__block_data_bytes(kind, cap);
 }
 
 void sl__block_init(sl__block_t *b, uint32_t kind, uint32_t cap) {
@@ -255,7 +255,7 @@ void sl__block_move(const sl__block_t *from, sl__block_t *to) {
         memcpy(to->data, from->data, sizeof(uint32_t) * (from->cap < to->cap ? from->cap : to->cap));
         return;
     }
-    uint32_t words = from->kind == SL__BLOCK_LOG64 ? 2 : 1;
+    uint32_t words = sl__block_words(from->kind);
     uint32_t n = from->count < to->cap ? from->count : to->cap;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t pos = (from->head + i) % from->cap;

@@ -81,6 +81,12 @@ typedef struct sl__block {
 /* 32-bit words per entry of a block of `kind`. */
 static inline uint32_t sl__block_words(uint32_t kind) { return kind == SL__BLOCK_LOG64 ? 2 : 1; }
 
+/* Bytes of the entries of a block of `kind` with room for `cap`: worked
+ * in size_t, where a 64-bit one holds 8 * UINT32_MAX. */
+static inline size_t sl__block_data_bytes(uint32_t kind, uint32_t cap) {
+    return 4 * (size_t)sl__block_words(kind) * cap;
+}
+
 /* The state of one limit for one key, as the store hands it over. A state
  * with expire_at <= now has fully recovered and means "new key". */
 typedef struct sl__cell {

@@ -94,7 +94,7 @@ static sl__block_t *read_block(in_t *r, const sl__limit_t *l, uint32_t kind) {
     bool log = kind != SL__BLOCK_COUNTERS;
     if (kind != sl__limit_block_kind(l) || (log && n > l->capacity) ||
         (!log && n != l->precision + 1)) {
-        r->at += (size_t)n * 4 * w;
+        r->at += sl__block_data_bytes(kind, n);
         return NULL;
     }
     sl__block_t *b = malloc(sl__block_size(kind, n));

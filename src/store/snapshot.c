@@ -173,7 +173,7 @@ int sl__snapshot_add(sl__snapshot_writer_t *w, const sl__record_t *r) {
     if (w->err)
         return w->err;
     const sl__block_t *b = r->block;
-    size_t payload = b ? 16 + 4 * sl__block_words(b->kind) * (size_t)b->cap : 8;
+    size_t payload = b ? 16 + sl__block_data_bytes(b->kind, b->cap) : 8;
     if (reserve(w, 20 + payload) != SL_OK)
         return w->err;
     unsigned char *p = w->buf + w->len;
@@ -319,7 +319,7 @@ static size_t parse_record(const unsigned char *p, size_t n, sl__record_t *r, sl
     head->count = get_u32(p + 32);
     if (!sl__block_valid(head))
         return 0;
-    size_t bytes = 4 * sl__block_words(head->kind) * (size_t)head->cap;
+    size_t bytes = sl__block_data_bytes(head->kind, head->cap);
     if (n - 36 < bytes)
         return 0;
     return 36 + bytes;

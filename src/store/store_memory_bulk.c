@@ -94,7 +94,7 @@ static int adopt_block(shard_t *sh, slot_t *s, sl__block_t *b, sl_usec_t expire_
     sl__block_t own;
     unsigned hb;
     uint64_t place = sl__slab_view(&sh->slab, ref, &own, &hb);
-    memcpy(own.data, b->data, 4 * (size_t)sl__block_words(b->kind) * b->cap);
+    memcpy(own.data, b->data, sl__block_data_bytes(b->kind, b->cap));
     own.head = b->head;
     own.count = b->count;
     free(b);

@@ -45,7 +45,7 @@ static bool shape(const sl__slab_t *s, uint32_t kind, uint32_t cap, sl__slab_cla
         return false;
     c->kind = kind;
     c->cap = cap;
-    c->size = (uint32_t)(SLAB_EXPIRE_BYTES + 4 * (size_t)sl__block_words(kind) * cap);
+    c->size = (uint32_t)(SLAB_EXPIRE_BYTES + sl__block_data_bytes(kind, cap));
     if (kind != SL__BLOCK_COUNTERS) { /* head < cap, count <= cap */
         c->hb = bits_for(cap - 1);
         c->hc = (uint8_t)(c->hb + bits_for(cap));

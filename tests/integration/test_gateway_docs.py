@@ -64,17 +64,19 @@ def certificate_command():
 
 
 class Recording(upstream.Upstream):
-    """Answers 200 and keeps (monotonic time, path) of every request."""
+    """Answers 200 and keeps (monotonic time it reached the socket, path) of
+    every request."""
 
     def __init__(self, name):
         self.name = name
         self.seen = []
         self.lock = threading.Lock()
         super().__init__()
+        harness.stamp_arrivals(self)
 
     def answer(self, request, body):
         with self.lock:
-            self.seen.append((time.monotonic(), request.path))
+            self.seen.append((harness.arrival(request), request.path))
         return 200, ("%s saw %s\n" % (self.name, request.path)).encode()
 
     def paths(self):

@@ -1,7 +1,8 @@
 /* test_admission.c -- one count of connections against max_connections
- * (src/server/net/admission.c), as both fronts use it: admitted up to the
+ * (src/server/net/admission.c), as the fronts use it: admitted up to the
  * bound, refused past it without being counted as connected, released on
- * close; the bound is read at each accept (a reload changes it). */
+ * close (sld_conn_closed: only what was admitted); the bound is read at
+ * each accept (a reload changes it). */
 #include "rig.h"
 #include "server/net/admission.h"
 
@@ -70,12 +71,28 @@ static void test_the_bound_is_read_at_each_accept(void **state) {
     free(f);
 }
 
+/* A front's close: its acceptor is released either way (a NULL spread
+ * counts nothing, accept_spread.c), the count here only if admitted. */
+static void test_a_close_releases_only_what_was_admitted(void **state) {
+    (void)state;
+    fixture_t *f = fixture(1);
+    sld_acceptor_t a = {0};
+    assert_true(sld_conn_admit(&f->d));
+    assert_false(sld_conn_admit(&f->d));
+    sld_conn_closed(&f->d, &a, false);
+    assert_int_equal(atomic_load(&f->d.stats.connected), 1);
+    sld_conn_closed(&f->d, &a, true);
+    assert_int_equal(atomic_load(&f->d.stats.connected), 0);
+    free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_admits_up_to_the_bound),
         cmocka_unit_test(test_refuses_past_the_bound_without_counting_it_connected),
         cmocka_unit_test(test_a_release_makes_room),
         cmocka_unit_test(test_the_bound_is_read_at_each_accept),
+        cmocka_unit_test(test_a_close_releases_only_what_was_admitted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -174,8 +174,7 @@ static void on_conn_closed(uv_handle_t *handle) {
     sld_buf_free(&c->pending);
     sld_buf_free(&c->out);
     sld_linger_add(&w->linger, c->linger_fd); /* -1: nothing */
-    sld_conn_release(w->g->d);
-    sld_acceptor_release(&w->acceptor);
+    sld_conn_closed(w->g->d, &w->acceptor, true);
     free(c);
 }
 

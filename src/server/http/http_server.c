@@ -81,8 +81,7 @@ static void on_conn_closed(uv_handle_t *handle) {
     sld_http_conn_t *c = (sld_http_conn_t *)handle;
     unlink_conn(c);
     sld_linger_add(&c->s->linger, c->linger_fd); /* -1: nothing */
-    sld_conn_release(c->s->d);
-    sld_acceptor_release(&c->s->acceptor);
+    sld_conn_closed(c->s->d, &c->s->acceptor, true);
     free(c);
 }
 

@@ -1,8 +1,9 @@
 /* admission.h -- one count of connections against max_connections, for
  * every front.
  *
- * A front calls sld_conn_admit() for each connection it accepts and, if it
- * was admitted, sld_conn_release() when it closes. The counters are the
+ * A front calls sld_conn_admit() (or sld_conn_accept(), which takes the
+ * connection too) for each connection it accepts and sld_conn_closed()
+ * when it closes, which also releases it from its acceptor. The counters are the
  * daemon's (connections_received, connections_rejected, connected: INFO
  * and /metrics report them); the bound is the runtime's max_connections,
  * read at each accept, so a reload changes it for the next connection.
@@ -28,6 +29,12 @@ bool sld_conn_admit(sld_daemon_t *d);
 
 /* An admitted connection has closed. */
 void sld_conn_release(sld_daemon_t *d);
+
+/* A connection taken through acceptor `a` has closed (or was refused):
+ * released from `a` and, if it was `admitted`, from the count here. The
+ * fronts call this rather than the two releases, so that neither is
+ * forgotten on some path. */
+void sld_conn_closed(sld_daemon_t *d, sld_acceptor_t *a, bool admitted);
 
 /* Takes the incoming connection (accept_spread.h) into `tcp` (not yet
  * initialised; the first member of a malloc'd connection) and admits it.

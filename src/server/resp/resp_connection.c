@@ -107,9 +107,7 @@ static void conn_close(conn_t *c) {
         c->w->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    if (c->admitted)
-        sld_conn_release(c->w->f->d);
-    sld_acceptor_release(&c->w->acceptor); /* admitted or not, it was taken */
+    sld_conn_closed(c->w->f->d, &c->w->acceptor, c->admitted);
     uv_close((uv_handle_t *)&c->tcp, on_close);
 }
 
