@@ -19,6 +19,7 @@
 #include "server/engine/engine.h"
 #include "server/grpc/grpc_decide.h"
 #include "server/grpc/grpc_encode.h"
+#include "server/grpc/grpc_spare.h"
 #include "server/grpc/grpc_stats.h"
 #include "server/http/http_ratelimit.h"
 #include "server/rls/rls_section.h"
@@ -55,7 +56,9 @@ typedef struct item {
     sld_grpc_status_t status;
     char *name;                /* status.name: name_small, or malloc'd */
     char name_small[40];
-    sld_buf_t values;          /* the header fields' values, from the HTTP front's writer */
+    char *inline_values;       /* VALUES_INLINE bytes in the call's block */
+    const char *values_data;   /* the header fields' values: inline_values or values.data */
+    sld_buf_t values;          /* when they do not fit inline_values (malloc'd) */
     struct {
         const char *name;      /* static */
         size_t name_len, off, len; /* the value: values.data[off..off+len) */
@@ -88,6 +91,10 @@ typedef struct call {
     char *keys;                /* room for the descriptors' keys, after the items */
     item_t items[];
 } call_t;
+
+/* Each descriptor's room for its header fields' values in the call's
+ * block: a policy of a few limits with a name of a few dozen bytes. */
+#define VALUES_INLINE 384
 
 /* The length of a descriptor's key "k1=v1|k2=v2". */
 static size_t key_length(const sld_grpc_descriptor_t *desc) {
@@ -152,7 +159,7 @@ static void call_free(call_t *c) {
         free(c->items[i].rule_stat);
     }
     sld_grpc_rls_request_free(&c->req);
-    free(c);
+    sld_grpc_spare_give(c);
 }
 
 static void fail(call_t *c, int status, const char *message) {
@@ -254,13 +261,22 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     if (lr == NULL)
         return;
     /* the HTTP front's own fields, written into a reply of our own whose
-     * values the item then keeps (and a later decision's reuse) */
+     * values the item then keeps: in its room in the block when they fit
+     * (the writer then never grows it), else in a buffer of its own (and a
+     * later decision's reuse) */
     sld_http_reply_t r;
     r.nheaders = 0;
-    r.values = it->values;
-    sld_buf_reset(&r.values);
+    bool fits = sld_http_rate_headers_room(p, strlen(rs->name)) <= VALUES_INLINE;
+    if (fits) {
+        r.values = (sld_buf_t){.data = it->inline_values, .cap = VALUES_INLINE};
+    } else {
+        r.values = it->values;
+        sld_buf_reset(&r.values);
+    }
     sld_http_rate_headers(&r, rs->name, p, soft, dec, lr);
-    it->values = r.values;
+    if (!fits)
+        it->values = r.values;
+    it->values_data = r.values.data;
     if (r.values.failed)
         return;
     sld_rls_headers_t mode = sld_rls_response_headers(rt->cfg);
@@ -323,7 +339,7 @@ static void finish(call_t *c) {
     size_t nh = 0;
     for (; worst && nh < worst->nheaders; nh++) {
         h[nh].key = worst->headers[nh].name;
-        h[nh].value = worst->values.data + worst->headers[nh].off;
+        h[nh].value = worst->values_data + worst->headers[nh].off;
         lens[2 * nh] = worst->headers[nh].name_len;
         lens[2 * nh + 1] = worst->headers[nh].len;
     }
@@ -536,15 +552,18 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
 void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_stats_t *stats,
                      sld_grpc_rls_request_t *req, sld_grpc_answer_fn answer, void *arg) {
     size_t n = req->ndescriptors;
-    /* one block: the call, its items, and room for the keys of sluiced's
-     * policies (Envoy ratelimit's rules build theirs apart, up to max_key_bytes) */
+    /* one block, the worker's spare: the call, its items, their header
+     * values' room, and room for the keys of sluiced's policies (Envoy
+     * ratelimit's rules build theirs apart, up to max_key_bytes) */
     size_t head = sizeof(call_t) + n * sizeof(item_t), keys = 0;
     for (size_t i = 0; i < n; i++)
         keys += key_length(&req->descriptors[i]) + 1;
-    call_t *c = malloc(head + keys);
+    call_t *c = sld_grpc_spare_take(head + n * VALUES_INLINE + keys);
     if (c != NULL) {
         memset(c, 0, head);
-        c->keys = (char *)c + head;
+        for (size_t i = 0; i < n; i++)
+            c->items[i].inline_values = (char *)c + head + i * VALUES_INLINE;
+        c->keys = (char *)c + head + n * VALUES_INLINE;
     }
     if (c == NULL) {
         sld_grpc_rls_request_free(req);

@@ -1,7 +1,7 @@
 /* grpc_request.c -- Envoy's RateLimitRequest read straight from its wire
  * bytes into sld_grpc_rls_request_t (grpc_messages.h), in one pass and one
- * allocation, without protobuf-c's unpacked message and its allocation per
- * field.
+ * block (the worker thread's spare: grpc_spare.h), without protobuf-c's
+ * unpacked message and its allocation per field.
  *
  * It answers exactly as protobuf-c 1.4's unpacking followed by the checks
  * of sld_grpc_rls_decode_pb (the reference, kept for the tests and the
@@ -26,10 +26,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "server/grpc/grpc_messages.h"
+#include "server/grpc/grpc_spare.h"
 
 enum { WT_VARINT = 0, WT_64BIT = 1, WT_LEN = 2, WT_32BIT = 5 };
 
@@ -233,13 +233,14 @@ int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *
                       : (size_t)SLD_GRPC_MAX_DESCRIPTORS * SLD_GRPC_MAX_ENTRIES;
     size_t dbytes = maxd * sizeof(sld_grpc_descriptor_t), ebytes = maxe * sizeof(sld_grpc_entry_t);
     desc_read_t reads[SLD_GRPC_MAX_DESCRIPTORS];
-    uint8_t *block = malloc(dbytes + ebytes + len + 1);
+    /* the worker's spare block, given back when the request is freed */
+    uint8_t *block = sld_grpc_spare_take(dbytes + ebytes + len + 1);
     if (block == NULL) {
         snprintf(err, err_len, "out of memory");
         return SL_ENOMEM;
     }
     out->owner_ = block;
-    out->release_ = free;
+    out->release_ = sld_grpc_spare_give;
     out->descriptors = (sld_grpc_descriptor_t *)(void *)block;
     out->entries_ = (sld_grpc_entry_t *)(void *)(block + dbytes);
     uint8_t *copy = block + dbytes + ebytes;
