@@ -9,7 +9,8 @@
  * the turn the call starts in, the lookup made when it started serves while
  * that runtime is still the one in force); what
  * the answer needs of a decision (its current limit, its header fields) is
- * copied out when it is made. Which rules apply (Envoy ratelimit's, or
+ * copied out when it is made, but for its limit's name, the runtime's own
+ * until the call waits for the store (then copied: keep_names). Which rules apply (Envoy ratelimit's, or
  * sluiced's policies named after the domain) and each descriptor's key are
  * settled when the call starts.
  */
@@ -53,15 +54,15 @@ typedef struct item {
     bool decided;              /* status below is from a decision */
     bool charged;              /* a real decision admitted it */
     bool allowed;
-    sld_grpc_status_t status;
-    char *name;                /* status.name: name_small, or malloc'd */
+    sld_grpc_status_t status;  /* its name the runtime's until the call waits (keep_names) */
+    char *name;                /* a kept status.name: name_small, or malloc'd */
     char name_small[40];
     char *inline_values;       /* VALUES_INLINE bytes in the call's block */
     const char *values_data;   /* the header fields' values: inline_values or values.data */
     sld_buf_t values;          /* when they do not fit inline_values (malloc'd) */
     struct {
-        const char *name;      /* static */
-        size_t name_len, off, len; /* the value: values.data[off..off+len) */
+        sld_http_header_id_t id;
+        size_t off, len;       /* the value: values_data[off..off+len) */
     } headers[SLD_HTTP_MAX_HEADERS];
     size_t nheaders;
     uint64_t remaining;        /* to pick the headers of the most limiting */
@@ -134,16 +135,32 @@ int sld_grpc_descriptor_key(const sld_grpc_descriptor_t *desc, uint32_t max_key_
     return SL_OK;
 }
 
-/* Sets descriptor i's status name (a copy: the name is the runtime's). */
+/* Sets descriptor i's status name: the runtime's own, valid while the
+ * call runs in this loop turn (keep_names copies it when the call waits). */
 static void set_name(item_t *it, const char *name) {
-    if (it->name != it->name_small)
-        free(it->name);
-    size_t len = strlen(name);
-    if (len < sizeof it->name_small) {
-        memcpy(it->name_small, name, len + 1);
-        it->name = it->name_small;
-    } else {
-        it->name = strdup(name);
+    it->status.name = name;
+    it->status.name_len = strlen(name);
+}
+
+/* The call waits for the store, and the runtime its status names point
+ * into may be replaced meanwhile: each is copied into the item. */
+static void keep_names(call_t *c) {
+    for (size_t i = 0; i < c->req.ndescriptors; i++) {
+        item_t *it = &c->items[i];
+        const char *name = it->status.name;
+        if (!it->decided || name == NULL || name == it->name)
+            continue;
+        if (it->name != it->name_small)
+            free(it->name);
+        size_t len = it->status.name_len;
+        if (len < sizeof it->name_small) {
+            memcpy(it->name_small, name, len + 1);
+            it->name = it->name_small;
+        } else {
+            it->name = strdup(name);
+        }
+        it->status.name = it->name;
+        it->status.name_len = it->name ? len : 0;
     }
 }
 
@@ -208,20 +225,21 @@ static bool resolve(const call_t *c, const sld_runtime_t *rt, size_t i, resolved
     return true;
 }
 
-/* Whether rls.response_headers asks for header id. Retry-After goes with
- * either kind. */
-static bool header_wanted(sld_rls_headers_t mode, sld_http_header_id_t id) {
-    bool ietf = id == SLD_H_RATELIMIT_POLICY || id == SLD_H_RATELIMIT;
-    bool x = id == SLD_H_X_RATELIMIT_LIMIT || id == SLD_H_X_RATELIMIT_REMAINING || id == SLD_H_X_RATELIMIT_RESET;
+/* The header ids rls.response_headers asks for, one bit each.
+ * Retry-After goes with either kind. */
+static unsigned headers_wanted(sld_rls_headers_t mode) {
+    unsigned ietf = 1u << SLD_H_RATELIMIT_POLICY | 1u << SLD_H_RATELIMIT;
+    unsigned x = 1u << SLD_H_X_RATELIMIT_LIMIT | 1u << SLD_H_X_RATELIMIT_REMAINING | 1u << SLD_H_X_RATELIMIT_RESET;
+    unsigned all = ietf | x | 1u << SLD_H_RETRY_AFTER;
     switch (mode) {
     case SLD_RLS_HEADERS_OFF:
-        return false;
+        return 0;
     case SLD_RLS_HEADERS_IETF:
-        return !x;
+        return all & ~x;
     case SLD_RLS_HEADERS_X:
-        return !ietf;
+        return all & ~ietf;
     default:
-        return true;
+        return all;
     }
 }
 
@@ -243,9 +261,8 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     it->charged = it->charged || (real && dec->allowed);
     it->remaining = dec->remaining;
     const sl_limit_t *l = sl_policy_limit(p, dec->limit_index > 0 ? (size_t)dec->limit_index : 0);
-    set_name(it, rs->name);
     it->status = (sld_grpc_status_t){.code = dec->allowed ? SLD_GRPC_CODE_OK : SLD_GRPC_CODE_OVER_LIMIT,
-                                     .has_limit = true, .name = it->name,
+                                     .has_limit = true,
                                      .remaining = dec->remaining > UINT32_MAX ? UINT32_MAX : (uint32_t)dec->remaining,
                                      .until_reset = dec->allowed || dec->retry_after == SL_NEVER ||
                                                             dec->retry_after < dec->reset_after
@@ -257,6 +274,7 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     } else {
         sld_grpc_limit_unit(l->limit, l->period, &it->status.unit, &it->status.rpu);
     }
+    set_name(it, rs->name);
     it->nheaders = 0;
     if (lr == NULL)
         return;
@@ -266,7 +284,7 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
      * later decision's reuse) */
     sld_http_reply_t r;
     r.nheaders = 0;
-    bool fits = sld_http_rate_headers_room(p, strlen(rs->name)) <= VALUES_INLINE;
+    bool fits = sld_http_rate_headers_room(p, it->status.name_len) <= VALUES_INLINE;
     if (fits) {
         r.values = (sld_buf_t){.data = it->inline_values, .cap = VALUES_INLINE};
     } else {
@@ -279,12 +297,11 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     it->values_data = r.values.data;
     if (r.values.failed)
         return;
-    sld_rls_headers_t mode = sld_rls_response_headers(rt->cfg);
+    unsigned wanted = headers_wanted(sld_rls_response_headers(rt->cfg));
     for (size_t k = 0; k < r.nheaders; k++) {
-        if (!header_wanted(mode, r.headers[k].id))
+        if (!(wanted >> r.headers[k].id & 1))
             continue;
-        it->headers[it->nheaders].name = r.headers[k].name;
-        it->headers[it->nheaders].name_len = strlen(r.headers[k].name);
+        it->headers[it->nheaders].id = r.headers[k].id;
         it->headers[it->nheaders].off = r.headers[k].off;
         it->headers[it->nheaders].len = r.headers[k].len;
         it->nheaders++;
@@ -338,9 +355,9 @@ static void finish(call_t *c) {
     size_t lens[2 * SLD_HTTP_MAX_HEADERS];
     size_t nh = 0;
     for (; worst && nh < worst->nheaders; nh++) {
-        h[nh].key = worst->headers[nh].name;
+        h[nh].key = sld_http_header_names[worst->headers[nh].id];
         h[nh].value = worst->values_data + worst->headers[nh].off;
-        lens[2 * nh] = worst->headers[nh].name_len;
+        lens[2 * nh] = sld_http_rate_header_name_lens[worst->headers[nh].id];
         lens[2 * nh + 1] = worst->headers[nh].len;
     }
     sld_grpc_response_t r = {.overall_code = over ? SLD_GRPC_CODE_OVER_LIMIT : SLD_GRPC_CODE_OK,
@@ -417,8 +434,10 @@ static void advance(call_t *c) {
         sl_decision_t dec;
         sl_limit_report_t lr[SL_MAX_LIMITS];
         int rc = sld_engine_decide(c->d->engine, c->worker, &r, &dec, lr, on_decided, c);
-        if (rc == SLD_PENDING)
+        if (rc == SLD_PENDING) {
+            keep_names(c);
             return;
+        }
         if (rc != SL_OK) {
             fail(c, GRPC_UNAVAILABLE, sl_strerror(rc));
             return;
@@ -538,9 +557,9 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
             it->matched = false;
             it->decided = true;
             it->allowed = false;
-            set_name(it, rs.name ? rs.name : "");
             it->status = (sld_grpc_status_t){.code = SLD_GRPC_CODE_OVER_LIMIT, .has_limit = true,
-                                             .name = it->name, .rpu = rs.rpu, .unit = rs.unit};
+                                             .rpu = rs.rpu, .unit = rs.unit};
+            set_name(it, rs.name ? rs.name : "");
             over = true;
         }
         c->nmatched += it->matched;

@@ -105,6 +105,16 @@ static void header_done(sld_http_reply_t *r, sld_http_header_id_t id, size_t *of
     *off = r->values.len;
 }
 
+#define NAME_LEN(lit) (sizeof(lit) - 1)
+const uint8_t sld_http_rate_header_name_lens[SLD_H_COUNT] = {
+    [SLD_H_RATELIMIT_POLICY] = NAME_LEN("RateLimit-Policy"),
+    [SLD_H_RATELIMIT] = NAME_LEN("RateLimit"),
+    [SLD_H_X_RATELIMIT_LIMIT] = NAME_LEN("X-RateLimit-Limit"),
+    [SLD_H_X_RATELIMIT_REMAINING] = NAME_LEN("X-RateLimit-Remaining"),
+    [SLD_H_X_RATELIMIT_RESET] = NAME_LEN("X-RateLimit-Reset"),
+    [SLD_H_RETRY_AFTER] = NAME_LEN("Retry-After"),
+};
+
 size_t sld_http_rate_headers_room(const sl_policy_t *p, size_t name_len) {
     return 2 * sl_policy_limit_count(p) * (name_len + ITEM_ROOM) + 4 * SLD_DEC_MAX;
 }
