@@ -88,6 +88,7 @@ typedef struct call {
     sld_grpc_stats_t *stats;   /* Envoy ratelimit's per-rule stats, or NULL */
     size_t i;                  /* the descriptor the phase is at */
     size_t nmatched;
+    size_t ndenied;            /* decided descriptors whose answer is a denial */
     bool fresh;                /* not yet back on the loop since it started: items' rs hold */
     char *keys;                /* room for the descriptors' keys, after the items */
     item_t items[];
@@ -166,14 +167,20 @@ static void keep_names(call_t *c) {
 
 static void call_free(call_t *c) {
     for (size_t i = 0; i < c->req.ndescriptors; i++) {
-        if (c->items[i].key_owned)
-            free(c->items[i].key);
-        free(c->items[i].entries);
-        if (c->items[i].name != c->items[i].name_small)
-            free(c->items[i].name);
-        sld_buf_free(&c->items[i].values);
-        free(c->items[i].stat);
-        free(c->items[i].rule_stat);
+        item_t *it = &c->items[i];
+        /* what a call of sluiced's policies seldom has: no free(NULL) each */
+        if (it->key_owned)
+            free(it->key);
+        if (it->entries)
+            free(it->entries);
+        if (it->name && it->name != it->name_small)
+            free(it->name);
+        if (it->values.data)
+            sld_buf_free(&it->values);
+        if (it->stat)
+            free(it->stat);
+        if (it->rule_stat)
+            free(it->rule_stat);
     }
     sld_grpc_rls_request_free(&c->req);
     sld_grpc_spare_give(c);
@@ -254,6 +261,7 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
         const sld_policy_t *pc = sld_policies_config(rt->policies, rs->index);
         soft = pc->mode == SL_MODE_SOFT ? pc->soft_percent : 0;
     }
+    c->ndenied += (size_t)!dec->allowed - (size_t)(it->decided && !it->allowed);
     it->decided = true;
     it->allowed = dec->allowed;
     it->limited = dec->limited || !dec->allowed;
@@ -395,9 +403,7 @@ static bool next(call_t *c) {
                 return true;
         }
         c->i = 0;
-        bool denied = false;
-        for (size_t i = 0; i < n; i++)
-            denied = denied || (c->items[i].decided && !c->items[i].allowed);
+        bool denied = c->ndenied > 0;
         if (c->phase == PEEK) {
             c->phase = denied ? CONFIRM : CHARGE;
         } else if (c->phase == CONFIRM) {
@@ -417,18 +423,24 @@ static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_lim
 static void advance(call_t *c) {
     while (next(c)) {
         const sld_runtime_t *rt = sld_runtime(c->d);
-        const item_t *it = &c->items[c->i];
-        resolved_t rs;
+        item_t *it = &c->items[c->i];
         /* a runtime still in force within the turn the call started in is
-         * the same object (it is not freed before the turn ends) */
-        bool found = c->fresh && it->rs_rt == rt ? (rs = it->rs, true) : resolve(c, rt, c->i, &rs);
-        if (!found || rs.p == NULL) { /* gone with a reload meanwhile */
-            c->items[c->i].matched = false;
+         * the same object (it is not freed before the turn ends): the
+         * policy resolved then, used in place */
+        const resolved_t *rs = &it->rs;
+        resolved_t now;
+        if (!c->fresh || it->rs_rt != rt) {
+            if (!resolve(c, rt, c->i, &now))
+                now.p = NULL;
+            rs = &now;
+        }
+        if (rs->p == NULL) { /* gone with a reload meanwhile */
+            it->matched = false;
             continue;
         }
-        uint32_t slot = rs.index == SIZE_MAX ? c->slot : sld_policies_slot(rt->policies, rs.index);
-        sld_request_t r = {.origin = {.rt = rt, .index = rs.index, .slot = slot},
-                           .p = rs.p, .key = c->items[c->i].key, .key_len = c->items[c->i].key_len,
+        uint32_t slot = rs->index == SIZE_MAX ? c->slot : sld_policies_slot(rt->policies, rs->index);
+        sld_request_t r = {.origin = {.rt = rt, .index = rs->index, .slot = slot},
+                           .p = rs->p, .key = it->key, .key_len = it->key_len,
                            .cost = c->req.descriptors[c->i].hits,
                            .flags = c->phase == PEEK ? SL_DECIDE_PEEK : 0};
         sl_decision_t dec;
@@ -442,7 +454,7 @@ static void advance(call_t *c) {
             fail(c, GRPC_UNAVAILABLE, sl_strerror(rc));
             return;
         }
-        record(c, rt, c->i, &rs, &dec, lr, c->phase != PEEK);
+        record(c, rt, c->i, rs, &dec, lr, c->phase != PEEK);
         c->i++;
     }
     finish(c);
@@ -502,7 +514,7 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
     size_t n = c->req.ndescriptors;
     uint32_t max_key = rt->cfg->max_key_bytes;
     sld_rls_config_t *rules = sld_rls_rules(rt->cfg);
-    const sld_rls_limit_t *limits[SLD_GRPC_MAX_DESCRIPTORS] = {0};
+    const sld_rls_limit_t *limits[SLD_GRPC_MAX_DESCRIPTORS]; /* each set below, with rules */
     c->rls = rules != NULL;
     for (size_t i = 0; i < n; i++) {
         item_t *it = &c->items[i];
@@ -525,8 +537,7 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
         sld_rls_match_t m;
         const sld_rls_limit_t *l = sld_rls_lookup(rules, c->req.domain.ptr, c->req.domain.len, it->entries,
                                                   desc->nentries, &m);
-        if (!desc->has_limit)
-            limits[i] = l;
+        limits[i] = desc->has_limit ? NULL : l;
         if (c->stats && sld_rls_has_domain(rules, c->req.domain.ptr, c->req.domain.len) &&
             stat_names(it, &m, l, desc->has_limit, c->req.domain, max_key) != SL_OK)
             return SL_ENOMEM;
@@ -540,7 +551,7 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
     }
     if (c->rls) {
         const sld_rls_limit_t *kept[SLD_GRPC_MAX_DESCRIPTORS];
-        memcpy(kept, limits, sizeof kept);
+        memcpy(kept, limits, n * sizeof kept[0]);
         sld_rls_apply_replaces(kept, n);
         for (size_t i = 0; i < n; i++)
             c->items[i].replaced = limits[i] != NULL && kept[i] == NULL;
@@ -557,6 +568,7 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
             it->matched = false;
             it->decided = true;
             it->allowed = false;
+            c->ndenied++;
             it->status = (sld_grpc_status_t){.code = SLD_GRPC_CODE_OVER_LIMIT, .has_limit = true,
                                              .rpu = rs.rpu, .unit = rs.unit};
             set_name(it, rs.name ? rs.name : "");
