@@ -14,6 +14,7 @@
  * sluiced's policies named after the domain) and each descriptor's key are
  * settled when the call starts.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,16 +55,9 @@ typedef struct item {
     bool decided;              /* status below is from a decision */
     bool charged;              /* a real decision admitted it */
     bool allowed;
-    sld_grpc_status_t status;  /* its name the runtime's until the call waits (keep_names) */
     char *name;                /* a kept status.name: name_small, or malloc'd */
-    char name_small[40];
     char *inline_values;       /* VALUES_INLINE bytes in the call's block */
-    const char *values_data;   /* the header fields' values: inline_values or values.data */
     sld_buf_t values;          /* when they do not fit inline_values (malloc'd) */
-    struct {
-        sld_http_header_id_t id;
-        size_t off, len;       /* the value: values_data[off..off+len) */
-    } headers[SLD_HTTP_MAX_HEADERS];
     size_t nheaders;
     uint64_t remaining;        /* to pick the headers of the most limiting */
     uint64_t limit;            /* the decision's, for near_limit */
@@ -72,9 +66,19 @@ typedef struct item {
     size_t stat_len;
     char *rule_stat;           /* the rule's own, when stat is detailed */
     bool shadow;               /* the rule is in shadow mode */
+    /* From here on, each field is set before it is read: not zeroed when
+     * the call starts (ITEM_ZEROED). */
+    sld_grpc_status_t status;  /* its name the runtime's until the call waits (keep_names) */
+    char name_small[40];
+    /* the fields as the encoder takes them (values in inline_values or
+     * values), with their names' and values' lengths (name, value, ...) */
+    sld_grpc_header_t headers[SLD_HTTP_MAX_HEADERS];
+    size_t header_lens[2 * SLD_HTTP_MAX_HEADERS];
     resolved_t rs;             /* as resolved in rs_rt when the call started */
     const sld_runtime_t *rs_rt;
 } item_t;
+
+#define ITEM_ZEROED offsetof(item_t, status)
 
 typedef struct call {
     sld_daemon_t *d;
@@ -302,16 +306,16 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     sld_http_rate_headers(&r, rs->name, p, soft, dec, lr);
     if (!fits)
         it->values = r.values;
-    it->values_data = r.values.data;
     if (r.values.failed)
         return;
     unsigned wanted = headers_wanted(sld_rls_response_headers(rt->cfg));
     for (size_t k = 0; k < r.nheaders; k++) {
         if (!(wanted >> r.headers[k].id & 1))
             continue;
-        it->headers[it->nheaders].id = r.headers[k].id;
-        it->headers[it->nheaders].off = r.headers[k].off;
-        it->headers[it->nheaders].len = r.headers[k].len;
+        sld_http_header_id_t id = r.headers[k].id;
+        it->headers[it->nheaders] = (sld_grpc_header_t){r.headers[k].name, r.values.data + r.headers[k].off};
+        it->header_lens[2 * it->nheaders] = sld_http_rate_header_name_lens[id];
+        it->header_lens[2 * it->nheaders + 1] = r.headers[k].len;
         it->nheaders++;
     }
 }
@@ -359,21 +363,12 @@ static void finish(call_t *c) {
             (worst->allowed == it->allowed && it->remaining < worst->remaining))
             worst = it;
     }
-    sld_grpc_header_t h[SLD_HTTP_MAX_HEADERS];
-    size_t lens[2 * SLD_HTTP_MAX_HEADERS];
-    size_t nh = 0;
-    for (; worst && nh < worst->nheaders; nh++) {
-        h[nh].key = sld_http_header_names[worst->headers[nh].id];
-        h[nh].value = worst->values_data + worst->headers[nh].off;
-        lens[2 * nh] = sld_http_rate_header_name_lens[worst->headers[nh].id];
-        lens[2 * nh + 1] = worst->headers[nh].len;
-    }
     sld_grpc_response_t r = {.overall_code = over ? SLD_GRPC_CODE_OVER_LIMIT : SLD_GRPC_CODE_OK,
                              .statuses = st,
                              .nstatuses = n,
-                             .response_headers = h,
-                             .nresponse_headers = nh,
-                             .response_header_lens = lens};
+                             .response_headers = worst ? worst->headers : NULL,
+                             .nresponse_headers = worst ? worst->nheaders : 0,
+                             .response_header_lens = worst ? worst->header_lens : NULL};
     /* written straight from the structs: on the stack for every answer of
      * a few descriptors, allocated only past that */
     uint8_t stack[ANSWER_ON_STACK];
@@ -591,9 +586,11 @@ void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_s
         keys += key_length(&req->descriptors[i]) + 1;
     call_t *c = sld_grpc_spare_take(head + n * VALUES_INLINE + keys);
     if (c != NULL) {
-        memset(c, 0, head);
-        for (size_t i = 0; i < n; i++)
+        memset(c, 0, sizeof *c);
+        for (size_t i = 0; i < n; i++) {
+            memset(&c->items[i], 0, ITEM_ZEROED);
             c->items[i].inline_values = (char *)c + head + i * VALUES_INLINE;
+        }
         c->keys = (char *)c + head + n * VALUES_INLINE;
     }
     if (c == NULL) {
