@@ -309,15 +309,18 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     if (r.values.failed)
         return;
     unsigned wanted = headers_wanted(sld_rls_response_headers(rt->cfg));
+    /* counted in a local: the stores below could alias it->nheaders */
+    size_t nh = 0;
     for (size_t k = 0; k < r.nheaders; k++) {
-        if (!(wanted >> r.headers[k].id & 1))
+        const sld_http_header_t *f = &r.headers[k];
+        if (!(wanted >> f->id & 1))
             continue;
-        sld_http_header_id_t id = r.headers[k].id;
-        it->headers[it->nheaders] = (sld_grpc_header_t){r.headers[k].name, r.values.data + r.headers[k].off};
-        it->header_lens[2 * it->nheaders] = sld_http_rate_header_name_lens[id];
-        it->header_lens[2 * it->nheaders + 1] = r.headers[k].len;
-        it->nheaders++;
+        it->headers[nh] = (sld_grpc_header_t){f->name, r.values.data + f->off};
+        it->header_lens[2 * nh] = sld_http_rate_header_name_lens[f->id];
+        it->header_lens[2 * nh + 1] = f->len;
+        nh++;
     }
+    it->nheaders = nh;
 }
 
 /* Envoy ratelimit's stats of each rule that decided a descriptor, as
