@@ -79,32 +79,29 @@ static size_t close_len(uint8_t *body, size_t len) {
     return extra;
 }
 
+/* n bytes (w <= n <= 2w) from src to dst as two overlapping moves of a
+ * constant w bytes: each a load and a store, no call. */
+#define COPY_ENDS(dst, src, n, w)                                                                                      \
+    do {                                                                                                               \
+        uint8_t a_[w], b_[w];                                                                                          \
+        memcpy(a_, (src), w);                                                                                          \
+        memcpy(b_, (src) + (n) - (w), w);                                                                              \
+        memcpy((dst), a_, w);                                                                                          \
+        memcpy((dst) + (n) - (w), b_, w);                                                                              \
+    } while (0)
+
 /* n bytes from src to dst: the header names and values, a limit's name,
- * are a few to a few dozen bytes, copied here by two overlapping fixed-size
- * moves each (plain loads and stores) rather than a call to memcpy. */
+ * are a few to a few dozen bytes, copied here without a call to memcpy. */
 static inline void copy_bytes(uint8_t *dst, const void *src, size_t n) {
     const uint8_t *s = src;
-    if (n >= 16 && n <= 32) {
-        uint8_t a[16], b[16];
-        memcpy(a, s, 16);
-        memcpy(b, s + n - 16, 16);
-        memcpy(dst, a, 16);
-        memcpy(dst + n - 16, b, 16);
-    } else if (n >= 8 && n < 16) {
-        uint64_t a, b;
-        memcpy(&a, s, 8);
-        memcpy(&b, s + n - 8, 8);
-        memcpy(dst, &a, 8);
-        memcpy(dst + n - 8, &b, 8);
-    } else if (n >= 4 && n < 8) {
-        uint32_t a, b;
-        memcpy(&a, s, 4);
-        memcpy(&b, s + n - 4, 4);
-        memcpy(dst, &a, 4);
-        memcpy(dst + n - 4, &b, 4);
-    } else if (n > 0) {
+    if (n >= 16 && n <= 32)
+        COPY_ENDS(dst, s, n, 16);
+    else if (n >= 8 && n < 16)
+        COPY_ENDS(dst, s, n, 8);
+    else if (n >= 4 && n < 8)
+        COPY_ENDS(dst, s, n, 4);
+    else if (n > 0)
         memcpy(dst, s, n);
-    }
 }
 
 /* a string or bytes field, left out when empty (proto3) */
