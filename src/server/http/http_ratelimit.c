@@ -115,15 +115,18 @@ const uint8_t sld_http_rate_header_name_lens[SLD_H_COUNT] = {
     [SLD_H_RETRY_AFTER] = NAME_LEN("Retry-After"),
 };
 
+/* what the fields of n limits named after a name of name_len bytes take at most */
+static size_t room_for(size_t n, size_t name_len) { return 2 * n * (name_len + ITEM_ROOM) + 4 * SLD_DEC_MAX; }
+
 size_t sld_http_rate_headers_room(const sl_policy_t *p, size_t name_len) {
-    return 2 * sl_policy_limit_count(p) * (name_len + ITEM_ROOM) + 4 * SLD_DEC_MAX;
+    return room_for(sl_policy_limit_count(p), name_len);
 }
 
 void sld_http_rate_headers(sld_http_reply_t *r, const char *name, const sl_policy_t *p, uint32_t soft_percent,
                            const sl_decision_t *dec, const sl_limit_report_t *lr) {
     size_t n = sl_policy_limit_count(p);
     size_t name_len = strlen(name);
-    if (!sld_buf_reserve(&r->values, sld_http_rate_headers_room(p, name_len)))
+    if (!sld_buf_reserve(&r->values, room_for(n, name_len)))
         return; /* values.failed: the answer becomes a 503 */
     int64_t retry = !dec->allowed && dec->retry_after != SL_NEVER ? secs_up(dec->retry_after) : -1;
     if (retry == 0) /* denied now: come back no sooner than in a second */
