@@ -249,6 +249,31 @@ static void random_responses(void **state) {
     }
 }
 
+/* Every key, value and limit name length from 0 to 40 (each short copy's
+ * size class, and the one-byte lengths' edge), with the status name's
+ * length given as the decider gives it: protobuf-c's bytes. */
+static void every_short_length(void **state) {
+    (void)state;
+    static char key[64], value[64], name[64];
+    for (size_t k = 0; k <= 40; k++) {
+        for (size_t v = 0; v <= 40; v++) {
+            memset(key, 'k', k);
+            key[k] = '\0';
+            for (size_t i = 0; i < v; i++)
+                value[i] = (char)('a' + (k + i) % 26);
+            value[v] = '\0';
+            memset(name, 'n', v);
+            name[v] = '\0';
+            sld_grpc_status_t st = {.code = 1, .has_limit = true, .name = name, .name_len = v, .rpu = 10,
+                                    .unit = 2, .remaining = 3, .until_reset = 1500000};
+            sld_grpc_header_t h[2] = {{key, value}, {value, key}};
+            sld_grpc_response_t r = {.overall_code = 1, .statuses = &st, .nstatuses = 1,
+                                     .response_headers = h, .nresponse_headers = 2};
+            same_bytes(&r);
+        }
+    }
+}
+
 /* The malloc'd form the front's callers had: the same bytes. */
 static void malloc_form(void **state) {
     (void)state;
@@ -271,6 +296,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(table),
         cmocka_unit_test(random_responses),
+        cmocka_unit_test(every_short_length),
         cmocka_unit_test(malloc_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,16 +9,19 @@
  * the turn the call starts in, the lookup made when it started serves while
  * that runtime is still the one in force); what
  * the answer needs of a decision (its current limit, its header fields) is
- * copied out when it is made. Which rules apply (Envoy ratelimit's, or
+ * copied out when it is made, but for its limit's name, the runtime's own
+ * until the call waits for the store (then copied: keep_names). Which rules apply (Envoy ratelimit's, or
  * sluiced's policies named after the domain) and each descriptor's key are
  * settled when the call starts.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/engine/engine.h"
 #include "server/grpc/grpc_decide.h"
 #include "server/grpc/grpc_encode.h"
+#include "server/grpc/grpc_spare.h"
 #include "server/grpc/grpc_stats.h"
 #include "server/http/http_ratelimit.h"
 #include "server/rls/rls_section.h"
@@ -52,14 +55,9 @@ typedef struct item {
     bool decided;              /* status below is from a decision */
     bool charged;              /* a real decision admitted it */
     bool allowed;
-    sld_grpc_status_t status;
-    char *name;                /* status.name: name_small, or malloc'd */
-    char name_small[40];
-    sld_buf_t values;          /* the header fields' values, from the HTTP front's writer */
-    struct {
-        const char *name;      /* static */
-        size_t name_len, off, len; /* the value: values.data[off..off+len) */
-    } headers[SLD_HTTP_MAX_HEADERS];
+    char *name;                /* a kept status.name: name_small, or malloc'd */
+    char *inline_values;       /* VALUES_INLINE bytes in the call's block */
+    sld_buf_t values;          /* when they do not fit inline_values (malloc'd) */
     size_t nheaders;
     uint64_t remaining;        /* to pick the headers of the most limiting */
     uint64_t limit;            /* the decision's, for near_limit */
@@ -68,9 +66,19 @@ typedef struct item {
     size_t stat_len;
     char *rule_stat;           /* the rule's own, when stat is detailed */
     bool shadow;               /* the rule is in shadow mode */
+    /* From here on, each field is set before it is read: not zeroed when
+     * the call starts (ITEM_ZEROED). */
+    sld_grpc_status_t status;  /* its name the runtime's until the call waits (keep_names) */
+    char name_small[40];
+    /* the fields as the encoder takes them (values in inline_values or
+     * values), with their names' and values' lengths (name, value, ...) */
+    sld_grpc_header_t headers[SLD_HTTP_MAX_HEADERS];
+    size_t header_lens[2 * SLD_HTTP_MAX_HEADERS];
     resolved_t rs;             /* as resolved in rs_rt when the call started */
     const sld_runtime_t *rs_rt;
 } item_t;
+
+#define ITEM_ZEROED offsetof(item_t, status)
 
 typedef struct call {
     sld_daemon_t *d;
@@ -84,10 +92,15 @@ typedef struct call {
     sld_grpc_stats_t *stats;   /* Envoy ratelimit's per-rule stats, or NULL */
     size_t i;                  /* the descriptor the phase is at */
     size_t nmatched;
+    size_t ndenied;            /* decided descriptors whose answer is a denial */
     bool fresh;                /* not yet back on the loop since it started: items' rs hold */
     char *keys;                /* room for the descriptors' keys, after the items */
     item_t items[];
 } call_t;
+
+/* Each descriptor's room for its header fields' values in the call's
+ * block: a policy of a few limits with a name of a few dozen bytes. */
+#define VALUES_INLINE 384
 
 /* The length of a descriptor's key "k1=v1|k2=v2". */
 static size_t key_length(const sld_grpc_descriptor_t *desc) {
@@ -127,32 +140,54 @@ int sld_grpc_descriptor_key(const sld_grpc_descriptor_t *desc, uint32_t max_key_
     return SL_OK;
 }
 
-/* Sets descriptor i's status name (a copy: the name is the runtime's). */
+/* Sets descriptor i's status name: the runtime's own, valid while the
+ * call runs in this loop turn (keep_names copies it when the call waits). */
 static void set_name(item_t *it, const char *name) {
-    if (it->name != it->name_small)
-        free(it->name);
-    size_t len = strlen(name);
-    if (len < sizeof it->name_small) {
-        memcpy(it->name_small, name, len + 1);
-        it->name = it->name_small;
-    } else {
-        it->name = strdup(name);
+    it->status.name = name;
+    it->status.name_len = strlen(name);
+}
+
+/* The call waits for the store, and the runtime its status names point
+ * into may be replaced meanwhile: each is copied into the item. */
+static void keep_names(call_t *c) {
+    for (size_t i = 0; i < c->req.ndescriptors; i++) {
+        item_t *it = &c->items[i];
+        const char *name = it->status.name;
+        if (!it->decided || name == NULL || name == it->name)
+            continue;
+        if (it->name != it->name_small)
+            free(it->name);
+        size_t len = it->status.name_len;
+        if (len < sizeof it->name_small) {
+            memcpy(it->name_small, name, len + 1);
+            it->name = it->name_small;
+        } else {
+            it->name = strdup(name);
+        }
+        it->status.name = it->name;
+        it->status.name_len = it->name ? len : 0;
     }
 }
 
 static void call_free(call_t *c) {
     for (size_t i = 0; i < c->req.ndescriptors; i++) {
-        if (c->items[i].key_owned)
-            free(c->items[i].key);
-        free(c->items[i].entries);
-        if (c->items[i].name != c->items[i].name_small)
-            free(c->items[i].name);
-        sld_buf_free(&c->items[i].values);
-        free(c->items[i].stat);
-        free(c->items[i].rule_stat);
+        item_t *it = &c->items[i];
+        /* what a call of sluiced's policies seldom has: no free(NULL) each */
+        if (it->key_owned)
+            free(it->key);
+        if (it->entries)
+            free(it->entries);
+        if (it->name && it->name != it->name_small)
+            free(it->name);
+        if (it->values.data)
+            sld_buf_free(&it->values);
+        if (it->stat)
+            free(it->stat);
+        if (it->rule_stat)
+            free(it->rule_stat);
     }
     sld_grpc_rls_request_free(&c->req);
-    free(c);
+    sld_grpc_spare_give(c);
 }
 
 static void fail(call_t *c, int status, const char *message) {
@@ -201,20 +236,21 @@ static bool resolve(const call_t *c, const sld_runtime_t *rt, size_t i, resolved
     return true;
 }
 
-/* Whether rls.response_headers asks for header id. Retry-After goes with
- * either kind. */
-static bool header_wanted(sld_rls_headers_t mode, sld_http_header_id_t id) {
-    bool ietf = id == SLD_H_RATELIMIT_POLICY || id == SLD_H_RATELIMIT;
-    bool x = id == SLD_H_X_RATELIMIT_LIMIT || id == SLD_H_X_RATELIMIT_REMAINING || id == SLD_H_X_RATELIMIT_RESET;
+/* The header ids rls.response_headers asks for, one bit each.
+ * Retry-After goes with either kind. */
+static unsigned headers_wanted(sld_rls_headers_t mode) {
+    unsigned ietf = 1u << SLD_H_RATELIMIT_POLICY | 1u << SLD_H_RATELIMIT;
+    unsigned x = 1u << SLD_H_X_RATELIMIT_LIMIT | 1u << SLD_H_X_RATELIMIT_REMAINING | 1u << SLD_H_X_RATELIMIT_RESET;
+    unsigned all = ietf | x | 1u << SLD_H_RETRY_AFTER;
     switch (mode) {
     case SLD_RLS_HEADERS_OFF:
-        return false;
+        return 0;
     case SLD_RLS_HEADERS_IETF:
-        return !x;
+        return all & ~x;
     case SLD_RLS_HEADERS_X:
-        return !ietf;
+        return all & ~ietf;
     default:
-        return true;
+        return all;
     }
 }
 
@@ -229,6 +265,7 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
         const sld_policy_t *pc = sld_policies_config(rt->policies, rs->index);
         soft = pc->mode == SL_MODE_SOFT ? pc->soft_percent : 0;
     }
+    c->ndenied += (size_t)!dec->allowed - (size_t)(it->decided && !it->allowed);
     it->decided = true;
     it->allowed = dec->allowed;
     it->limited = dec->limited || !dec->allowed;
@@ -236,9 +273,8 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     it->charged = it->charged || (real && dec->allowed);
     it->remaining = dec->remaining;
     const sl_limit_t *l = sl_policy_limit(p, dec->limit_index > 0 ? (size_t)dec->limit_index : 0);
-    set_name(it, rs->name);
     it->status = (sld_grpc_status_t){.code = dec->allowed ? SLD_GRPC_CODE_OK : SLD_GRPC_CODE_OVER_LIMIT,
-                                     .has_limit = true, .name = it->name,
+                                     .has_limit = true,
                                      .remaining = dec->remaining > UINT32_MAX ? UINT32_MAX : (uint32_t)dec->remaining,
                                      .until_reset = dec->allowed || dec->retry_after == SL_NEVER ||
                                                             dec->retry_after < dec->reset_after
@@ -250,29 +286,41 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
     } else {
         sld_grpc_limit_unit(l->limit, l->period, &it->status.unit, &it->status.rpu);
     }
+    set_name(it, rs->name);
     it->nheaders = 0;
     if (lr == NULL)
         return;
     /* the HTTP front's own fields, written into a reply of our own whose
-     * values the item then keeps (and a later decision's reuse) */
+     * values the item then keeps: in its room in the block when they fit
+     * (the writer then never grows it), else in a buffer of its own (and a
+     * later decision's reuse) */
     sld_http_reply_t r;
     r.nheaders = 0;
-    r.values = it->values;
-    sld_buf_reset(&r.values);
+    bool fits = sld_http_rate_headers_room(p, it->status.name_len) <= VALUES_INLINE;
+    if (fits) {
+        r.values = (sld_buf_t){.data = it->inline_values, .cap = VALUES_INLINE};
+    } else {
+        r.values = it->values;
+        sld_buf_reset(&r.values);
+    }
     sld_http_rate_headers(&r, rs->name, p, soft, dec, lr);
-    it->values = r.values;
+    if (!fits)
+        it->values = r.values;
     if (r.values.failed)
         return;
-    sld_rls_headers_t mode = sld_rls_response_headers(rt->cfg);
+    unsigned wanted = headers_wanted(sld_rls_response_headers(rt->cfg));
+    /* counted in a local: the stores below could alias it->nheaders */
+    size_t nh = 0;
     for (size_t k = 0; k < r.nheaders; k++) {
-        if (!header_wanted(mode, r.headers[k].id))
+        const sld_http_header_t *f = &r.headers[k];
+        if (!(wanted >> f->id & 1))
             continue;
-        it->headers[it->nheaders].name = r.headers[k].name;
-        it->headers[it->nheaders].name_len = strlen(r.headers[k].name);
-        it->headers[it->nheaders].off = r.headers[k].off;
-        it->headers[it->nheaders].len = r.headers[k].len;
-        it->nheaders++;
+        it->headers[nh] = (sld_grpc_header_t){f->name, r.values.data + f->off};
+        it->header_lens[2 * nh] = sld_http_rate_header_name_lens[f->id];
+        it->header_lens[2 * nh + 1] = f->len;
+        nh++;
     }
+    it->nheaders = nh;
 }
 
 /* Envoy ratelimit's stats of each rule that decided a descriptor, as
@@ -318,21 +366,12 @@ static void finish(call_t *c) {
             (worst->allowed == it->allowed && it->remaining < worst->remaining))
             worst = it;
     }
-    sld_grpc_header_t h[SLD_HTTP_MAX_HEADERS];
-    size_t lens[2 * SLD_HTTP_MAX_HEADERS];
-    size_t nh = 0;
-    for (; worst && nh < worst->nheaders; nh++) {
-        h[nh].key = worst->headers[nh].name;
-        h[nh].value = worst->values.data + worst->headers[nh].off;
-        lens[2 * nh] = worst->headers[nh].name_len;
-        lens[2 * nh + 1] = worst->headers[nh].len;
-    }
     sld_grpc_response_t r = {.overall_code = over ? SLD_GRPC_CODE_OVER_LIMIT : SLD_GRPC_CODE_OK,
                              .statuses = st,
                              .nstatuses = n,
-                             .response_headers = h,
-                             .nresponse_headers = nh,
-                             .response_header_lens = lens};
+                             .response_headers = worst ? worst->headers : NULL,
+                             .nresponse_headers = worst ? worst->nheaders : 0,
+                             .response_header_lens = worst ? worst->header_lens : NULL};
     /* written straight from the structs: on the stack for every answer of
      * a few descriptors, allocated only past that */
     uint8_t stack[ANSWER_ON_STACK];
@@ -362,9 +401,7 @@ static bool next(call_t *c) {
                 return true;
         }
         c->i = 0;
-        bool denied = false;
-        for (size_t i = 0; i < n; i++)
-            denied = denied || (c->items[i].decided && !c->items[i].allowed);
+        bool denied = c->ndenied > 0;
         if (c->phase == PEEK) {
             c->phase = denied ? CONFIRM : CHARGE;
         } else if (c->phase == CONFIRM) {
@@ -384,30 +421,38 @@ static void on_decided(void *arg, int rc, const sl_decision_t *dec, const sl_lim
 static void advance(call_t *c) {
     while (next(c)) {
         const sld_runtime_t *rt = sld_runtime(c->d);
-        const item_t *it = &c->items[c->i];
-        resolved_t rs;
+        item_t *it = &c->items[c->i];
         /* a runtime still in force within the turn the call started in is
-         * the same object (it is not freed before the turn ends) */
-        bool found = c->fresh && it->rs_rt == rt ? (rs = it->rs, true) : resolve(c, rt, c->i, &rs);
-        if (!found || rs.p == NULL) { /* gone with a reload meanwhile */
-            c->items[c->i].matched = false;
+         * the same object (it is not freed before the turn ends): the
+         * policy resolved then, used in place */
+        const resolved_t *rs = &it->rs;
+        resolved_t now;
+        if (!c->fresh || it->rs_rt != rt) {
+            if (!resolve(c, rt, c->i, &now))
+                now.p = NULL;
+            rs = &now;
+        }
+        if (rs->p == NULL) { /* gone with a reload meanwhile */
+            it->matched = false;
             continue;
         }
-        uint32_t slot = rs.index == SIZE_MAX ? c->slot : sld_policies_slot(rt->policies, rs.index);
-        sld_request_t r = {.origin = {.rt = rt, .index = rs.index, .slot = slot},
-                           .p = rs.p, .key = c->items[c->i].key, .key_len = c->items[c->i].key_len,
+        uint32_t slot = rs->index == SIZE_MAX ? c->slot : sld_policies_slot(rt->policies, rs->index);
+        sld_request_t r = {.origin = {.rt = rt, .index = rs->index, .slot = slot},
+                           .p = rs->p, .key = it->key, .key_len = it->key_len,
                            .cost = c->req.descriptors[c->i].hits,
                            .flags = c->phase == PEEK ? SL_DECIDE_PEEK : 0};
         sl_decision_t dec;
         sl_limit_report_t lr[SL_MAX_LIMITS];
         int rc = sld_engine_decide(c->d->engine, c->worker, &r, &dec, lr, on_decided, c);
-        if (rc == SLD_PENDING)
+        if (rc == SLD_PENDING) {
+            keep_names(c);
             return;
+        }
         if (rc != SL_OK) {
             fail(c, GRPC_UNAVAILABLE, sl_strerror(rc));
             return;
         }
-        record(c, rt, c->i, &rs, &dec, lr, c->phase != PEEK);
+        record(c, rt, c->i, rs, &dec, lr, c->phase != PEEK);
         c->i++;
     }
     finish(c);
@@ -467,7 +512,7 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
     size_t n = c->req.ndescriptors;
     uint32_t max_key = rt->cfg->max_key_bytes;
     sld_rls_config_t *rules = sld_rls_rules(rt->cfg);
-    const sld_rls_limit_t *limits[SLD_GRPC_MAX_DESCRIPTORS] = {0};
+    const sld_rls_limit_t *limits[SLD_GRPC_MAX_DESCRIPTORS]; /* each set below, with rules */
     c->rls = rules != NULL;
     for (size_t i = 0; i < n; i++) {
         item_t *it = &c->items[i];
@@ -490,8 +535,7 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
         sld_rls_match_t m;
         const sld_rls_limit_t *l = sld_rls_lookup(rules, c->req.domain.ptr, c->req.domain.len, it->entries,
                                                   desc->nentries, &m);
-        if (!desc->has_limit)
-            limits[i] = l;
+        limits[i] = desc->has_limit ? NULL : l;
         if (c->stats && sld_rls_has_domain(rules, c->req.domain.ptr, c->req.domain.len) &&
             stat_names(it, &m, l, desc->has_limit, c->req.domain, max_key) != SL_OK)
             return SL_ENOMEM;
@@ -505,7 +549,7 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
     }
     if (c->rls) {
         const sld_rls_limit_t *kept[SLD_GRPC_MAX_DESCRIPTORS];
-        memcpy(kept, limits, sizeof kept);
+        memcpy(kept, limits, n * sizeof kept[0]);
         sld_rls_apply_replaces(kept, n);
         for (size_t i = 0; i < n; i++)
             c->items[i].replaced = limits[i] != NULL && kept[i] == NULL;
@@ -522,9 +566,10 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
             it->matched = false;
             it->decided = true;
             it->allowed = false;
-            set_name(it, rs.name ? rs.name : "");
+            c->ndenied++;
             it->status = (sld_grpc_status_t){.code = SLD_GRPC_CODE_OVER_LIMIT, .has_limit = true,
-                                             .name = it->name, .rpu = rs.rpu, .unit = rs.unit};
+                                             .rpu = rs.rpu, .unit = rs.unit};
+            set_name(it, rs.name ? rs.name : "");
             over = true;
         }
         c->nmatched += it->matched;
@@ -536,15 +581,20 @@ static int prepare(call_t *c, const sld_runtime_t *rt) {
 void sld_grpc_decide(sld_daemon_t *d, uint32_t worker, uint32_t slot, sld_grpc_stats_t *stats,
                      sld_grpc_rls_request_t *req, sld_grpc_answer_fn answer, void *arg) {
     size_t n = req->ndescriptors;
-    /* one block: the call, its items, and room for the keys of sluiced's
-     * policies (Envoy ratelimit's rules build theirs apart, up to max_key_bytes) */
+    /* one block, the worker's spare: the call, its items, their header
+     * values' room, and room for the keys of sluiced's policies (Envoy
+     * ratelimit's rules build theirs apart, up to max_key_bytes) */
     size_t head = sizeof(call_t) + n * sizeof(item_t), keys = 0;
     for (size_t i = 0; i < n; i++)
         keys += key_length(&req->descriptors[i]) + 1;
-    call_t *c = malloc(head + keys);
+    call_t *c = sld_grpc_spare_take(head + n * VALUES_INLINE + keys);
     if (c != NULL) {
-        memset(c, 0, head);
-        c->keys = (char *)c + head;
+        memset(c, 0, sizeof *c);
+        for (size_t i = 0; i < n; i++) {
+            memset(&c->items[i], 0, ITEM_ZEROED);
+            c->items[i].inline_values = (char *)c + head + i * VALUES_INLINE;
+        }
+        c->keys = (char *)c + head + n * VALUES_INLINE;
     }
     if (c == NULL) {
         sld_grpc_rls_request_free(req);

@@ -21,6 +21,10 @@ static size_t varint_size(uint64_t v) {
 }
 
 static size_t put_varint(uint8_t *out, uint64_t v) {
+    if (v < 0x80) { /* nearly every one here: a length, a code, a unit */
+        out[0] = (uint8_t)v;
+        return 1;
+    }
     size_t n = 0;
     while (v >= 0x80) {
         out[n++] = (uint8_t)(v | 0x80);
@@ -75,6 +79,31 @@ static size_t close_len(uint8_t *body, size_t len) {
     return extra;
 }
 
+/* n bytes (w <= n <= 2w) from src to dst as two overlapping moves of a
+ * constant w bytes: each a load and a store, no call. */
+#define COPY_ENDS(dst, src, n, w)                                                                                      \
+    do {                                                                                                               \
+        uint8_t a_[w], b_[w];                                                                                          \
+        memcpy(a_, (src), w);                                                                                          \
+        memcpy(b_, (src) + (n) - (w), w);                                                                              \
+        memcpy((dst), a_, w);                                                                                          \
+        memcpy((dst) + (n) - (w), b_, w);                                                                              \
+    } while (0)
+
+/* n bytes from src to dst: the header names and values, a limit's name,
+ * are a few to a few dozen bytes, copied here without a call to memcpy. */
+static inline void copy_bytes(uint8_t *dst, const void *src, size_t n) {
+    const uint8_t *s = src;
+    if (n >= 16 && n <= 32)
+        COPY_ENDS(dst, s, n, 16);
+    else if (n >= 8 && n < 16)
+        COPY_ENDS(dst, s, n, 8);
+    else if (n >= 4 && n < 8)
+        COPY_ENDS(dst, s, n, 4);
+    else if (n > 0)
+        memcpy(dst, s, n);
+}
+
 /* a string or bytes field, left out when empty (proto3) */
 static size_t bytes_field_size(size_t len) { return len ? len_field_size(len) : 0; }
 
@@ -82,22 +111,25 @@ static size_t put_bytes_field(uint8_t *out, unsigned field, const void *p, size_
     if (len == 0)
         return 0;
     size_t n = put_len_head(out, field, len);
-    memcpy(out + n, p, len);
+    copy_bytes(out + n, p, len);
     return n + len;
 }
 
 static size_t cstr_len(const char *s) { return s ? strlen(s) : 0; }
 
+/* a status's name length: given, else measured */
+static size_t name_len(const sld_grpc_status_t *s) { return s->name_len ? s->name_len : cstr_len(s->name); }
+
 /* ---- RateLimit {requests_per_unit 1, unit 2, name 3} ----------------------------------------- */
 
 static size_t limit_size(const sld_grpc_status_t *s) {
-    return varint_field_size(s->rpu) + varint_field_size(int32_wire(s->unit)) + bytes_field_size(cstr_len(s->name));
+    return varint_field_size(s->rpu) + varint_field_size(int32_wire(s->unit)) + bytes_field_size(name_len(s));
 }
 
 static size_t put_limit(uint8_t *out, const sld_grpc_status_t *s) {
     size_t n = put_varint_field(out, 1, s->rpu);
     n += put_varint_field(out + n, 2, int32_wire(s->unit));
-    return n + put_bytes_field(out + n, 3, s->name, cstr_len(s->name));
+    return n + put_bytes_field(out + n, 3, s->name, name_len(s));
 }
 
 /* ---- Duration {seconds 1, nanos 2} ---------------------------------------------------------- */
@@ -165,14 +197,33 @@ static size_t header_size(const sld_grpc_header_t *h, const size_t *lens) {
     return bytes_field_size(klen) + bytes_field_size(vlen);
 }
 
-/* the whole field: each string measured once */
-static size_t put_header_field(uint8_t *out, unsigned field, const sld_grpc_header_t *h, const size_t *lens) {
-    size_t klen, vlen;
-    header_lens(h, lens, &klen, &vlen);
+/* the whole field, any lengths */
+static size_t put_header_any(uint8_t *out, unsigned field, const sld_grpc_header_t *h, size_t klen, size_t vlen) {
     size_t body = open_len(out, field);
     size_t n = body + put_bytes_field(out + body, 1, h->key, klen);
     n += put_bytes_field(out + n, 2, h->value, vlen);
     return n + close_len(out + body, n - body);
+}
+
+/* the whole field: each string measured once */
+static inline size_t put_header_field(uint8_t *out, unsigned field, const sld_grpc_header_t *h,
+                                      const size_t *lens) {
+    size_t klen, vlen;
+    header_lens(h, lens, &klen, &vlen);
+    if (!(klen > 0 && vlen > 0 && klen + vlen < 0x80 - 4))
+        return put_header_any(out, field, h, klen, vlen);
+    /* the common case, every length one byte: put_header_any's bytes,
+     * straight */
+    out[0] = (uint8_t)(field << 3 | WT_LEN);
+    out[1] = (uint8_t)(4 + klen + vlen);
+    out[2] = 1 << 3 | WT_LEN;
+    out[3] = (uint8_t)klen;
+    copy_bytes(out + 4, h->key, klen);
+    uint8_t *v = out + 4 + klen;
+    v[0] = 2 << 3 | WT_LEN;
+    v[1] = (uint8_t)vlen;
+    copy_bytes(v + 2, h->value, vlen);
+    return 6 + klen + vlen;
 }
 
 /* ---- RateLimitResponse {overall_code 1, statuses 2, response_headers_to_add 3,
@@ -194,7 +245,7 @@ size_t sld_grpc_response_bound(const sld_grpc_response_t *r) {
     /* a varint field at most 11 bytes, a length-delimited one's head 6 */
     size_t n = 11 + 6 + r->raw_body_len;
     for (size_t i = 0; i < r->nstatuses; i++)
-        n += 6 + 11 + 6 + 11 + 11 + 6 + cstr_len(r->statuses[i].name) + 11 + 6 + 11 + 11;
+        n += 6 + 11 + 6 + 11 + 11 + 6 + name_len(&r->statuses[i]) + 11 + 6 + 11 + 11;
     const size_t *lens = r->response_header_lens;
     for (size_t i = 0; i < r->nresponse_headers; i++) {
         size_t klen, vlen;

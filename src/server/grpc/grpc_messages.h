@@ -85,6 +85,7 @@ typedef struct sld_grpc_status {
     int code;                     /* SLD_GRPC_CODE_* */
     bool has_limit;               /* current_limit is sent */
     const char *name;             /* current_limit.name (NUL-terminated) */
+    size_t name_len;              /* its length, or 0: measured */
     uint32_t rpu;                 /* current_limit.requests_per_unit */
     int unit;                     /* current_limit.unit */
     uint32_t remaining;           /* limit_remaining */

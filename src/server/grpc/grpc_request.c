@@ -1,7 +1,7 @@
 /* grpc_request.c -- Envoy's RateLimitRequest read straight from its wire
  * bytes into sld_grpc_rls_request_t (grpc_messages.h), in one pass and one
- * allocation, without protobuf-c's unpacked message and its allocation per
- * field.
+ * block (the worker thread's spare: grpc_spare.h), without protobuf-c's
+ * unpacked message and its allocation per field.
  *
  * It answers exactly as protobuf-c 1.4's unpacking followed by the checks
  * of sld_grpc_rls_decode_pb (the reference, kept for the tests and the
@@ -26,10 +26,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "server/grpc/grpc_messages.h"
+#include "server/grpc/grpc_spare.h"
 
 enum { WT_VARINT = 0, WT_64BIT = 1, WT_LEN = 2, WT_32BIT = 5 };
 
@@ -37,10 +37,14 @@ typedef struct rd {
     const uint8_t *p, *end;
 } rd_t;
 
-/* A varint of at most 10 bytes, its value mod 2^64. */
-static bool read_varint(rd_t *r, uint64_t *out) {
+/* A varint of at most `bytes` bytes (10: its value mod 2^64). */
+static inline bool read_varint_of(rd_t *r, size_t bytes, uint64_t *out) {
+    if (r->p < r->end && r->p[0] < 0x80) { /* one byte: nearly every tag-less number here */
+        *out = *r->p++;
+        return true;
+    }
     uint64_t v = 0;
-    size_t max = (size_t)(r->end - r->p) < 10 ? (size_t)(r->end - r->p) : 10;
+    size_t max = (size_t)(r->end - r->p) < bytes ? (size_t)(r->end - r->p) : bytes;
     for (size_t i = 0; i < max; i++) {
         uint8_t b = r->p[i];
         v |= (uint64_t)(b & 0x7f) << (7 * i < 64 ? 7 * i : 63);
@@ -53,20 +57,22 @@ static bool read_varint(rd_t *r, uint64_t *out) {
     return false;
 }
 
+static bool read_varint(rd_t *r, uint64_t *out) { return read_varint_of(r, 10, out); }
+
 /* protobuf-c's parse_tag_and_wiretype: at most 5 bytes, the first one
  * carrying a field number; what does not fit 32 bits is dropped. */
-static bool read_tag(rd_t *r, uint32_t *tag, unsigned *wt) {
+static inline bool read_tag(rd_t *r, uint32_t *tag, unsigned *wt) {
     const uint8_t *p = r->p;
     size_t max = (size_t)(r->end - p) < 5 ? (size_t)(r->end - p) : 5;
     if (max == 0 || (p[0] & 0xf8) == 0)
         return false;
-    uint32_t t = (uint32_t)(p[0] & 0x7f) >> 3;
     *wt = p[0] & 7;
-    if ((p[0] & 0x80) == 0) {
+    if ((p[0] & 0x80) == 0) { /* field numbers up to 15: all of these messages' */
         r->p += 1;
-        *tag = t;
+        *tag = p[0] >> 3;
         return true;
     }
+    uint32_t t = (uint32_t)(p[0] & 0x7f) >> 3;
     unsigned shift = 4;
     for (size_t i = 1; i < max; i++, shift += 7) {
         t |= (uint32_t)(p[i] & 0x7f) << shift;
@@ -81,21 +87,13 @@ static bool read_tag(rd_t *r, uint32_t *tag, unsigned *wt) {
 
 /* A length-prefixed field's body: a length of at most 5 bytes, then that
  * many bytes, all within the message. */
-static bool read_len(rd_t *r, rd_t *body) {
-    uint64_t n = 0;
-    size_t max = (size_t)(r->end - r->p) < 5 ? (size_t)(r->end - r->p) : 5;
-    for (size_t i = 0; i < max; i++) {
-        n |= (uint64_t)(r->p[i] & 0x7f) << (7 * i);
-        if ((r->p[i] & 0x80) == 0) {
-            const uint8_t *start = r->p + i + 1;
-            if (n > (uint64_t)(r->end - start))
-                return false;
-            *body = (rd_t){start, start + n};
-            r->p = body->end;
-            return true;
-        }
-    }
-    return false;
+static inline bool read_len(rd_t *r, rd_t *body) {
+    uint64_t n;
+    if (!read_varint_of(r, 5, &n) || n > (uint64_t)(r->end - r->p))
+        return false;
+    *body = (rd_t){r->p, r->p + n};
+    r->p = body->end;
+    return true;
 }
 
 /* An unknown field of wire type wt, passed over. */
@@ -123,26 +121,38 @@ static bool skip_field(rd_t *r, unsigned wt) {
 /* The next field of a message: its number and wire type, or false at the
  * end (*bad set when the bytes are not a field). Unknown fields (numbers
  * above `known`) are skipped here. */
-static bool next_field(rd_t *r, uint32_t known, uint32_t *tag, unsigned *wt, bool *bad) {
+static inline bool next_field(rd_t *r, uint32_t known, uint32_t *tag, unsigned *wt, bool *bad) {
     while (r->p < r->end) {
-        if (!read_tag(r, tag, wt) || (!(*tag >= 1 && *tag <= known) && !skip_field(r, *wt))) {
+        if (!read_tag(r, tag, wt)) {
             *bad = true;
             return false;
         }
-        if (*tag >= 1 && *tag <= known)
+        if (*tag - 1 < known) /* 1..known */
             return true;
+        if (!skip_field(r, *wt)) {
+            *bad = true;
+            return false;
+        }
     }
     return false;
 }
 
-/* A string field: up to its first NUL, as protobuf-c's C string is read. */
+/* A string field: up to its first NUL, as protobuf-c's C string is read.
+ * Descriptor keys and values are a few bytes: looked over in place, with
+ * memchr for longer ones. */
 static bool read_string(rd_t *r, unsigned wt, sld_span_t *out) {
     rd_t body;
     if (wt != WT_LEN || !read_len(r, &body))
         return false;
-    size_t n = (size_t)(body.end - body.p);
-    const void *nul = memchr(body.p, 0, n);
-    *out = (sld_span_t){(const char *)body.p, nul ? (size_t)((const uint8_t *)nul - body.p) : n};
+    size_t n = (size_t)(body.end - body.p), len = 0;
+    if (n <= 16) {
+        while (len < n && body.p[len] != 0)
+            len++;
+    } else {
+        const uint8_t *nul = memchr(body.p, 0, n);
+        len = nul ? (size_t)(nul - body.p) : n;
+    }
+    *out = (sld_span_t){(const char *)body.p, len};
     return true;
 }
 
@@ -233,13 +243,14 @@ int sld_grpc_rls_decode(const uint8_t *buf, size_t len, sld_grpc_rls_request_t *
                       : (size_t)SLD_GRPC_MAX_DESCRIPTORS * SLD_GRPC_MAX_ENTRIES;
     size_t dbytes = maxd * sizeof(sld_grpc_descriptor_t), ebytes = maxe * sizeof(sld_grpc_entry_t);
     desc_read_t reads[SLD_GRPC_MAX_DESCRIPTORS];
-    uint8_t *block = malloc(dbytes + ebytes + len + 1);
+    /* the worker's spare block, given back when the request is freed */
+    uint8_t *block = sld_grpc_spare_take(dbytes + ebytes + len + 1);
     if (block == NULL) {
         snprintf(err, err_len, "out of memory");
         return SL_ENOMEM;
     }
     out->owner_ = block;
-    out->release_ = free;
+    out->release_ = sld_grpc_spare_give;
     out->descriptors = (sld_grpc_descriptor_t *)(void *)block;
     out->entries_ = (sld_grpc_entry_t *)(void *)(block + dbytes);
     uint8_t *copy = block + dbytes + ebytes;

@@ -105,11 +105,28 @@ static void header_done(sld_http_reply_t *r, sld_http_header_id_t id, size_t *of
     *off = r->values.len;
 }
 
+#define NAME_LEN(lit) (sizeof(lit) - 1)
+const uint8_t sld_http_rate_header_name_lens[SLD_H_COUNT] = {
+    [SLD_H_RATELIMIT_POLICY] = NAME_LEN("RateLimit-Policy"),
+    [SLD_H_RATELIMIT] = NAME_LEN("RateLimit"),
+    [SLD_H_X_RATELIMIT_LIMIT] = NAME_LEN("X-RateLimit-Limit"),
+    [SLD_H_X_RATELIMIT_REMAINING] = NAME_LEN("X-RateLimit-Remaining"),
+    [SLD_H_X_RATELIMIT_RESET] = NAME_LEN("X-RateLimit-Reset"),
+    [SLD_H_RETRY_AFTER] = NAME_LEN("Retry-After"),
+};
+
+/* what the fields of n limits named after a name of name_len bytes take at most */
+static size_t room_for(size_t n, size_t name_len) { return 2 * n * (name_len + ITEM_ROOM) + 4 * SLD_DEC_MAX; }
+
+size_t sld_http_rate_headers_room(const sl_policy_t *p, size_t name_len) {
+    return room_for(sl_policy_limit_count(p), name_len);
+}
+
 void sld_http_rate_headers(sld_http_reply_t *r, const char *name, const sl_policy_t *p, uint32_t soft_percent,
                            const sl_decision_t *dec, const sl_limit_report_t *lr) {
     size_t n = sl_policy_limit_count(p);
     size_t name_len = strlen(name);
-    if (!sld_buf_reserve(&r->values, 2 * n * (name_len + ITEM_ROOM) + 4 * SLD_DEC_MAX))
+    if (!sld_buf_reserve(&r->values, room_for(n, name_len)))
         return; /* values.failed: the answer becomes a 503 */
     int64_t retry = !dec->allowed && dec->retry_after != SL_NEVER ? secs_up(dec->retry_after) : -1;
     if (retry == 0) /* denied now: come back no sooner than in a second */
