@@ -11,6 +11,14 @@ static uint32_t prefix_len(const uint8_t *p) {
     return (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
 }
 
+int sld_grpc_method_of(const uint8_t *v, size_t len) {
+    if (len == sizeof SLD_GRPC_RLS_METHOD - 1 && memcmp(v, SLD_GRPC_RLS_METHOD, len) == 0)
+        return SLD_GRPC_M_RLS;
+    if (len == sizeof SLD_GRPC_HEALTH_METHOD - 1 && memcmp(v, SLD_GRPC_HEALTH_METHOD, len) == 0)
+        return SLD_GRPC_M_HEALTH;
+    return SLD_GRPC_M_OTHER;
+}
+
 int sld_grpc_msg_feed(sld_grpc_msg_t *m, const uint8_t *data, size_t len, uint32_t max) {
     if (m->state != SLD_GRPC_MSG_MORE)
         return m->state;
@@ -47,6 +55,14 @@ bool sld_grpc_msg_whole(const uint8_t *data, size_t len, uint32_t max, const uin
     *msg = data + 5;
     *msg_len = n;
     return true;
+}
+
+void sld_grpc_msg_prefix(uint8_t *p, uint32_t len) {
+    p[0] = 0;
+    p[1] = (uint8_t)(len >> 24);
+    p[2] = (uint8_t)(len >> 16);
+    p[3] = (uint8_t)(len >> 8);
+    p[4] = (uint8_t)len;
 }
 
 void sld_grpc_msg_free(sld_grpc_msg_t *m) {
@@ -154,6 +170,12 @@ static const char hex[] = "0123456789ABCDEF";
 /* what every answered call ends with: grpc-status 0, as put_field writes it */
 static const uint8_t ok_trailers[] = {0x10, 11, 'g', 'r', 'p', 'c', '-', 's', 't', 'a', 't', 'u', 's', 1, '0'};
 
+size_t sld_grpc_ok_trailers(sld_grpc_hpack_t *t, uint8_t *out) {
+    (void)t;
+    memcpy(out, ok_trailers, sizeof ok_trailers);
+    return sizeof ok_trailers;
+}
+
 size_t sld_grpc_trailers(uint8_t *out, bool trailers_only, int status, const char *message) {
     if (!trailers_only && status == SLD_GRPC_OK && message == NULL) {
         memcpy(out, ok_trailers, sizeof ok_trailers);
@@ -187,4 +209,47 @@ size_t sld_grpc_trailers(uint8_t *out, bool trailers_only, int status, const cha
         n += put_field(out + n, "grpc-message", enc, e);
     }
     return n;
+}
+
+/* Room for more bytes in out: a look before buf.c is asked (a call writes
+ * two frames here). */
+static uint8_t *room(sld_buf_t *out, size_t more) {
+    if (out->cap - out->len < more && !sld_buf_reserve(out, more))
+        return NULL;
+    return (uint8_t *)out->data + out->len;
+}
+
+static void put_length(uint8_t *frame, size_t len) {
+    frame[0] = (uint8_t)(len >> 16);
+    frame[1] = (uint8_t)(len >> 8);
+    frame[2] = (uint8_t)len;
+}
+
+void sld_grpc_put_headers(sld_grpc_hpack_t *t, const uint8_t *p, size_t keep, const uint8_t *fields, size_t nfields,
+                          sld_buf_t *out) {
+    uint8_t *o = room(out, 9 + keep + (fields != NULL ? nfields : SLD_GRPC_HEAD_MAX));
+    if (o == NULL)
+        return;
+    memcpy(o, p, 9 + keep);
+    if (fields != NULL)
+        memcpy(o + 9 + keep, fields, nfields);
+    else
+        nfields = sld_grpc_answer_head(t, o + 9 + keep);
+    put_length(o, keep + nfields);
+    out->len += 9 + keep + nfields;
+}
+
+void sld_grpc_put_last_data(sld_grpc_hpack_t *t, const uint8_t *p, size_t n, sld_buf_t *out) {
+    uint8_t *o = room(out, n + 9 + SLD_GRPC_OK_TRAILERS_MAX);
+    if (o == NULL)
+        return;
+    memcpy(o, p, n);
+    o[4] &= (uint8_t)~0x1; /* END_STREAM */
+    uint8_t *tr = o + n;
+    size_t len = sld_grpc_ok_trailers(t, tr + 9);
+    put_length(tr, len);
+    tr[3] = 0x1; /* HEADERS */
+    tr[4] = 0x1 | 0x4; /* END_STREAM, END_HEADERS */
+    memcpy(tr + 5, p + 5, 4);
+    out->len += n + 9 + len;
 }

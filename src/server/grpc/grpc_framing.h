@@ -19,6 +19,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/base/buf.h"
+
+#define SLD_GRPC_RLS_METHOD "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+#define SLD_GRPC_HEALTH_METHOD "/grpc.health.v1.Health/Check"
+
+enum { SLD_GRPC_M_OTHER, SLD_GRPC_M_RLS, SLD_GRPC_M_HEALTH };
+
+/* The method a request's :path value names. */
+int sld_grpc_method_of(const uint8_t *path, size_t len);
+
 /* gRPC status codes that the front answers with */
 enum {
     SLD_GRPC_OK = 0,
@@ -61,6 +71,9 @@ void sld_grpc_msg_free(sld_grpc_msg_t *m);
  * which then answers everything else (in parts, too large, compressed). */
 bool sld_grpc_msg_whole(const uint8_t *data, size_t len, uint32_t max, const uint8_t **msg, uint32_t *msg_len);
 
+/* A message's 5-byte prefix (uncompressed, len bytes) into p. */
+void sld_grpc_msg_prefix(uint8_t *p, uint32_t len);
+
 /* grpc-timeout ("1S", "250m": at most 8 digits and a unit of H M S m u n)
  * in microseconds, rounded up; false when malformed. */
 bool sld_grpc_timeout_parse(const uint8_t *v, size_t len, uint64_t *usec);
@@ -94,6 +107,26 @@ size_t sld_grpc_hpack_updates(sld_grpc_hpack_t *t, const uint8_t *block, size_t 
  * in the table, else a literal that adds it when the table has room.
  * Returns its length. */
 size_t sld_grpc_answer_head(sld_grpc_hpack_t *t, uint8_t *out);
+
+/* The largest block sld_grpc_ok_trailers writes. */
+#define SLD_GRPC_OK_TRAILERS_MAX 16
+
+/* An answered call's trailers block (grpc-status: 0) into out. Returns
+ * its length. */
+size_t sld_grpc_ok_trailers(sld_grpc_hpack_t *t, uint8_t *out);
+
+/* A HEADERS frame onto out, put together from what nghttp2 wrote, p: its
+ * 9-byte frame header and the keep bytes of table size updates its block
+ * began with (sld_grpc_hpack_updates), then fields[0..nfields), or with
+ * fields NULL the answer's (sld_grpc_answer_head); its length set to fit. */
+void sld_grpc_put_headers(sld_grpc_hpack_t *t, const uint8_t *p, size_t keep, const uint8_t *fields, size_t nfields,
+                          sld_buf_t *out);
+
+/* An answer's last DATA frame, p[0..n), onto out, and its trailers
+ * (sld_grpc_ok_trailers) after it in a HEADERS frame of their own: the
+ * stream ends with them, not with the DATA (its END_STREAM flag taken
+ * off). */
+void sld_grpc_put_last_data(sld_grpc_hpack_t *t, const uint8_t *p, size_t n, sld_buf_t *out);
 
 /* The largest block sld_grpc_trailers writes. */
 #define SLD_GRPC_TRAILERS_MAX 512
