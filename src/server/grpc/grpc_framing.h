@@ -3,12 +3,14 @@
  * (the 5-byte prefix: a compressed flag and a 32-bit length), the
  * grpc-timeout header read, and the header blocks of an answer written.
  *
- * The trailers (grpc-status, grpc-message; for a Trailers-Only answer
- * also :status 200 and content-type) are written here as HPACK literals
- * never indexed and never Huffman-coded: they leave the connection's HPACK
- * tables as they were, so grpc_h2.c may put this block in place of the
- * one nghttp2 encoded, and a client or a test reads the status as plain
- * bytes, as the gRPC C core writes them.
+ * Header blocks are written here without Huffman coding. An error's
+ * trailers (grpc-status, grpc-message; for a Trailers-Only answer also
+ * :status 200 and content-type) are HPACK literals never indexed: they
+ * leave the connection's HPACK tables as they were, so grpc_h2.c may put
+ * such a block in place of the one nghttp2 encoded whenever it goes out,
+ * and a client or a test reads the status as plain bytes, as the gRPC C
+ * core writes them. An answered call's headers and trailers use the
+ * client's dynamic table (below): they are written as they go out.
  *
  * Not here: HTTP/2 itself (nghttp2, grpc_h2.c), protobuf (grpc_messages.c).
  */
@@ -78,19 +80,28 @@ void sld_grpc_msg_prefix(uint8_t *p, uint32_t len);
  * in microseconds, rounded up; false when malformed. */
 bool sld_grpc_timeout_parse(const uint8_t *v, size_t len, uint64_t *usec);
 
-/* The answer's HTTP/2 HEADERS block, :status 200 and content-type:
- * application/grpc, written here too (nghttp2 would search and update
- * its HPACK tables for the same two fields on every call). What the
- * client's HPACK decoder holds for it: nghttp2 is given every other field
- * never indexed, so the one entry its dynamic table ever gets is the
- * content-type added by this block, at index 62 while it is there. Every
- * header block nghttp2 writes goes through sld_grpc_hpack_updates, which
- * follows the table's size: a size under the entry's 60 bytes evicts it,
- * and the next answer adds it again. */
+/* What the client's HPACK decoder holds of the answers' fields. An
+ * answer's HEADERS are :status 200 and content-type: application/grpc,
+ * and its trailers grpc-status: 0 (nghttp2 would search and update its
+ * HPACK tables for them on every call; the gRPC C core indexes small
+ * grpc-status values too). nghttp2 is given every other field never
+ * indexed, so the client's dynamic table only ever holds these two
+ * entries, each added by the first block that needs it when it fits
+ * beside what is there (nothing is evicted by an addition): the newest
+ * is index 62, the other 63 (RFC 7541 2.3.3). Every header block nghttp2
+ * writes goes through sld_grpc_hpack_updates, which follows the table's
+ * size: a size update evicts the oldest entries until the rest fit
+ * (4.4), and the next block needing one adds it again. A block not
+ * followed (lost) leaves the table unknown: literals not indexed from
+ * then on. */
+enum { SLD_GRPC_HP_TYPE, SLD_GRPC_HP_OK }; /* content-type: application/grpc; grpc-status: 0 */
+
 typedef struct sld_grpc_hpack {
-    uint32_t size;  /* the table's maximum size, as the last size update set it */
-    bool indexed;   /* index 62 is content-type: application/grpc */
-    bool lost;      /* a block was not followed: plain literals from then on */
+    uint32_t size;     /* the table's maximum size, as the last size update set it */
+    uint8_t n;         /* entries in the table */
+    uint8_t entry[2];  /* SLD_GRPC_HP_*, oldest first */
+    uint8_t at[2];     /* by SLD_GRPC_HP_*: its index, 0 while not in the table or lost */
+    bool lost;         /* a block was not followed: literals from then on */
 } sld_grpc_hpack_t;
 
 #define SLD_GRPC_HPACK_INIT ((sld_grpc_hpack_t){.size = 4096})
@@ -99,6 +110,9 @@ typedef struct sld_grpc_hpack {
  * with, taken into t; returns their length (kept at the head of a block
  * that is replaced). */
 size_t sld_grpc_hpack_updates(sld_grpc_hpack_t *t, const uint8_t *block, size_t len);
+
+/* A header block went out not followed: the table is unknown from then on. */
+void sld_grpc_hpack_lose(sld_grpc_hpack_t *t);
 
 /* The largest block sld_grpc_answer_head writes. */
 #define SLD_GRPC_HEAD_MAX 20
@@ -111,8 +125,9 @@ size_t sld_grpc_answer_head(sld_grpc_hpack_t *t, uint8_t *out);
 /* The largest block sld_grpc_ok_trailers writes. */
 #define SLD_GRPC_OK_TRAILERS_MAX 16
 
-/* An answered call's trailers block (grpc-status: 0) into out. Returns
- * its length. */
+/* An answered call's trailers block (grpc-status: 0) into out: 1 byte
+ * once it is in the table, else a literal that adds it when the table has
+ * room (else never indexed). Returns its length. */
 size_t sld_grpc_ok_trailers(sld_grpc_hpack_t *t, uint8_t *out);
 
 /* A HEADERS frame onto out, put together from what nghttp2 wrote, p: its

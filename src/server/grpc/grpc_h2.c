@@ -664,7 +664,7 @@ static void put_frame(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *o
     size_t flen = (size_t)p[0] << 16 | (size_t)p[1] << 8 | p[2];
     uint8_t fl = p[4];
     if (flen != n - 9 || !(fl & NGHTTP2_FLAG_END_HEADERS) || (fl & (NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_PRIORITY))) {
-        h->hpack.lost = true; /* a block not read: its size updates unknown */
+        sld_grpc_hpack_lose(&h->hpack); /* a block not read: its size updates unknown */
         sld_buf_append(out, p, n);
         return;
     }
