@@ -277,17 +277,20 @@ void sld_grpc_put_headers(sld_grpc_hpack_t *t, const uint8_t *p, size_t keep, co
     out->len += 9 + keep + nfields;
 }
 
-void sld_grpc_put_last_data(sld_grpc_hpack_t *t, const uint8_t *p, size_t n, sld_buf_t *out) {
+void sld_grpc_put_last_data(sld_grpc_hpack_t *t, const uint8_t *hd, const uint8_t *data, size_t len,
+                            sld_buf_t *out) {
+    size_t n = 9 + len;
     uint8_t *o = room(out, n + 9 + SLD_GRPC_OK_TRAILERS_MAX);
     if (o == NULL)
         return;
-    memcpy(o, p, n);
+    memcpy(o, hd, 9);
+    memcpy(o + 9, data, len);
     o[4] &= (uint8_t)~0x1; /* END_STREAM */
     uint8_t *tr = o + n;
-    size_t len = sld_grpc_ok_trailers(t, tr + 9);
-    put_length(tr, len);
+    size_t tlen = sld_grpc_ok_trailers(t, tr + 9);
+    put_length(tr, tlen);
     tr[3] = 0x1; /* HEADERS */
     tr[4] = 0x1 | 0x4; /* END_STREAM, END_HEADERS */
-    memcpy(tr + 5, p + 5, 4);
-    out->len += n + 9 + len;
+    memcpy(tr + 5, hd + 5, 4);
+    out->len += n + 9 + tlen;
 }

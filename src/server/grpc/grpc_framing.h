@@ -137,11 +137,12 @@ size_t sld_grpc_ok_trailers(sld_grpc_hpack_t *t, uint8_t *out);
 void sld_grpc_put_headers(sld_grpc_hpack_t *t, const uint8_t *p, size_t keep, const uint8_t *fields, size_t nfields,
                           sld_buf_t *out);
 
-/* An answer's last DATA frame, p[0..n), onto out, and its trailers
- * (sld_grpc_ok_trailers) after it in a HEADERS frame of their own: the
- * stream ends with them, not with the DATA (its END_STREAM flag taken
- * off). */
-void sld_grpc_put_last_data(sld_grpc_hpack_t *t, const uint8_t *p, size_t n, sld_buf_t *out);
+/* An answer's last DATA frame, its 9-byte header hd and its payload
+ * data[0..len), onto out, and its trailers (sld_grpc_ok_trailers) after
+ * it in a HEADERS frame of their own: the stream ends with them, not with
+ * the DATA (its END_STREAM flag taken off). */
+void sld_grpc_put_last_data(sld_grpc_hpack_t *t, const uint8_t *hd, const uint8_t *data, size_t len,
+                            sld_buf_t *out);
 
 /* The largest block sld_grpc_trailers writes. */
 #define SLD_GRPC_TRAILERS_MAX 512

@@ -14,7 +14,8 @@
  * fields into the block (grpc_framing.h: plain literals, and content-type
  * from the table once it is there). An answer's trailers are not asked of
  * nghttp2 at all: its DATA ends the stream as far as nghttp2 knows, and
- * sld_grpc_put_last_data puts the trailers after it in a HEADERS frame of their own
+ * send_answer, which writes the DATA from the call itself (no copy in
+ * nghttp2), puts the trailers after it in a HEADERS frame of their own
  * that ends the stream on the wire instead (one frame fewer for nghttp2 to
  * queue, schedule, pack and account; HEADERS are not flow controlled).
  * (Trailers-Only errors, rare, go through nghttp2's encoder, and
@@ -30,6 +31,7 @@
 
 #include "server/grpc/grpc_framing.h"
 #include "server/grpc/grpc_h2.h"
+#include "server/grpc/grpc_head.h"
 #include "server/grpc/grpc_pool.h"
 
 /* what a client may have open or send at once */
@@ -49,22 +51,11 @@
 
 enum { RECEIVING, DECIDING, WAITING, SENT };
 
-/* What a request's header block said (all zero before its first field). */
-typedef struct req_head {
-    int method;          /* SLD_GRPC_M_* */
-    bool post;           /* :method POST */
-    bool grpc_type;      /* content-type application/grpc[+proto|;...] */
-    bool malformed;      /* RFC 9113 8.1.1 */
-    bool timed;          /* a grpc-timeout read: timeout_us */
-    uint8_t pseudo;      /* pseudo-header fields seen (PS_*) */
-    uint64_t timeout_us;
-} req_head_t;
-
 struct sld_grpc_call {
     sld_grpc_h2_t *h; /* NULL: orphaned, freed by its answer */
     int32_t id;
     int state;
-    req_head_t head;     /* what the request's header block said */
+    sld_grpc_head_t head; /* what the request's header block said */
     bool spilled;        /* filed with nghttp2's stream, not in its slot */
     bool remote_done;    /* the client ended its side of the stream */
     size_t header_bytes;
@@ -107,6 +98,7 @@ struct sld_grpc_h2 {
     int64_t idle_since;     /* no call open since (ms) */
     int64_t now_ms;
     bool in_feed;
+    sld_buf_t *out;         /* the output being made (sld_grpc_h2_output), for send_answer */
     bool table_update_owed; /* nghttp2's next header block begins with a table size update */
     bool waiting;           /* a call may be WAITING (set when one is, cleared by a retry of them all) */
     bool broken;
@@ -236,14 +228,15 @@ static ssize_t read_answer(nghttp2_session *s, int32_t id, uint8_t *buf, size_t 
                            nghttp2_data_source *source, void *user_data) {
     sld_grpc_call_t *c = source->ptr;
     sld_grpc_h2_t *h = user_data;
+    (void)buf; /* the bytes go from the call to the output: send_answer */
     size_t n = c->out_len - c->out_off < length ? c->out_len - c->out_off : length;
-    memcpy(buf, c->out + c->out_off, n);
     c->out_off += n;
+    *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
     if (c->out_off != c->out_len)
         return (ssize_t)n;
     *flags |= NGHTTP2_DATA_FLAG_EOF;
     if (!h->table_update_owed)
-        return (ssize_t)n; /* the DATA ends the stream; put_frame puts the trailers after it */
+        return (ssize_t)n; /* the DATA ends the stream; send_answer puts the trailers after it */
     /* nghttp2's next header block begins with a table size update the
      * client waits for: the trailers are that block, submitted empty, and
      * put_frame writes their field (grpc-status: 0) into it */
@@ -252,6 +245,24 @@ static ssize_t read_answer(nghttp2_session *s, int32_t id, uint8_t *buf, size_t 
     if (nghttp2_submit_trailer(s, id, NULL, 0) != 0)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     return (ssize_t)n;
+}
+
+/* A DATA frame of an answer, which read_answer measured: its header (from
+ * nghttp2) and its bytes (from the call) onto the output being made, and
+ * after the last one, which nghttp2 ended the stream with, the trailers. */
+static int send_answer(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, size_t length,
+                       nghttp2_data_source *source, void *user_data) {
+    (void)s;
+    sld_grpc_h2_t *h = user_data;
+    sld_grpc_call_t *c = source->ptr;
+    const uint8_t *data = c->out + c->out_off - length;
+    if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+        sld_grpc_put_last_data(&h->hpack, framehd, data, length, h->out);
+    } else {
+        sld_buf_append(h->out, framehd, 9);
+        sld_buf_append(h->out, data, length);
+    }
+    return 0;
 }
 
 /* Sends an answer's HEADERS, DATA and trailers if the client's windows
@@ -338,111 +349,9 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
     return 0;
 }
 
-/* the request's pseudo-header fields, and whether a regular field came */
-enum { PS_METHOD = 1, PS_SCHEME = 2, PS_PATH = 4, PS_AUTHORITY = 8, PS_REGULAR = 16 };
-
-static bool is(const uint8_t *s, size_t len, const char *lit) {
-    return len == strlen(lit) && memcmp(s, lit, len) == 0;
-}
-
-/* A pseudo-header field: each known one once, all before the regular
- * fields (RFC 9113 8.3); else the request is malformed. */
-static void seen(req_head_t *r, uint8_t which) {
-    if ((r->pseudo & (which | PS_REGULAR)) != 0)
-        r->malformed = true;
-    r->pseudo |= which;
-}
-
-static void pseudo_field(req_head_t *r, const uint8_t *name, size_t namelen, const uint8_t *value,
-                         size_t valuelen) {
-    switch (namelen) {
-    case 5:
-        if (memcmp(name, ":path", 5) == 0) {
-            seen(r, PS_PATH);
-            r->method = sld_grpc_method_of(value, valuelen);
-            r->malformed = r->malformed || valuelen == 0;
-            return;
-        }
-        break;
-    case 7:
-        if (memcmp(name, ":method", 7) == 0) {
-            seen(r, PS_METHOD);
-            r->post = is(value, valuelen, "POST");
-            return;
-        }
-        if (memcmp(name, ":scheme", 7) == 0) {
-            seen(r, PS_SCHEME);
-            return;
-        }
-        break;
-    case 10:
-        if (memcmp(name, ":authority", 10) == 0) {
-            seen(r, PS_AUTHORITY);
-            return;
-        }
-        break;
-    default:
-        break;
-    }
-    r->malformed = true; /* :status, :protocol or unknown in a request */
-}
-
-/* One field of a request's header block: what gRPC needs of it, and RFC
- * 9113's rules for a well-formed request (8.3: each pseudo-header field
- * once, all before the regular ones, no :status; 8.2.2: no connection-
- * specific field, te only "trailers"). Names are told apart by length
- * and a letter before anything is compared. Names of other fields are not
- * checked: none of them is read. */
-static void head_field(req_head_t *r, const uint8_t *name, size_t namelen, const uint8_t *value,
-                       size_t valuelen) {
-    if (namelen > 0 && name[0] == ':') {
-        pseudo_field(r, name, namelen, value, valuelen);
-        return;
-    }
-    r->pseudo |= PS_REGULAR;
-    switch (namelen) {
-    case 2:
-        r->malformed = r->malformed || (memcmp(name, "te", 2) == 0 && !is(value, valuelen, "trailers"));
-        break;
-    case 7:
-        r->malformed = r->malformed || memcmp(name, "upgrade", 7) == 0;
-        break;
-    case 10:
-        r->malformed = r->malformed || (name[0] == 'c' && memcmp(name, "connection", 10) == 0) ||
-                       (name[0] == 'k' && memcmp(name, "keep-alive", 10) == 0);
-        break;
-    case 12:
-        if (name[0] == 'c' && memcmp(name, "content-type", 12) == 0) {
-            r->grpc_type = valuelen >= 16 && memcmp(value, "application/grpc", 16) == 0 &&
-                           (valuelen == 16 || value[16] == '+' || value[16] == ';');
-        } else if (name[0] == 'g' && memcmp(name, "grpc-timeout", 12) == 0) {
-            uint64_t usec;
-            if (sld_grpc_timeout_parse(value, valuelen, &usec)) {
-                r->timed = true;
-                r->timeout_us = usec;
-            }
-        }
-        break;
-    case 16:
-        r->malformed = r->malformed || memcmp(name, "proxy-connection", 16) == 0;
-        break;
-    case 17:
-        r->malformed = r->malformed || memcmp(name, "transfer-encoding", 17) == 0;
-        break;
-    default:
-        break;
-    }
-}
-
-/* Whether the whole block was a well-formed request: :method, :scheme and
- * :path there, and nothing malformed. */
-static bool head_wellformed(const req_head_t *r) {
-    return !r->malformed && (r->pseudo & (PS_METHOD | PS_SCHEME | PS_PATH)) == (PS_METHOD | PS_SCHEME | PS_PATH);
-}
-
 /* nghttp2's HTTP messaging is off (nghttp2_option_set_no_http_messaging:
  * its checks of every field were a tenth of a call's cost), so what gRPC
- * needs of a request is checked here (head_field). The call is the header block's own (on_begin_headers), not looked
+ * needs of a request is checked by grpc_head.h. The call is the header block's own (on_begin_headers), not looked
  * up for each field. */
 static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t namelen,
                      const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
@@ -456,7 +365,7 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
     c->header_bytes += namelen + valuelen + 32;
     if (c->header_bytes > MAX_HEADER_LIST)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    head_field(&c->head, name, namelen, value, valuelen);
+    sld_grpc_head_field(&c->head, name, namelen, value, valuelen);
     return 0;
 }
 
@@ -525,7 +434,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user_
     if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
         if (c->head.timed)
             c->deadline_ms = h->now_ms + (int64_t)((c->head.timeout_us + 999) / 1000);
-        if (!head_wellformed(&c->head)) {
+        if (!sld_grpc_head_wellformed(&c->head)) {
             c->state = SENT;
             nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_PROTOCOL_ERROR);
             return 0;
@@ -585,6 +494,7 @@ static nghttp2_session_callbacks *callbacks(void) {
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    nghttp2_session_callbacks_set_send_data_callback(cb, send_answer);
     nghttp2_session_callbacks *none = NULL;
     if (!atomic_compare_exchange_strong(&shared, &none, cb)) {
         nghttp2_session_callbacks_del(cb);
@@ -651,11 +561,6 @@ bool sld_grpc_h2_feed(sld_grpc_h2_t *h, const uint8_t *data, size_t len, int64_t
  * and trailers put in their blocks, after the table size updates nghttp2
  * began them with (followed for the HPACK table, grpc_framing.h). */
 static void put_frame(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *out) {
-    if (n >= 9 && p[3] == NGHTTP2_DATA && (p[4] & NGHTTP2_FLAG_END_STREAM)) {
-        /* nghttp2 was told the answer's DATA ends the stream (read_answer) */
-        sld_grpc_put_last_data(&h->hpack, p, n, out);
-        return;
-    }
     if (n < 9 || p[3] != NGHTTP2_HEADERS) {
         sld_buf_append(out, p, n);
         return;
@@ -690,6 +595,7 @@ static void put_frame(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *o
 
 bool sld_grpc_h2_output(sld_grpc_h2_t *h, sld_buf_t *out, int64_t now_ms) {
     h->now_ms = now_ms;
+    h->out = out;
     for (int round = 0; round < 2; round++) {
         for (;;) {
             const uint8_t *p;

@@ -19,15 +19,9 @@ static size_t pool_class(size_t size) {
     return size == 0 ? 0 : cls[(size - 1) >> 6];
 }
 
-void *sld_grpc_pool_malloc(size_t size, void *user_data) {
-    sld_grpc_pool_t *p = user_data;
-    size_t c = pool_class(size);
-    if (c != SIZE_MAX && p->free[c] != NULL) {
-        pool_hdr_t *b = p->free[c];
-        memcpy(&p->free[c], b + 1, sizeof(void *));
-        p->n[c]--;
-        return b + 1;
-    }
+/* A new block of class c (SIZE_MAX: of size bytes), from malloc: apart
+ * from the reuse path, which then needs no stack frame of its own. */
+__attribute__((noinline)) static void *pool_new(size_t c, size_t size) {
     size_t cap = c != SIZE_MAX ? (size_t)64 << c : size;
     if (cap > SIZE_MAX - sizeof(pool_hdr_t))
         return NULL;
@@ -36,6 +30,17 @@ void *sld_grpc_pool_malloc(size_t size, void *user_data) {
         return NULL;
     b->cap = cap;
     b->cls = c;
+    return b + 1;
+}
+
+void *sld_grpc_pool_malloc(size_t size, void *user_data) {
+    sld_grpc_pool_t *p = user_data;
+    size_t c = pool_class(size);
+    if (c == SIZE_MAX || p->free[c] == NULL)
+        return pool_new(c, size);
+    pool_hdr_t *b = p->free[c];
+    memcpy(&p->free[c], b + 1, sizeof(void *));
+    p->n[c]--;
     return b + 1;
 }
 
