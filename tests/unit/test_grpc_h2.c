@@ -548,6 +548,18 @@ static void table_size(sld_grpc_h2_t *h, nghttp2_hd_inflater *in, uint32_t size)
     assert_int_equal(nghttp2_hd_inflate_change_table_size(in, size), 0);
 }
 
+/* A session past the client's preface, and the client's HPACK decoder. */
+static sld_grpc_h2_t *session_and_decoder(seen_t *s, nghttp2_hd_inflater **in) {
+    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, s, 1024, 0);
+    assert_non_null(h);
+    assert_int_equal(nghttp2_hd_inflate_new(in), 0);
+    static wire_t w;
+    w.n = 0;
+    preface(&w, NULL, 0);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    return h;
+}
+
 /* The answers' content-type goes into the client's table once and is
  * named by its index after; when the client shrinks the table below it,
  * it goes as a literal, and in again when the table grows back. Every
@@ -555,13 +567,9 @@ static void table_size(sld_grpc_h2_t *h, nghttp2_hd_inflater *in, uint32_t size)
 static void answer_headers_follow_the_hpack_table(void **state) {
     (void)state;
     seen_t s = {.answer_now = true};
-    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &s, 1024, 0);
     nghttp2_hd_inflater *in;
-    assert_int_equal(nghttp2_hd_inflate_new(&in), 0);
+    sld_grpc_h2_t *h = session_and_decoder(&s, &in);
     static wire_t w;
-    w.n = 0;
-    preface(&w, NULL, 0);
-    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
     size_t len = 0;
     assert_int_equal(one_call(h, in, 1, SLD_GRPC_RLS_METHOD, &len), 1);
     assert_int_equal(len, 19); /* :status, then content-type added */
@@ -604,13 +612,9 @@ static void answer_headers_follow_the_hpack_table(void **state) {
 static void ok_trailers_indexed(void **state) {
     (void)state;
     seen_t s = {.answer_now = true};
-    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &s, 1024, 0);
     nghttp2_hd_inflater *in;
-    assert_int_equal(nghttp2_hd_inflate_new(&in), 0);
+    sld_grpc_h2_t *h = session_and_decoder(&s, &in);
     static wire_t w;
-    w.n = 0;
-    preface(&w, NULL, 0);
-    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
     const uint8_t first[] = "\x40\x0bgrpc-status\x01" "0";
     const uint8_t later[] = "\xbe";
     for (uint32_t stream = 1; stream <= 7; stream += 2) {
