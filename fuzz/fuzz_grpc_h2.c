@@ -7,7 +7,10 @@
  * is gone (so a call outliving its stream or connection is freed by its
  * answer). Between reads the session's output is taken and checked to be
  * whole HTTP/2 frames (the trailers rewritten in place keep their frame's
- * length right), and time moves on through the sweep (deadlines,
+ * length right) whose header blocks a client's HPACK decoder reads in
+ * order (the answers' fields named by index in its dynamic table are
+ * there and are the right ones, across the table size updates the input
+ * asks for), and time moves on through the sweep (deadlines,
  * idle_timeout, the idle GOAWAY). Every call handed out is answered
  * exactly once. Not here: sockets, TLS, deciding (the integration tests).
  */
@@ -16,6 +19,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <nghttp2/nghttp2.h>
 
 #include "server/grpc/grpc_framing.h"
 #include "server/grpc/grpc_h2.h"
@@ -52,13 +57,57 @@ static void on_output(void *ctx) { (void)ctx; }
 
 static const sld_grpc_h2_hooks_t hooks = {on_request, on_output};
 
-/* The output is whole frames. */
-static void check_frames(const sld_buf_t *out) {
+static bool field_is(const nghttp2_nv *nv, const char *name, const char *value) {
+    return nv->namelen == strlen(name) && memcmp(nv->name, name, nv->namelen) == 0 &&
+           (value == NULL || (nv->valuelen == strlen(value) && memcmp(nv->value, value, nv->valuelen) == 0));
+}
+
+/* A header block as the client's decoder reads it, in the order sent: it
+ * must decode (the answers' indexes name what the client's table holds),
+ * an answer's HEADERS must be :status 200 and content-type
+ * application/grpc, and a block that ends the stream must carry a
+ * grpc-status (or be an HTTP error's :status). */
+static void check_block(nghttp2_hd_inflater *in, const uint8_t *b, size_t len, bool ends) {
+    bool ok200 = false, type = false, status = false, http_error = false;
+    for (;;) {
+        nghttp2_nv nv;
+        int fl = 0;
+        ssize_t r = nghttp2_hd_inflate_hd2(in, &nv, &fl, b, len, 1);
+        assert(r >= 0);
+        b += r;
+        len -= (size_t)r;
+        if (fl & NGHTTP2_HD_INFLATE_EMIT) {
+            ok200 = ok200 || field_is(&nv, ":status", "200");
+            http_error = http_error || (field_is(&nv, ":status", NULL) && !field_is(&nv, ":status", "200"));
+            type = type || field_is(&nv, "content-type", "application/grpc");
+            status = status || field_is(&nv, "grpc-status", NULL);
+        }
+        if (fl & NGHTTP2_HD_INFLATE_FINAL) {
+            nghttp2_hd_inflate_end_headers(in);
+            break;
+        }
+    }
+    if (ends)
+        assert(status || http_error);
+    else
+        assert(ok200 && type);
+}
+
+/* The output is whole frames, and every header block reads right. */
+static void check_frames(nghttp2_hd_inflater *in, const sld_buf_t *out) {
     const uint8_t *p = (const uint8_t *)out->data;
     size_t i = 0;
     while (i < out->len) {
         assert(i + 9 <= out->len);
-        i += 9 + ((size_t)p[i] << 16 | (size_t)p[i + 1] << 8 | p[i + 2]);
+        size_t len = (size_t)p[i] << 16 | (size_t)p[i + 1] << 8 | p[i + 2];
+        assert(i + 9 + len <= out->len);
+        /* the session's blocks are small: one HEADERS frame, END_HEADERS, never padded */
+        if (p[i + 3] == NGHTTP2_HEADERS) {
+            assert((p[i + 4] & (NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_PRIORITY)) ==
+                   NGHTTP2_FLAG_END_HEADERS);
+            check_block(in, p + i + 9, len, (p[i + 4] & NGHTTP2_FLAG_END_STREAM) != 0);
+        }
+        i += 9 + len;
     }
     assert(i == out->len);
 }
@@ -72,6 +121,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &f, 256, 0);
     if (h == NULL)
         return 0;
+    nghttp2_hd_inflater *in;
+    if (nghttp2_hd_inflate_new(&in) != 0) {
+        sld_grpc_h2_free(h);
+        return 0;
+    }
     size_t chunk = (f.mode >> 2) % 8 == 0 ? size : (size_t)1 << ((f.mode >> 2) % 8);
     int64_t now = 0;
     sld_buf_t out = {0};
@@ -87,7 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             }
         sld_buf_reset(&out);
         sld_grpc_h2_output(h, &out, now);
-        check_frames(&out);
+        check_frames(in, &out);
         now += 50;
         if (f.mode & 0x80)
             sld_grpc_h2_sweep(h, now, 100);
@@ -96,9 +150,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sld_grpc_h2_shutdown(h);
     sld_buf_reset(&out);
     sld_grpc_h2_output(h, &out, now);
-    check_frames(&out);
+    check_frames(in, &out);
     (void)sld_grpc_h2_done(h);
     sld_grpc_h2_free(h);
+    nghttp2_hd_inflate_del(in);
     /* calls still owed an answer outlived their session */
     while (f.nlater > 0) {
         f.nlater--;

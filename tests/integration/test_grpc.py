@@ -226,6 +226,37 @@ class GrpcFront(unittest.TestCase):
             call(payload, timeout=10)
         return e.exception
 
+    def test_every_status_on_one_connection(self):
+        # an answer's grpc-status 0 goes into the client's HPACK table with
+        # the connection's first answer and is one indexed byte after; the
+        # errors' statuses stay literals: grpcio reads each right, in any order
+        options = [("grpc.use_local_subchannel_pool", 1)]  # a connection of its own
+        with grpc.insecure_channel("127.0.0.1:%d" % self.grpc_port, options=options) as ch:
+            health = ch.unary_unary(HEALTH, request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+                                    response_deserializer=health_pb2.HealthCheckResponse.FromString)
+            raw = ch.unary_unary(RLS, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+            nope = ch.unary_unary("/envoy.service.ratelimit.v3.RateLimitService/Nope",
+                                  request_serializer=lambda b: b, response_deserializer=lambda b: b)
+            ok = health_pb2.HealthCheckRequest()
+            calls = [
+                (lambda: health(ok, timeout=10), None),
+                (lambda: health(health_pb2.HealthCheckRequest(service="nope"), timeout=10),
+                 grpc.StatusCode.NOT_FOUND),
+                (lambda: health(ok, timeout=10), None),
+                (lambda: raw(b"\xff\xff\xff\xff", timeout=10), grpc.StatusCode.INVALID_ARGUMENT),
+                (lambda: nope(b"", timeout=10), grpc.StatusCode.UNIMPLEMENTED),
+                (lambda: health(ok, timeout=10), None),
+                (lambda: health(ok, timeout=10), None),
+            ]
+            for _ in range(5):
+                for call, code in calls:
+                    if code is None:
+                        self.assertEqual(call().status, health_pb2.HealthCheckResponse.SERVING)
+                    else:
+                        with self.assertRaises(grpc.RpcError) as e:
+                            call()
+                        self.assertEqual(e.exception.code(), code)
+
     def test_unknown_method(self):
         e = self.raw_call("/envoy.service.ratelimit.v3.RateLimitService/Nope", b"")
         self.assertEqual(e.code(), grpc.StatusCode.UNIMPLEMENTED)

@@ -548,6 +548,18 @@ static void table_size(sld_grpc_h2_t *h, nghttp2_hd_inflater *in, uint32_t size)
     assert_int_equal(nghttp2_hd_inflate_change_table_size(in, size), 0);
 }
 
+/* A session past the client's preface, and the client's HPACK decoder. */
+static sld_grpc_h2_t *session_and_decoder(seen_t *s, nghttp2_hd_inflater **in) {
+    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, s, 1024, 0);
+    assert_non_null(h);
+    assert_int_equal(nghttp2_hd_inflate_new(in), 0);
+    static wire_t w;
+    w.n = 0;
+    preface(&w, NULL, 0);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    return h;
+}
+
 /* The answers' content-type goes into the client's table once and is
  * named by its index after; when the client shrinks the table below it,
  * it goes as a literal, and in again when the table grows back. Every
@@ -555,13 +567,9 @@ static void table_size(sld_grpc_h2_t *h, nghttp2_hd_inflater *in, uint32_t size)
 static void answer_headers_follow_the_hpack_table(void **state) {
     (void)state;
     seen_t s = {.answer_now = true};
-    sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &s, 1024, 0);
     nghttp2_hd_inflater *in;
-    assert_int_equal(nghttp2_hd_inflate_new(&in), 0);
+    sld_grpc_h2_t *h = session_and_decoder(&s, &in);
     static wire_t w;
-    w.n = 0;
-    preface(&w, NULL, 0);
-    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
     size_t len = 0;
     assert_int_equal(one_call(h, in, 1, SLD_GRPC_RLS_METHOD, &len), 1);
     assert_int_equal(len, 19); /* :status, then content-type added */
@@ -597,6 +605,50 @@ static void answer_headers_follow_the_hpack_table(void **state) {
     sld_grpc_h2_free(h);
 }
 
+/* An answered call's trailers: grpc-status: 0 added to the client's
+ * table by the first, one indexed byte after (62: the newest entry, the
+ * content-type being 63); every block decodes to it. An error's trailers
+ * stay literals. */
+static void ok_trailers_indexed(void **state) {
+    (void)state;
+    seen_t s = {.answer_now = true};
+    nghttp2_hd_inflater *in;
+    sld_grpc_h2_t *h = session_and_decoder(&s, &in);
+    static wire_t w;
+    const uint8_t first[] = "\x40\x0bgrpc-status\x01" "0";
+    const uint8_t later[] = "\xbe";
+    for (uint32_t stream = 1; stream <= 7; stream += 2) {
+        w.n = 0;
+        open_call(&w, stream, stream == 5 ? "/nope/Nope" : SLD_GRPC_RLS_METHOD, NULL);
+        send_message(&w, stream, "x", true);
+        assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+        sld_buf_t out = {0}, tr = {0};
+        assert_true(sld_grpc_h2_output(h, &out, 0));
+        assert_true(stream_end(&out, stream, NULL, &tr, NULL));
+        if (stream == 1) {
+            assert_int_equal(tr.len, sizeof first - 1);
+            assert_memory_equal(tr.data, first, tr.len);
+        } else if (stream == 5) {
+            assert_true(HAS(&tr, "grpc-status\x02" "12"));
+        } else {
+            assert_int_equal(tr.len, 1);
+            assert_memory_equal(tr.data, later, 1);
+        }
+        size_t len = 0;
+        decode_blocks(in, &out, &len);
+        if (stream != 5)
+            assert_int_equal(len, stream == 1 ? 19 : 2);
+        sld_buf_free(&out);
+        sld_buf_free(&tr);
+    }
+    const nghttp2_nv *nv = nghttp2_hd_inflate_get_table_entry(in, 62);
+    assert_non_null(nv);
+    assert_memory_equal(nv->name, "grpc-status", 11);
+    assert_memory_equal(nv->value, "0", 1);
+    nghttp2_hd_inflate_del(in);
+    sld_grpc_h2_free(h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(message_in_pieces),
@@ -611,6 +663,7 @@ int main(void) {
         cmocka_unit_test(not_http2),
         cmocka_unit_test(stopping),
         cmocka_unit_test(answer_headers_follow_the_hpack_table),
+        cmocka_unit_test(ok_trailers_indexed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,14 @@ static uint32_t prefix_len(const uint8_t *p) {
     return (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
 }
 
+int sld_grpc_method_of(const uint8_t *v, size_t len) {
+    if (len == sizeof SLD_GRPC_RLS_METHOD - 1 && memcmp(v, SLD_GRPC_RLS_METHOD, len) == 0)
+        return SLD_GRPC_M_RLS;
+    if (len == sizeof SLD_GRPC_HEALTH_METHOD - 1 && memcmp(v, SLD_GRPC_HEALTH_METHOD, len) == 0)
+        return SLD_GRPC_M_HEALTH;
+    return SLD_GRPC_M_OTHER;
+}
+
 int sld_grpc_msg_feed(sld_grpc_msg_t *m, const uint8_t *data, size_t len, uint32_t max) {
     if (m->state != SLD_GRPC_MSG_MORE)
         return m->state;
@@ -47,6 +55,14 @@ bool sld_grpc_msg_whole(const uint8_t *data, size_t len, uint32_t max, const uin
     *msg = data + 5;
     *msg_len = n;
     return true;
+}
+
+void sld_grpc_msg_prefix(uint8_t *p, uint32_t len) {
+    p[0] = 0;
+    p[1] = (uint8_t)(len >> 24);
+    p[2] = (uint8_t)(len >> 16);
+    p[3] = (uint8_t)(len >> 8);
+    p[4] = (uint8_t)len;
 }
 
 void sld_grpc_msg_free(sld_grpc_msg_t *m) {
@@ -100,8 +116,33 @@ static size_t put_field(uint8_t *out, const char *name, const uint8_t *value, si
     return n + put_string(out + n, value, len);
 }
 
-/* content-type: application/grpc, what it takes in the table (RFC 7541 4.1) */
-#define CT_ENTRY (32 + 12 + 16)
+/* what an entry takes in the table: name, value and 32 (RFC 7541 4.1) */
+static uint32_t entry_size(uint8_t e) { return e == SLD_GRPC_HP_TYPE ? 32 + 12 + 16 : 32 + 11 + 1; }
+
+static uint32_t table_used(const sld_grpc_hpack_t *t) {
+    uint32_t used = 0;
+    for (uint8_t i = 0; i < t->n; i++)
+        used += entry_size(t->entry[i]);
+    return used;
+}
+
+/* Each entry's index (the newest is 62), after the table changed: an
+ * answer reads it without a search. */
+static void table_reindex(sld_grpc_hpack_t *t) {
+    t->at[0] = t->at[1] = 0;
+    for (uint8_t i = 0; i < t->n && !t->lost; i++)
+        t->at[t->entry[i]] = (uint8_t)(62 + (t->n - 1 - i));
+}
+
+/* Whether e is added by the block being written: it fits beside the
+ * entries there (then it is counted as added). */
+static bool table_add(sld_grpc_hpack_t *t, uint8_t e) {
+    if (t->lost || table_used(t) + entry_size(e) > t->size)
+        return false;
+    t->entry[t->n++] = e;
+    table_reindex(t);
+    return true;
+}
 
 size_t sld_grpc_hpack_updates(sld_grpc_hpack_t *t, const uint8_t *b, size_t len) {
     size_t i = 0;
@@ -113,7 +154,7 @@ size_t sld_grpc_hpack_updates(sld_grpc_hpack_t *t, const uint8_t *b, size_t len)
             uint8_t c;
             do {
                 if (i >= len || shift > 28) {
-                    t->lost = true; /* not one nghttp2 writes */
+                    sld_grpc_hpack_lose(t); /* not one nghttp2 writes */
                     return len;
                 }
                 c = b[i++];
@@ -122,24 +163,32 @@ size_t sld_grpc_hpack_updates(sld_grpc_hpack_t *t, const uint8_t *b, size_t len)
             } while (c & 0x80);
         }
         t->size = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-        if (t->size < CT_ENTRY)
-            t->indexed = false; /* evicted, with everything else */
+        /* the oldest go first until the rest fit (RFC 7541 4.3) */
+        while (t->n > 0 && table_used(t) > t->size) {
+            t->entry[0] = t->entry[1];
+            t->n--;
+        }
+        table_reindex(t);
     }
     return i;
 }
 
+void sld_grpc_hpack_lose(sld_grpc_hpack_t *t) {
+    t->lost = true;
+    table_reindex(t);
+}
+
 size_t sld_grpc_answer_head(sld_grpc_hpack_t *t, uint8_t *out) {
     out[0] = 0x88; /* :status 200, static table index 8 */
-    if (t->indexed && !t->lost) {
-        out[1] = 0x80 | 62; /* the first dynamic entry */
+    if (t->at[SLD_GRPC_HP_TYPE] != 0) {
+        out[1] = (uint8_t)(0x80 | t->at[SLD_GRPC_HP_TYPE]);
         return 2;
     }
     /* content-type is static name index 31: with incremental indexing
      * (6-bit prefix, 0x40 | 31), or without (4-bit prefix: 15, then 16) */
     size_t n = 1;
-    if (!t->lost && t->size >= CT_ENTRY) {
+    if (table_add(t, SLD_GRPC_HP_TYPE)) {
         out[n++] = 0x40 | 31;
-        t->indexed = true;
     } else {
         out[n++] = 0x0f;
         out[n++] = 31 - 15;
@@ -151,8 +200,19 @@ size_t sld_grpc_answer_head(sld_grpc_hpack_t *t, uint8_t *out) {
 
 static const char hex[] = "0123456789ABCDEF";
 
-/* what every answered call ends with: grpc-status 0, as put_field writes it */
+/* grpc-status 0 as put_field writes it (never indexed) */
 static const uint8_t ok_trailers[] = {0x10, 11, 'g', 'r', 'p', 'c', '-', 's', 't', 'a', 't', 'u', 's', 1, '0'};
+
+size_t sld_grpc_ok_trailers(sld_grpc_hpack_t *t, uint8_t *out) {
+    if (t->at[SLD_GRPC_HP_OK] != 0) {
+        out[0] = (uint8_t)(0x80 | t->at[SLD_GRPC_HP_OK]);
+        return 1;
+    }
+    memcpy(out, ok_trailers, sizeof ok_trailers);
+    if (table_add(t, SLD_GRPC_HP_OK))
+        out[0] = 0x40; /* a literal with incremental indexing, a new name (RFC 7541 6.2.1) */
+    return sizeof ok_trailers;
+}
 
 size_t sld_grpc_trailers(uint8_t *out, bool trailers_only, int status, const char *message) {
     if (!trailers_only && status == SLD_GRPC_OK && message == NULL) {
@@ -187,4 +247,50 @@ size_t sld_grpc_trailers(uint8_t *out, bool trailers_only, int status, const cha
         n += put_field(out + n, "grpc-message", enc, e);
     }
     return n;
+}
+
+/* Room for more bytes in out: a look before buf.c is asked (a call writes
+ * two frames here). */
+static uint8_t *room(sld_buf_t *out, size_t more) {
+    if (out->cap - out->len < more && !sld_buf_reserve(out, more))
+        return NULL;
+    return (uint8_t *)out->data + out->len;
+}
+
+static void put_length(uint8_t *frame, size_t len) {
+    frame[0] = (uint8_t)(len >> 16);
+    frame[1] = (uint8_t)(len >> 8);
+    frame[2] = (uint8_t)len;
+}
+
+void sld_grpc_put_headers(sld_grpc_hpack_t *t, const uint8_t *p, size_t keep, const uint8_t *fields, size_t nfields,
+                          sld_buf_t *out) {
+    uint8_t *o = room(out, 9 + keep + (fields != NULL ? nfields : SLD_GRPC_HEAD_MAX));
+    if (o == NULL)
+        return;
+    memcpy(o, p, 9 + keep);
+    if (fields != NULL)
+        memcpy(o + 9 + keep, fields, nfields);
+    else
+        nfields = sld_grpc_answer_head(t, o + 9 + keep);
+    put_length(o, keep + nfields);
+    out->len += 9 + keep + nfields;
+}
+
+void sld_grpc_put_last_data(sld_grpc_hpack_t *t, const uint8_t *hd, const uint8_t *data, size_t len,
+                            sld_buf_t *out) {
+    size_t n = 9 + len;
+    uint8_t *o = room(out, n + 9 + SLD_GRPC_OK_TRAILERS_MAX);
+    if (o == NULL)
+        return;
+    memcpy(o, hd, 9);
+    memcpy(o + 9, data, len);
+    o[4] &= (uint8_t)~0x1; /* END_STREAM */
+    uint8_t *tr = o + n;
+    size_t tlen = sld_grpc_ok_trailers(t, tr + 9);
+    put_length(tr, tlen);
+    tr[3] = 0x1; /* HEADERS */
+    tr[4] = 0x1 | 0x4; /* END_STREAM, END_HEADERS */
+    memcpy(tr + 5, hd + 5, 4);
+    out->len += n + 9 + tlen;
 }

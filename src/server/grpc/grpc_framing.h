@@ -3,12 +3,14 @@
  * (the 5-byte prefix: a compressed flag and a 32-bit length), the
  * grpc-timeout header read, and the header blocks of an answer written.
  *
- * The trailers (grpc-status, grpc-message; for a Trailers-Only answer
- * also :status 200 and content-type) are written here as HPACK literals
- * never indexed and never Huffman-coded: they leave the connection's HPACK
- * tables as they were, so grpc_h2.c may put this block in place of the
- * one nghttp2 encoded, and a client or a test reads the status as plain
- * bytes, as the gRPC C core writes them.
+ * Header blocks are written here without Huffman coding. An error's
+ * trailers (grpc-status, grpc-message; for a Trailers-Only answer also
+ * :status 200 and content-type) are HPACK literals never indexed: they
+ * leave the connection's HPACK tables as they were, so grpc_h2.c may put
+ * such a block in place of the one nghttp2 encoded whenever it goes out,
+ * and a client or a test reads the status as plain bytes, as the gRPC C
+ * core writes them. An answered call's headers and trailers use the
+ * client's dynamic table (below): they are written as they go out.
  *
  * Not here: HTTP/2 itself (nghttp2, grpc_h2.c), protobuf (grpc_messages.c).
  */
@@ -18,6 +20,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "server/base/buf.h"
+
+#define SLD_GRPC_RLS_METHOD "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+#define SLD_GRPC_HEALTH_METHOD "/grpc.health.v1.Health/Check"
+
+enum { SLD_GRPC_M_OTHER, SLD_GRPC_M_RLS, SLD_GRPC_M_HEALTH };
+
+/* The method a request's :path value names. */
+int sld_grpc_method_of(const uint8_t *path, size_t len);
 
 /* gRPC status codes that the front answers with */
 enum {
@@ -61,23 +73,35 @@ void sld_grpc_msg_free(sld_grpc_msg_t *m);
  * which then answers everything else (in parts, too large, compressed). */
 bool sld_grpc_msg_whole(const uint8_t *data, size_t len, uint32_t max, const uint8_t **msg, uint32_t *msg_len);
 
+/* A message's 5-byte prefix (uncompressed, len bytes) into p. */
+void sld_grpc_msg_prefix(uint8_t *p, uint32_t len);
+
 /* grpc-timeout ("1S", "250m": at most 8 digits and a unit of H M S m u n)
  * in microseconds, rounded up; false when malformed. */
 bool sld_grpc_timeout_parse(const uint8_t *v, size_t len, uint64_t *usec);
 
-/* The answer's HTTP/2 HEADERS block, :status 200 and content-type:
- * application/grpc, written here too (nghttp2 would search and update
- * its HPACK tables for the same two fields on every call). What the
- * client's HPACK decoder holds for it: nghttp2 is given every other field
- * never indexed, so the one entry its dynamic table ever gets is the
- * content-type added by this block, at index 62 while it is there. Every
- * header block nghttp2 writes goes through sld_grpc_hpack_updates, which
- * follows the table's size: a size under the entry's 60 bytes evicts it,
- * and the next answer adds it again. */
+/* What the client's HPACK decoder holds of the answers' fields. An
+ * answer's HEADERS are :status 200 and content-type: application/grpc,
+ * and its trailers grpc-status: 0 (nghttp2 would search and update its
+ * HPACK tables for them on every call; the gRPC C core indexes small
+ * grpc-status values too). nghttp2 is given every other field never
+ * indexed, so the client's dynamic table only ever holds these two
+ * entries, each added by the first block that needs it when it fits
+ * beside what is there (nothing is evicted by an addition): the newest
+ * is index 62, the other 63 (RFC 7541 2.3.3). Every header block nghttp2
+ * writes goes through sld_grpc_hpack_updates, which follows the table's
+ * size: a size update evicts the oldest entries until the rest fit
+ * (4.4), and the next block needing one adds it again. A block not
+ * followed (lost) leaves the table unknown: literals not indexed from
+ * then on. */
+enum { SLD_GRPC_HP_TYPE, SLD_GRPC_HP_OK }; /* content-type: application/grpc; grpc-status: 0 */
+
 typedef struct sld_grpc_hpack {
-    uint32_t size;  /* the table's maximum size, as the last size update set it */
-    bool indexed;   /* index 62 is content-type: application/grpc */
-    bool lost;      /* a block was not followed: plain literals from then on */
+    uint32_t size;     /* the table's maximum size, as the last size update set it */
+    uint8_t n;         /* entries in the table */
+    uint8_t entry[2];  /* SLD_GRPC_HP_*, oldest first */
+    uint8_t at[2];     /* by SLD_GRPC_HP_*: its index, 0 while not in the table or lost */
+    bool lost;         /* a block was not followed: literals from then on */
 } sld_grpc_hpack_t;
 
 #define SLD_GRPC_HPACK_INIT ((sld_grpc_hpack_t){.size = 4096})
@@ -87,6 +111,9 @@ typedef struct sld_grpc_hpack {
  * that is replaced). */
 size_t sld_grpc_hpack_updates(sld_grpc_hpack_t *t, const uint8_t *block, size_t len);
 
+/* A header block went out not followed: the table is unknown from then on. */
+void sld_grpc_hpack_lose(sld_grpc_hpack_t *t);
+
 /* The largest block sld_grpc_answer_head writes. */
 #define SLD_GRPC_HEAD_MAX 20
 
@@ -94,6 +121,28 @@ size_t sld_grpc_hpack_updates(sld_grpc_hpack_t *t, const uint8_t *block, size_t 
  * in the table, else a literal that adds it when the table has room.
  * Returns its length. */
 size_t sld_grpc_answer_head(sld_grpc_hpack_t *t, uint8_t *out);
+
+/* The largest block sld_grpc_ok_trailers writes. */
+#define SLD_GRPC_OK_TRAILERS_MAX 16
+
+/* An answered call's trailers block (grpc-status: 0) into out: 1 byte
+ * once it is in the table, else a literal that adds it when the table has
+ * room (else never indexed). Returns its length. */
+size_t sld_grpc_ok_trailers(sld_grpc_hpack_t *t, uint8_t *out);
+
+/* A HEADERS frame onto out, put together from what nghttp2 wrote, p: its
+ * 9-byte frame header and the keep bytes of table size updates its block
+ * began with (sld_grpc_hpack_updates), then fields[0..nfields), or with
+ * fields NULL the answer's (sld_grpc_answer_head); its length set to fit. */
+void sld_grpc_put_headers(sld_grpc_hpack_t *t, const uint8_t *p, size_t keep, const uint8_t *fields, size_t nfields,
+                          sld_buf_t *out);
+
+/* An answer's last DATA frame, its 9-byte header hd and its payload
+ * data[0..len), onto out, and its trailers (sld_grpc_ok_trailers) after
+ * it in a HEADERS frame of their own: the stream ends with them, not with
+ * the DATA (its END_STREAM flag taken off). */
+void sld_grpc_put_last_data(sld_grpc_hpack_t *t, const uint8_t *hd, const uint8_t *data, size_t len,
+                            sld_buf_t *out);
 
 /* The largest block sld_grpc_trailers writes. */
 #define SLD_GRPC_TRAILERS_MAX 512

@@ -9,10 +9,17 @@
  *
  * Header blocks: nghttp2 Huffman-codes every string it writes, and is
  * given every field never indexed (so it adds nothing to the client's
- * HPACK table). An answer's HEADERS and trailers are submitted with no
- * field at all (nothing for nghttp2 to encode); as each goes out,
- * put_frame writes their fields into the block (grpc_framing.h: plain
- * literals, and content-type from the table once it is there).
+ * HPACK table). An answer's HEADERS are submitted with no field at all
+ * (nothing for nghttp2 to encode); as they go out, put_frame writes their
+ * fields into the block (grpc_framing.h: plain literals, and content-type
+ * from the table once it is there). An answer's trailers are not asked of
+ * nghttp2 at all: its DATA ends the stream as far as nghttp2 knows, and
+ * send_answer, which writes the DATA from the call itself (no copy in
+ * nghttp2), puts the trailers after it in a HEADERS frame of their own
+ * that ends the stream on the wire instead (one frame fewer for nghttp2 to
+ * queue, schedule, pack and account; HEADERS are not flow controlled).
+ * (Trailers-Only errors, rare, go through nghttp2's encoder, and
+ * put_frame puts their fields in place of what it wrote.)
  */
 #include <stdatomic.h>
 #include <stddef.h>
@@ -24,6 +31,8 @@
 
 #include "server/grpc/grpc_framing.h"
 #include "server/grpc/grpc_h2.h"
+#include "server/grpc/grpc_head.h"
+#include "server/grpc/grpc_pool.h"
 
 /* what a client may have open or send at once */
 #define MAX_STREAMS 256
@@ -35,20 +44,20 @@
 #define OUT_SMALL 512
 /* finished calls a session keeps for its next ones */
 #define SPARE_CALLS 64
+/* a session's own table of calls by stream id, direct-mapped: a client
+ * numbers its streams one after another, so the calls open at once fall
+ * in distinct slots unless one outlives CALL_SLOTS younger ones */
+#define CALL_SLOTS 512
 
 enum { RECEIVING, DECIDING, WAITING, SENT };
-
-/* the request's pseudo-header fields, and whether a regular field came */
-enum { PS_METHOD = 1, PS_SCHEME = 2, PS_PATH = 4, PS_AUTHORITY = 8, PS_REGULAR = 16 };
 
 struct sld_grpc_call {
     sld_grpc_h2_t *h; /* NULL: orphaned, freed by its answer */
     int32_t id;
     int state;
-    int method;
-    bool post, grpc_type;
-    uint8_t pseudo;      /* PS_* seen in the request's header block */
-    bool malformed;      /* RFC 9113 8.1.1: answered with a stream reset */
+    sld_grpc_head_t head; /* what the request's header block said */
+    bool spilled;        /* filed with nghttp2's stream, not in its slot */
+    bool remote_done;    /* the client ended its side of the stream */
     size_t header_bytes;
     int64_t since_ms;    /* receiving, or waiting for a window, since */
     int64_t deadline_ms; /* grpc-timeout's, or 0 */
@@ -56,7 +65,7 @@ struct sld_grpc_call {
     uint8_t *out;        /* the answer's message, prefixed: out_small or malloc'd */
     size_t out_len, out_off;
     size_t trailers_len; /* 0: nghttp2's block goes out as it is */
-    bool head;           /* the answer's HEADERS block is put_frame's to write */
+    bool answer_head;    /* the answer's HEADERS block is put_frame's to write */
     sld_grpc_call_t *prev, *next;
     /* from here on, not cleared when a call is made */
     uint8_t trailers[SLD_GRPC_TRAILERS_MAX];
@@ -66,104 +75,11 @@ struct sld_grpc_call {
 /* where a call's fields that are cleared for each new call end */
 #define CALL_HEAD offsetof(sld_grpc_call_t, trailers)
 
-/* nghttp2's allocations for one session (nghttp2_mem): blocks up to
- * 1 KiB come in five size classes (64 .. 1024 bytes) and a few of each
- * class are kept for reuse. A call makes and frees the same handful of
- * small blocks (its stream, frames, queue items), in bursts of as many
- * calls as a client has in flight: more than malloc's per-thread cache
- * keeps, so without this most of them would go through its slow path.
- * Up to a few per stream a client may open are kept (fewer kept missed
- * three times a call with 64 in flight): never more than the session had
- * in use at once. Kept blocks are freed when no call has been open for
- * POOL_IDLE_MS at a sweep, and with the session. */
-#define POOL_CLASSES 5
+/* what nghttp2's pool keeps per size class (grpc_pool.h): a few blocks per
+ * stream a client may open (fewer kept missed three times a call with 64
+ * in flight), freed when no call has been open for POOL_IDLE_MS at a sweep */
 #define POOL_KEEP (2 * MAX_STREAMS)
 #define POOL_IDLE_MS 1000
-
-typedef struct pool_hdr {
-    size_t cap;     /* usable bytes after the header */
-    size_t pad_;    /* keeps what follows aligned for anything */
-} pool_hdr_t;
-
-typedef struct pool {
-    void *free[POOL_CLASSES]; /* blocks (their headers), linked through their first word */
-    unsigned n[POOL_CLASSES];
-} pool_t;
-
-static int pool_class(size_t size) {
-    for (int c = 0; c < POOL_CLASSES; c++)
-        if (size <= (size_t)64 << c)
-            return c;
-    return -1;
-}
-
-static void *pool_malloc(size_t size, void *user_data) {
-    pool_t *p = user_data;
-    int c = pool_class(size);
-    if (c >= 0 && p->free[c] != NULL) {
-        pool_hdr_t *b = p->free[c];
-        memcpy(&p->free[c], b + 1, sizeof(void *));
-        p->n[c]--;
-        return b + 1;
-    }
-    size_t cap = c >= 0 ? (size_t)64 << c : size;
-    if (cap > SIZE_MAX - sizeof(pool_hdr_t))
-        return NULL;
-    pool_hdr_t *b = malloc(sizeof *b + cap);
-    if (b == NULL)
-        return NULL;
-    b->cap = cap;
-    return b + 1;
-}
-
-static void pool_free(void *ptr, void *user_data) {
-    pool_t *p = user_data;
-    if (ptr == NULL)
-        return;
-    pool_hdr_t *b = (pool_hdr_t *)ptr - 1;
-    int c = pool_class(b->cap);
-    if (c >= 0 && b->cap == (size_t)64 << c && p->n[c] < POOL_KEEP) {
-        memcpy(ptr, &p->free[c], sizeof(void *));
-        p->free[c] = b;
-        p->n[c]++;
-        return;
-    }
-    free(b);
-}
-
-static void *pool_calloc(size_t n, size_t size, void *user_data) {
-    if (size != 0 && n > SIZE_MAX / size)
-        return NULL;
-    void *ptr = pool_malloc(n * size, user_data);
-    if (ptr != NULL)
-        memset(ptr, 0, n * size);
-    return ptr;
-}
-
-static void *pool_realloc(void *ptr, size_t size, void *user_data) {
-    if (ptr == NULL)
-        return pool_malloc(size, user_data);
-    pool_hdr_t *b = (pool_hdr_t *)ptr - 1;
-    if (size <= b->cap)
-        return ptr;
-    void *bigger = pool_malloc(size, user_data);
-    if (bigger == NULL)
-        return NULL;
-    memcpy(bigger, ptr, b->cap);
-    pool_free(ptr, user_data);
-    return bigger;
-}
-
-static void pool_trim(pool_t *p) {
-    for (int c = 0; c < POOL_CLASSES; c++) {
-        while (p->free[c] != NULL) {
-            pool_hdr_t *b = p->free[c];
-            memcpy(&p->free[c], b + 1, sizeof(void *));
-            free(b);
-        }
-        p->n[c] = 0;
-    }
-}
 
 struct sld_grpc_h2 {
     nghttp2_session *s;
@@ -174,15 +90,20 @@ struct sld_grpc_h2 {
     sld_grpc_call_t *closed; /* their streams closed as output was made: freed after it */
     sld_grpc_call_t *spare;  /* finished calls, linked through next, for the next ones */
     size_t nspare;
-    sld_grpc_call_t *last;   /* the call last looked up by stream (nghttp2's lookup is a hash) */
+    sld_grpc_call_t *slot[CALL_SLOTS]; /* calls by stream id (nghttp2's lookup is a hash) */
+    size_t nspilled;         /* calls not in their slot (an older call held it): with nghttp2's stream */
+    sld_grpc_call_t *cur;    /* the call whose request header block is being read */
     size_t ncalls;
     size_t reserved;        /* DATA submitted since the last output: not yet off the window */
     int64_t idle_since;     /* no call open since (ms) */
     int64_t now_ms;
     bool in_feed;
+    sld_buf_t *out;         /* the output being made (sld_grpc_h2_output), for send_answer */
+    bool table_update_owed; /* nghttp2's next header block begins with a table size update */
+    bool waiting;           /* a call may be WAITING (set when one is, cleared by a retry of them all) */
     bool broken;
     bool stopping;
-    pool_t pool;            /* nghttp2's blocks kept for reuse */
+    sld_grpc_pool_t pool;   /* nghttp2's blocks kept for reuse */
     sld_grpc_hpack_t hpack; /* the answers' share of the client's HPACK table */
     nghttp2_mem mem;
 };
@@ -214,15 +135,28 @@ static sld_grpc_call_t *call_new(sld_grpc_h2_t *h) {
     return c;
 }
 
-/* The call on stream id (NULL: none): the last one looked up, else
- * nghttp2's. */
+static size_t slot_of(int32_t id) { return ((uint32_t)id >> 1) & (CALL_SLOTS - 1); }
+
+/* The call on stream id (NULL: none): its slot's, else (when any call
+ * spilled over) nghttp2's. */
 static sld_grpc_call_t *call_of(sld_grpc_h2_t *h, int32_t id) {
-    if (h->last != NULL && h->last->id == id)
-        return h->last;
-    sld_grpc_call_t *c = nghttp2_session_get_stream_user_data(h->s, id);
-    if (c != NULL)
-        h->last = c;
-    return c;
+    sld_grpc_call_t *c = h->slot[slot_of(id)];
+    if (c != NULL && c->id == id)
+        return c;
+    return h->nspilled > 0 ? nghttp2_session_get_stream_user_data(h->s, id) : NULL;
+}
+
+/* Files a new call under its stream: in its slot, or with nghttp2's
+ * stream when an older call holds the slot. */
+static void attach(sld_grpc_h2_t *h, sld_grpc_call_t *c) {
+    sld_grpc_call_t **slot = &h->slot[slot_of(c->id)];
+    if (*slot == NULL) {
+        *slot = c;
+        return;
+    }
+    c->spilled = true;
+    h->nspilled++;
+    nghttp2_session_set_stream_user_data(h->s, c->id, c);
 }
 
 static void unlink_call(sld_grpc_call_t *c) {
@@ -245,9 +179,14 @@ static void unlink_call(sld_grpc_call_t *c) {
 static void detach(sld_grpc_call_t *c) {
     sld_grpc_h2_t *h = c->h;
     unlink_call(c);
-    nghttp2_session_set_stream_user_data(h->s, c->id, NULL);
-    if (h->last == c)
-        h->last = NULL;
+    /* nghttp2's stream is closing, or the session going: what it holds
+     * for the stream is left to it */
+    if (c->spilled)
+        h->nspilled--;
+    else
+        h->slot[slot_of(c->id)] = NULL;
+    if (h->cur == c)
+        h->cur = NULL;
     c->h = NULL;
     if (c->state == DECIDING)
         return;
@@ -285,23 +224,45 @@ static void http_error(sld_grpc_call_t *c, const char *status) {
         nghttp2_submit_rst_stream(c->h->s, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_INTERNAL_ERROR);
 }
 
-
 static ssize_t read_answer(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length, uint32_t *flags,
                            nghttp2_data_source *source, void *user_data) {
     sld_grpc_call_t *c = source->ptr;
-    (void)user_data;
+    sld_grpc_h2_t *h = user_data;
+    (void)buf; /* the bytes go from the call to the output: send_answer */
     size_t n = c->out_len - c->out_off < length ? c->out_len - c->out_off : length;
-    memcpy(buf, c->out + c->out_off, n);
     c->out_off += n;
-    if (c->out_off == c->out_len) {
-        /* an empty block: nghttp2 has nothing to encode, put_frame writes
-         * the fields (grpc-status: 0) into it as it goes out */
-        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        c->trailers_len = sld_grpc_trailers(c->trailers, false, SLD_GRPC_OK, NULL);
-        if (nghttp2_submit_trailer(s, id, NULL, 0) != 0)
-            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    }
+    *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (c->out_off != c->out_len)
+        return (ssize_t)n;
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!h->table_update_owed)
+        return (ssize_t)n; /* the DATA ends the stream; send_answer puts the trailers after it */
+    /* nghttp2's next header block begins with a table size update the
+     * client waits for: the trailers are that block, submitted empty, and
+     * put_frame writes their field (grpc-status: 0) into it */
+    *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    c->trailers_len = sld_grpc_trailers(c->trailers, false, SLD_GRPC_OK, NULL);
+    if (nghttp2_submit_trailer(s, id, NULL, 0) != 0)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     return (ssize_t)n;
+}
+
+/* A DATA frame of an answer, which read_answer measured: its header (from
+ * nghttp2) and its bytes (from the call) onto the output being made, and
+ * after the last one, which nghttp2 ended the stream with, the trailers. */
+static int send_answer(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, size_t length,
+                       nghttp2_data_source *source, void *user_data) {
+    (void)s;
+    sld_grpc_h2_t *h = user_data;
+    sld_grpc_call_t *c = source->ptr;
+    const uint8_t *data = c->out + c->out_off - length;
+    if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+        sld_grpc_put_last_data(&h->hpack, framehd, data, length, h->out);
+    } else {
+        sld_buf_append(h->out, framehd, 9);
+        sld_buf_append(h->out, data, length);
+    }
+    return 0;
 }
 
 /* Sends an answer's HEADERS, DATA and trailers if the client's windows
@@ -309,8 +270,13 @@ static ssize_t read_answer(nghttp2_session *s, int32_t id, uint8_t *buf, size_t 
 static bool try_send(sld_grpc_call_t *c) {
     sld_grpc_h2_t *h = c->h;
     int32_t conn = nghttp2_session_get_remote_window_size(h->s) - (int32_t)h->reserved;
-    int32_t stream = nghttp2_session_get_stream_remote_window_size(h->s, c->id);
-    if (conn < (int32_t)c->out_len || stream < (int32_t)c->out_len) {
+    /* nothing was sent on the stream yet: its window is the client's
+     * initial one and what it added, no less than the initial one (looked
+     * up in nghttp2's stream map only when that is not enough) */
+    uint32_t initial = nghttp2_session_get_remote_settings(h->s, NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE);
+    if (conn < (int32_t)c->out_len ||
+        (initial < c->out_len && nghttp2_session_get_stream_remote_window_size(h->s, c->id) < (int32_t)c->out_len)) {
+        h->waiting = true;
         if (c->state != WAITING) {
             c->state = WAITING;
             c->since_ms = h->now_ms;
@@ -319,7 +285,7 @@ static bool try_send(sld_grpc_call_t *c) {
     }
     nghttp2_data_provider data = {.source.ptr = c, .read_callback = read_answer};
     c->state = SENT;
-    c->head = true; /* an empty block: put_frame writes its fields */
+    c->answer_head = true; /* an empty block: put_frame writes its fields */
     h->reserved += c->out_len;
     if (nghttp2_submit_response(h->s, c->id, NULL, 0, &data) != 0)
         nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_INTERNAL_ERROR);
@@ -327,9 +293,11 @@ static bool try_send(sld_grpc_call_t *c) {
 }
 
 static void retry_waiting(sld_grpc_h2_t *h) {
+    bool waiting = false;
     for (sld_grpc_call_t *c = h->calls; c; c = c->next)
         if (c->state == WAITING)
-            try_send(c);
+            waiting = !try_send(c) || waiting;
+    h->waiting = waiting;
 }
 
 void sld_grpc_h2_answer(sld_grpc_call_t *c, int status, const char *message, const uint8_t *body, size_t len) {
@@ -343,11 +311,7 @@ void sld_grpc_h2_answer(sld_grpc_call_t *c, int status, const char *message, con
         if ((c->out = 5 + len <= OUT_SMALL ? c->out_small : malloc(5 + len)) == NULL) {
             trailers_only(c, SLD_GRPC_RESOURCE_EXHAUSTED, "out of memory");
         } else {
-            c->out[0] = 0;
-            c->out[1] = (uint8_t)(len >> 24);
-            c->out[2] = (uint8_t)(len >> 16);
-            c->out[3] = (uint8_t)(len >> 8);
-            c->out[4] = (uint8_t)len;
+            sld_grpc_msg_prefix(c->out, (uint32_t)len);
             memcpy(c->out + 5, body, len);
             c->out_len = 5 + len;
             sld_grpc_msg_free(&c->msg); /* the body may have been made from it */
@@ -363,7 +327,9 @@ void sld_grpc_h2_answer(sld_grpc_call_t *c, int status, const char *message, con
 /* ---- nghttp2's callbacks -------------------------------------------------------------------- */
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *user_data) {
+    (void)s;
     sld_grpc_h2_t *h = user_data;
+    h->cur = NULL;
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
     sld_grpc_call_t *c = call_new(h);
@@ -378,82 +344,28 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
         h->calls->prev = c;
     h->calls = c;
     h->ncalls++;
-    nghttp2_session_set_stream_user_data(s, c->id, c);
-    h->last = c;
+    attach(h, c);
+    h->cur = c;
     return 0;
-}
-
-static bool is(const uint8_t *s, size_t len, const char *lit) {
-    return len == strlen(lit) && memcmp(s, lit, len) == 0;
-}
-
-/* A pseudo-header field: each known one once, all before the regular
- * fields (RFC 9113 8.3); else the request is malformed. */
-static void pseudo(sld_grpc_call_t *c, uint8_t which) {
-    if ((c->pseudo & (which | PS_REGULAR)) != 0)
-        c->malformed = true;
-    c->pseudo |= which;
 }
 
 /* nghttp2's HTTP messaging is off (nghttp2_option_set_no_http_messaging:
  * its checks of every field were a tenth of a call's cost), so what gRPC
- * needs of a request is checked here: its pseudo-header fields, te, and
- * no connection-specific field (RFC 9113 8.2.2). Names of other fields are
- * not checked: none of them is read. */
+ * needs of a request is checked by grpc_head.h. The call is the header block's own (on_begin_headers), not looked
+ * up for each field. */
 static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t namelen,
                      const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
     (void)flags;
-    sld_grpc_h2_t *h = user_data;
     (void)s;
-    sld_grpc_call_t *c = call_of(h, f->hd.stream_id);
-    if (c == NULL || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+    sld_grpc_h2_t *h = user_data;
+    sld_grpc_call_t *c = h->cur;
+    if (c == NULL || c->id != f->hd.stream_id || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0; /* trailers of a request: nothing in them matters */
     /* RFC 9113 6.5.2's accounting: each field's name, value and 32 */
     c->header_bytes += namelen + valuelen + 32;
     if (c->header_bytes > MAX_HEADER_LIST)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    if (namelen > 0 && name[0] == ':') {
-        if (is(name, namelen, ":path")) {
-            pseudo(c, PS_PATH);
-            c->method = is(value, valuelen, SLD_GRPC_RLS_METHOD)      ? SLD_GRPC_M_RLS
-                        : is(value, valuelen, SLD_GRPC_HEALTH_METHOD) ? SLD_GRPC_M_HEALTH
-                                                                      : SLD_GRPC_M_OTHER;
-            c->malformed = c->malformed || valuelen == 0;
-        } else if (is(name, namelen, ":method")) {
-            pseudo(c, PS_METHOD);
-            c->post = is(value, valuelen, "POST");
-        } else if (is(name, namelen, ":scheme")) {
-            pseudo(c, PS_SCHEME);
-        } else if (is(name, namelen, ":authority")) {
-            pseudo(c, PS_AUTHORITY);
-        } else {
-            c->malformed = true; /* :status, :protocol or unknown in a request */
-        }
-        return 0;
-    }
-    c->pseudo |= PS_REGULAR;
-    switch (namelen) {
-    case 2:
-        if (memcmp(name, "te", 2) == 0 && !is(value, valuelen, "trailers"))
-            c->malformed = true;
-        break;
-    case 12:
-        if (memcmp(name, "content-type", 12) == 0)
-            c->grpc_type = valuelen >= 16 && memcmp(value, "application/grpc", 16) == 0 &&
-                           (valuelen == 16 || value[16] == '+' || value[16] == ';');
-        else if (memcmp(name, "grpc-timeout", 12) == 0) {
-            uint64_t usec;
-            if (sld_grpc_timeout_parse(value, valuelen, &usec))
-                c->deadline_ms = h->now_ms + (int64_t)((usec + 999) / 1000);
-        }
-        break;
-    default:
-        if (is(name, namelen, "connection") || is(name, namelen, "keep-alive") ||
-            is(name, namelen, "proxy-connection") || is(name, namelen, "transfer-encoding") ||
-            is(name, namelen, "upgrade"))
-            c->malformed = true;
-        break;
-    }
+    sld_grpc_head_field(&c->head, name, namelen, value, valuelen);
     return 0;
 }
 
@@ -462,7 +374,7 @@ static void take_message(sld_grpc_call_t *c, int state) {
     switch (state) {
     case SLD_GRPC_MSG_DONE:
         c->state = DECIDING;
-        h->hooks->on_request(h->ctx, c, c->method, c->msg.buf, c->msg.len);
+        h->hooks->on_request(h->ctx, c, c->head.method, c->msg.buf, c->msg.len);
         return;
     case SLD_GRPC_MSG_TOO_LARGE:
         trailers_only(c, SLD_GRPC_RESOURCE_EXHAUSTED, "the request message is larger than limits.max_request_bytes");
@@ -492,7 +404,7 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
         /* the usual case, the message in one piece: decided from nghttp2's
          * buffer, which on_request is done with when it returns */
         c->state = DECIDING;
-        h->hooks->on_request(h->ctx, c, c->method, msg, msg_len);
+        h->hooks->on_request(h->ctx, c, c->head.method, msg, msg_len);
         return 0;
     }
     take_message(c, sld_grpc_msg_feed(&c->msg, data, len, h->max_message));
@@ -501,30 +413,41 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
 
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user_data) {
     sld_grpc_h2_t *h = user_data;
+    if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK))
+        for (size_t i = 0; i < f->settings.niv; i++)
+            if (f->settings.iv[i].settings_id == NGHTTP2_SETTINGS_HEADER_TABLE_SIZE)
+                h->table_update_owed = true; /* nghttp2's deflater was told of it */
     if (f->hd.type == NGHTTP2_WINDOW_UPDATE || f->hd.type == NGHTTP2_SETTINGS) {
-        retry_waiting(h);
+        if (h->waiting)
+            retry_waiting(h);
         return 0;
     }
     if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
         return 0;
     sld_grpc_call_t *c = call_of(h, f->hd.stream_id);
-    if (c == NULL || c->state != RECEIVING)
+    if (c == NULL)
+        return 0;
+    if (f->hd.flags & NGHTTP2_FLAG_END_STREAM)
+        c->remote_done = true;
+    if (c->state != RECEIVING)
         return 0;
     if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
-        if (c->malformed || (c->pseudo & (PS_METHOD | PS_SCHEME | PS_PATH)) != (PS_METHOD | PS_SCHEME | PS_PATH)) {
+        if (c->head.timed)
+            c->deadline_ms = h->now_ms + (int64_t)((c->head.timeout_us + 999) / 1000);
+        if (!sld_grpc_head_wellformed(&c->head)) {
             c->state = SENT;
             nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_PROTOCOL_ERROR);
             return 0;
         }
-        if (!c->post) {
+        if (!c->head.post) {
             http_error(c, "405");
             return 0;
         }
-        if (!c->grpc_type) {
+        if (!c->head.grpc_type) {
             http_error(c, "415");
             return 0;
         }
-        if (c->method == SLD_GRPC_M_OTHER) {
+        if (c->head.method == SLD_GRPC_M_OTHER) {
             trailers_only(c, SLD_GRPC_UNIMPLEMENTED, "unknown method");
             return 0;
         }
@@ -538,9 +461,11 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user_
  * with NO_ERROR tells it to stop (RFC 9113 8.1) and closes the stream, so a
  * request never ended holds no place among MAX_STREAMS. */
 static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user_data) {
-    (void)user_data;
-    if (f->hd.type == NGHTTP2_HEADERS && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
-        nghttp2_session_get_stream_remote_close(s, f->hd.stream_id) == 0)
+    if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) || !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        return 0;
+    /* the call knows whether its client ended (nghttp2 would look the stream up) */
+    sld_grpc_call_t *c = call_of(user_data, f->hd.stream_id);
+    if (c != NULL ? !c->remote_done : nghttp2_session_get_stream_remote_close(s, f->hd.stream_id) == 0)
         nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
     return 0;
 }
@@ -569,6 +494,7 @@ static nghttp2_session_callbacks *callbacks(void) {
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    nghttp2_session_callbacks_set_send_data_callback(cb, send_answer);
     nghttp2_session_callbacks *none = NULL;
     if (!atomic_compare_exchange_strong(&shared, &none, cb)) {
         nghttp2_session_callbacks_del(cb);
@@ -595,7 +521,9 @@ sld_grpc_h2_t *sld_grpc_h2_new(const sld_grpc_h2_hooks_t *hooks, void *ctx, uint
     }
     nghttp2_option_set_max_reserved_remote_streams(opt, 0);
     nghttp2_option_set_no_http_messaging(opt, 1); /* on_header checks what gRPC needs */
-    h->mem = (nghttp2_mem){&h->pool, pool_malloc, pool_free, pool_calloc, pool_realloc};
+    h->pool.keep = POOL_KEEP;
+    h->mem = (nghttp2_mem){&h->pool, sld_grpc_pool_malloc, sld_grpc_pool_free, sld_grpc_pool_calloc,
+                           sld_grpc_pool_realloc};
     int rc = nghttp2_session_server_new3(&h->s, cb, h, opt, &h->mem);
     nghttp2_option_del(opt);
     nghttp2_settings_entry settings[] = {
@@ -610,7 +538,7 @@ sld_grpc_h2_t *sld_grpc_h2_new(const sld_grpc_h2_hooks_t *hooks, void *ctx, uint
         nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, CONN_WINDOW) != 0) {
         if (rc == 0)
             nghttp2_session_del(h->s);
-        pool_trim(&h->pool);
+        sld_grpc_pool_trim(&h->pool);
         free(h);
         return NULL;
     }
@@ -637,10 +565,11 @@ static void put_frame(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *o
         sld_buf_append(out, p, n);
         return;
     }
+    h->table_update_owed = false; /* any block nghttp2 writes begins with it */
     size_t flen = (size_t)p[0] << 16 | (size_t)p[1] << 8 | p[2];
     uint8_t fl = p[4];
     if (flen != n - 9 || !(fl & NGHTTP2_FLAG_END_HEADERS) || (fl & (NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_PRIORITY))) {
-        h->hpack.lost = true; /* a block not read: its size updates unknown */
+        sld_grpc_hpack_lose(&h->hpack); /* a block not read: its size updates unknown */
         sld_buf_append(out, p, n);
         return;
     }
@@ -650,30 +579,23 @@ static void put_frame(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *o
     for (sld_grpc_call_t *k = h->closed; c == NULL && k; k = k->next)
         if (k->id == id)
             c = k;
-    uint8_t head[SLD_GRPC_HEAD_MAX];
-    const uint8_t *fields;
-    size_t nfields;
-    if (c != NULL && (fl & NGHTTP2_FLAG_END_STREAM) && c->trailers_len > 0) {
-        fields = c->trailers;
-        nfields = c->trailers_len;
-        c->trailers_len = 0;
-    } else if (c != NULL && !(fl & NGHTTP2_FLAG_END_STREAM) && c->head) {
-        fields = head;
-        nfields = sld_grpc_answer_head(&h->hpack, head);
-        c->head = false;
-    } else {
+    bool trailers = (fl & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (c == NULL || (trailers ? c->trailers_len == 0 : !c->answer_head)) {
         sld_buf_append(out, p, n);
         return;
     }
-    size_t len = keep + nfields;
-    uint8_t hd[9] = {(uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len, p[3], p[4], p[5], p[6], p[7], p[8]};
-    sld_buf_append(out, hd, 9);
-    sld_buf_append(out, p + 9, keep);
-    sld_buf_append(out, fields, nfields);
+    if (trailers) {
+        sld_grpc_put_headers(&h->hpack, p, keep, c->trailers, c->trailers_len, out);
+        c->trailers_len = 0;
+    } else {
+        sld_grpc_put_headers(&h->hpack, p, keep, NULL, 0, out);
+        c->answer_head = false;
+    }
 }
 
 bool sld_grpc_h2_output(sld_grpc_h2_t *h, sld_buf_t *out, int64_t now_ms) {
     h->now_ms = now_ms;
+    h->out = out;
     for (int round = 0; round < 2; round++) {
         for (;;) {
             const uint8_t *p;
@@ -690,10 +612,7 @@ bool sld_grpc_h2_output(sld_grpc_h2_t *h, sld_buf_t *out, int64_t now_ms) {
         free_closed(h);
         /* what was submitted is now off the windows: answers waiting may go */
         h->reserved = 0;
-        bool waiting = false;
-        for (sld_grpc_call_t *c = h->calls; c && !waiting; c = c->next)
-            waiting = c->state == WAITING;
-        if (!waiting)
+        if (!h->waiting)
             break;
         retry_waiting(h);
     }
@@ -723,9 +642,12 @@ void sld_grpc_h2_sweep(sld_grpc_h2_t *h, int64_t now_ms, int64_t idle_ms) {
                 continue;
             memcpy(stand_in, orphan, CALL_HEAD); /* its out is NULL while deciding */
             memset(&stand_in->msg, 0, sizeof stand_in->msg);
-            nghttp2_session_set_stream_user_data(h->s, c->id, stand_in);
-            if (h->last == orphan)
-                h->last = stand_in;
+            if (stand_in->spilled)
+                nghttp2_session_set_stream_user_data(h->s, c->id, stand_in);
+            else
+                h->slot[slot_of(c->id)] = stand_in;
+            if (h->cur == orphan)
+                h->cur = stand_in;
             if (stand_in->prev)
                 stand_in->prev->next = stand_in;
             else
@@ -747,7 +669,7 @@ void sld_grpc_h2_sweep(sld_grpc_h2_t *h, int64_t now_ms, int64_t idle_ms) {
         }
     }
     if (h->ncalls == 0 && now_ms - h->idle_since >= POOL_IDLE_MS) /* an idle connection keeps no spare blocks */
-        pool_trim(&h->pool);
+        sld_grpc_pool_trim(&h->pool);
     if (idle_ms > 0 && h->ncalls == 0 && now_ms - h->idle_since >= idle_ms && !h->stopping) {
         h->stopping = true;
         nghttp2_session_terminate_session(h->s, NGHTTP2_NO_ERROR);
@@ -777,6 +699,6 @@ void sld_grpc_h2_free(sld_grpc_h2_t *h) {
         free(c);
     }
     nghttp2_session_del(h->s);
-    pool_trim(&h->pool);
+    sld_grpc_pool_trim(&h->pool);
     free(h);
 }

@@ -34,11 +34,7 @@
 #include <stdint.h>
 
 #include "server/base/buf.h"
-
-#define SLD_GRPC_RLS_METHOD "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
-#define SLD_GRPC_HEALTH_METHOD "/grpc.health.v1.Health/Check"
-
-enum { SLD_GRPC_M_OTHER, SLD_GRPC_M_RLS, SLD_GRPC_M_HEALTH };
+#include "server/grpc/grpc_framing.h" /* the methods, SLD_GRPC_M_* */
 
 typedef struct sld_grpc_h2 sld_grpc_h2_t;
 typedef struct sld_grpc_call sld_grpc_call_t;
