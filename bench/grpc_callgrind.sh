@@ -47,6 +47,14 @@ policies:
     limits: [{algorithm: gcra, limit: 1000000, period: 1s, burst: 1000}]
 YAML
 
+# a port already taken would send the requests to another server
+for p in "$RESP_PORT" "$HTTP_PORT" "$GRPC_PORT"; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    echo "port $p is already in use: set RESP_PORT, HTTP_PORT, GRPC_PORT" >&2
+    exit 1
+  fi
+done
+
 wait_port() {
   for _ in $(seq 600); do
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
