@@ -649,6 +649,77 @@ static void ok_trailers_indexed(void **state) {
     sld_grpc_h2_free(h);
 }
 
+/* Whether a header block (its size updates and literals only: a table of
+ * its own) holds the field. */
+static bool block_has(const sld_buf_t *block, const char *name, const char *value) {
+    nghttp2_hd_inflater *in;
+    assert_int_equal(nghttp2_hd_inflate_new(&in), 0);
+    const uint8_t *b = (const uint8_t *)block->data;
+    size_t left = block->len;
+    bool found = false;
+    for (;;) {
+        nghttp2_nv nv;
+        int fl = 0;
+        ssize_t r = nghttp2_hd_inflate_hd2(in, &nv, &fl, b, left, 1);
+        assert_true(r >= 0);
+        b += r, left -= (size_t)r;
+        if (fl & NGHTTP2_HD_INFLATE_EMIT)
+            found = found || (nv.namelen == strlen(name) && memcmp(nv.name, name, nv.namelen) == 0 &&
+                              nv.valuelen == strlen(value) && memcmp(nv.value, value, nv.valuelen) == 0);
+        if (fl & NGHTTP2_HD_INFLATE_FINAL)
+            break;
+    }
+    nghttp2_hd_inflate_del(in);
+    return found;
+}
+
+/* An answer whose DATA waits for a window while the client shrinks its
+ * HPACK table: nghttp2 owes the client a table size update, which must
+ * begin the next header block it sees, so the answer's trailers go
+ * through nghttp2 (after its HEADERS had gone out without one) and carry
+ * grpc-status: 0 after the update. */
+static void trailers_after_a_table_size_update(void **state) {
+    (void)state;
+    seen_t s = {0};
+    nghttp2_hd_inflater *in;
+    sld_grpc_h2_t *h = session_and_decoder(&s, &in);
+    static wire_t w;
+    w.n = 0;
+    open_call(&w, 1, SLD_GRPC_RLS_METHOD, NULL);
+    send_message(&w, 1, "x", true);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    assert_int_equal(s.n, 1);
+    sld_grpc_h2_answer(s.calls[0], 0, NULL, (const uint8_t *)"ok", 2); /* handed to nghttp2 */
+    w.n = 0;
+    frame(&w, SETTINGS, 0, 0, "\x00\x04\x00\x00\x00\x00", 6); /* INITIAL_WINDOW_SIZE 0 */
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    sld_buf_t out = {0}, d = {0};
+    size_t len = 0;
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    assert_false(stream_end(&out, 1, &d, NULL, NULL));
+    assert_int_equal(d.len, 0); /* the HEADERS went out, the DATA waits */
+    assert_int_equal(decode_blocks(in, &out, &len), 1);
+    table_size(h, in, 0);
+    w.n = 0;
+    frame(&w, WINDOW_UPDATE, 0, 1, "\x00\x00\x10\x00", 4);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    sld_buf_t tr = {0};
+    sld_buf_reset(&out);
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    assert_true(stream_end(&out, 1, &d, &tr, NULL));
+    assert_memory_equal(d.data, "\0\0\0\0\2ok", 7);
+    assert_true(tr.len > 0);
+    assert_int_equal((uint8_t)tr.data[0], 0x20); /* first: the size update to 0 */
+    /* every block decodes after it (the decoder requires the update) */
+    assert_int_equal(decode_blocks(in, &out, &len), 0);
+    assert_true(block_has(&tr, "grpc-status", "0"));
+    nghttp2_hd_inflate_del(in);
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+    sld_buf_free(&d);
+    sld_buf_free(&tr);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(message_in_pieces),
@@ -664,6 +735,7 @@ int main(void) {
         cmocka_unit_test(stopping),
         cmocka_unit_test(answer_headers_follow_the_hpack_table),
         cmocka_unit_test(ok_trailers_indexed),
+        cmocka_unit_test(trailers_after_a_table_size_update),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
