@@ -4,6 +4,7 @@
  * the session's output read back frame by frame. Calls are answered by the
  * test, now or later; time is the test's (milliseconds passed in). */
 #define _GNU_SOURCE /* memmem */
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -720,6 +721,115 @@ static void trailers_after_a_table_size_update(void **state) {
     sld_buf_free(&tr);
 }
 
+/* ---- nghttp2 handing out frames packed or cut ----------------------------------------------- */
+
+/* nghttp2_session_mem_send as the session sees it: nghttp2's own (one
+ * whole frame a call, 1.52) unless a test asks for what a later nghttp2
+ * might do, several frames in one chunk or a frame in pieces. */
+static enum { WHOLE, PACKED, CUT } handing = WHOLE;
+static const sld_buf_t *handing_out; /* the output: packing must not pass an answer's DATA written to it */
+
+ssize_t nghttp2_session_mem_send(nghttp2_session *session, const uint8_t **data_ptr) {
+    static ssize_t (*real)(nghttp2_session *, const uint8_t **);
+    static uint8_t held[1 << 16];
+    static size_t held_len, held_off;
+    if (real == NULL)
+        *(void **)&real = dlsym(RTLD_NEXT, "nghttp2_session_mem_send");
+    if (handing == WHOLE)
+        return real(session, data_ptr);
+    if (handing == CUT) {
+        if (held_off == held_len) { /* the last chunk handed out: the next one */
+            const uint8_t *p;
+            ssize_t n = real(session, &p);
+            if (n <= 0)
+                return n;
+            memcpy(held, p, (size_t)n);
+            held_len = (size_t)n;
+            held_off = 0;
+        }
+        size_t piece = held_len - held_off < 4 ? held_len - held_off : 4;
+        *data_ptr = held + held_off;
+        held_off += piece;
+        return (ssize_t)piece;
+    }
+    size_t out_len = handing_out->len;
+    held_len = 0;
+    for (;;) {
+        const uint8_t *p;
+        ssize_t n = real(session, &p);
+        if (n < 0)
+            return n;
+        assert_int_equal(handing_out->len, out_len);
+        if (n == 0)
+            break;
+        memcpy(held + held_len, p, (size_t)n);
+        held_len += (size_t)n;
+    }
+    *data_ptr = held;
+    return (ssize_t)held_len;
+}
+
+/* Several frames in one chunk: each is read, so the error's Trailers-Only
+ * HEADERS (nghttp2's block, which put_frame puts the fields in place of)
+ * and every block after decode, carrying what the session meant. */
+static void frames_packed_in_one_chunk(void **state) {
+    (void)state;
+    seen_t s = {0};
+    nghttp2_hd_inflater *in;
+    sld_grpc_h2_t *h = session_and_decoder(&s, &in);
+    static wire_t w;
+    w.n = 0;
+    open_call(&w, 1, "/nope/Nope", NULL);
+    send_message(&w, 1, "x", true);
+    open_call(&w, 3, "/nope/Nope", NULL);
+    send_message(&w, 3, "x", true);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    sld_buf_t out = {0}, t1 = {0}, t3 = {0};
+    handing = PACKED;
+    handing_out = &out;
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    handing = WHOLE;
+    assert_true(stream_end(&out, 1, NULL, &t1, NULL));
+    assert_true(stream_end(&out, 3, NULL, &t3, NULL));
+    assert_true(HAS(&t1, "grpc-status\x02" "12"));
+    assert_true(HAS(&t3, "unknown method"));
+    size_t len = 0;
+    decode_blocks(in, &out, &len);
+    nghttp2_hd_inflate_del(in);
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+    sld_buf_free(&t1);
+    sld_buf_free(&t3);
+}
+
+/* A frame handed out in pieces: none is read as a frame of its own; the
+ * answer's HEADERS get their fields once whole. */
+static void frames_cut_in_pieces(void **state) {
+    (void)state;
+    seen_t s = {.answer_now = true};
+    nghttp2_hd_inflater *in;
+    sld_grpc_h2_t *h = session_and_decoder(&s, &in);
+    static wire_t w;
+    w.n = 0;
+    open_call(&w, 1, SLD_GRPC_RLS_METHOD, NULL);
+    send_message(&w, 1, "hello", true);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    sld_buf_t out = {0}, d = {0}, tr = {0};
+    handing = CUT;
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    handing = WHOLE;
+    assert_true(stream_end(&out, 1, &d, &tr, NULL));
+    assert_memory_equal(d.data, "\0\0\0\0\5hello", 10);
+    size_t len = 0;
+    assert_int_equal(decode_blocks(in, &out, &len), 1);
+    assert_true(block_has(&tr, "grpc-status", "0"));
+    nghttp2_hd_inflate_del(in);
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+    sld_buf_free(&d);
+    sld_buf_free(&tr);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(message_in_pieces),
@@ -736,6 +846,8 @@ int main(void) {
         cmocka_unit_test(answer_headers_follow_the_hpack_table),
         cmocka_unit_test(ok_trailers_indexed),
         cmocka_unit_test(trailers_after_a_table_size_update),
+        cmocka_unit_test(frames_packed_in_one_chunk),
+        cmocka_unit_test(frames_cut_in_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

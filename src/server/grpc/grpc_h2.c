@@ -99,6 +99,7 @@ struct sld_grpc_h2 {
     int64_t now_ms;
     bool in_feed;
     sld_buf_t *out;         /* the output being made (sld_grpc_h2_output), for send_answer */
+    sld_buf_t part;         /* a frame nghttp2 handed out only in part so far (put_frames) */
     bool table_update_owed; /* nghttp2's next header block begins with a table size update */
     bool waiting;           /* a call may be WAITING (set when one is, cleared by a retry of them all) */
     bool broken;
@@ -561,14 +562,14 @@ bool sld_grpc_h2_feed(sld_grpc_h2_t *h, const uint8_t *data, size_t len, int64_t
  * and trailers put in their blocks, after the table size updates nghttp2
  * began them with (followed for the HPACK table, grpc_framing.h). */
 static void put_frame(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *out) {
-    if (n < 9 || p[3] != NGHTTP2_HEADERS) {
+    if (p[3] != NGHTTP2_HEADERS) {
         sld_buf_append(out, p, n);
         return;
     }
     h->table_update_owed = false; /* any block nghttp2 writes begins with it */
-    size_t flen = (size_t)p[0] << 16 | (size_t)p[1] << 8 | p[2];
+    size_t flen = n - 9;
     uint8_t fl = p[4];
-    if (flen != n - 9 || !(fl & NGHTTP2_FLAG_END_HEADERS) || (fl & (NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_PRIORITY))) {
+    if (!(fl & NGHTTP2_FLAG_END_HEADERS) || (fl & (NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_PRIORITY))) {
         sld_grpc_hpack_lose(&h->hpack); /* a block not read: its size updates unknown */
         sld_buf_append(out, p, n);
         return;
@@ -593,6 +594,33 @@ static void put_frame(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *o
     }
 }
 
+/* What nghttp2_session_mem_send handed out, frame by frame. It gives
+ * one whole frame a call (1.52); one that packed several, or cut one,
+ * must still not let a HEADERS frame go by unread (the client's HPACK
+ * table and ours would part) nor have bytes within a frame read as a
+ * frame: a frame cut short waits in part for the rest. */
+static void put_frames(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *out) {
+    if (h->part.len > 0) {
+        sld_buf_append(&h->part, p, n);
+        p = (const uint8_t *)h->part.data;
+        n = h->part.len;
+    }
+    size_t off = 0;
+    while (n - off >= 9) {
+        size_t len = 9 + ((size_t)p[off] << 16 | (size_t)p[off + 1] << 8 | p[off + 2]);
+        if (len > n - off)
+            break;
+        put_frame(h, p + off, len, out);
+        off += len;
+    }
+    if (h->part.len > 0)
+        sld_buf_consume(&h->part, off);
+    else if (off < n)
+        sld_buf_append(&h->part, p + off, n - off);
+    if (h->part.failed)
+        out->failed = true;
+}
+
 bool sld_grpc_h2_output(sld_grpc_h2_t *h, sld_buf_t *out, int64_t now_ms) {
     h->now_ms = now_ms;
     h->out = out;
@@ -607,7 +635,7 @@ bool sld_grpc_h2_output(sld_grpc_h2_t *h, sld_buf_t *out, int64_t now_ms) {
             }
             if (n == 0)
                 break;
-            put_frame(h, p, (size_t)n, out);
+            put_frames(h, p, (size_t)n, out);
         }
         free_closed(h);
         /* what was submitted is now off the windows: answers waiting may go */
@@ -700,5 +728,6 @@ void sld_grpc_h2_free(sld_grpc_h2_t *h) {
     }
     nghttp2_session_del(h->s);
     sld_grpc_pool_trim(&h->pool);
+    sld_buf_free(&h->part);
     free(h);
 }
