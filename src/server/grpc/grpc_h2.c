@@ -4,8 +4,9 @@
  * A call lives from its stream's first HEADERS: RECEIVING (headers, then
  * its message), DECIDING (with the front), WAITING (its answer is ready
  * but the client's window is not), SENT (handed to nghttp2), then freed
- * (or kept for the session's next call) when its stream closes -- or, when the stream or the connection goes
- * while it is DECIDING, orphaned (h NULL) and freed by its answer.
+ * (or kept for the session's next call) when its stream closes -- or,
+ * when the stream or the connection goes while it is DECIDING, orphaned
+ * (h NULL) and freed by its answer.
  *
  * Header blocks: nghttp2 Huffman-codes every string it writes, and is
  * given every field never indexed (so it adds nothing to the client's
@@ -352,8 +353,8 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
 
 /* nghttp2's HTTP messaging is off (nghttp2_option_set_no_http_messaging:
  * its checks of every field were a tenth of a call's cost), so what gRPC
- * needs of a request is checked by grpc_head.h. The call is the header block's own (on_begin_headers), not looked
- * up for each field. */
+ * needs of a request is checked by grpc_head.h. The call is the header
+ * block's own (on_begin_headers), not looked up for each field. */
 static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t namelen,
                      const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
     (void)flags;
