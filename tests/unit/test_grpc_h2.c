@@ -830,6 +830,48 @@ static void frames_cut_in_pieces(void **state) {
     sld_buf_free(&tr);
 }
 
+/* An answer handed to nghttp2 whose DATA the client's window then holds
+ * (it shrank after the HEADERS went out): reset (CANCEL) at the sweep
+ * past idle_timeout, so it cannot keep the connection from its idle
+ * GOAWAY. */
+static void held_answer_reset(void **state) {
+    (void)state;
+    seen_t s = {0};
+    nghttp2_hd_inflater *in;
+    sld_grpc_h2_t *h = session_and_decoder(&s, &in);
+    static wire_t w;
+    w.n = 0;
+    open_call(&w, 1, SLD_GRPC_RLS_METHOD, NULL);
+    send_message(&w, 1, "x", true);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    sld_grpc_h2_answer(s.calls[0], 0, NULL, (const uint8_t *)"ok", 2);
+    w.n = 0;
+    frame(&w, SETTINGS, 0, 0, "\x00\x04\x00\x00\x00\x00", 6); /* INITIAL_WINDOW_SIZE 0 */
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    sld_buf_t out = {0};
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    assert_false(stream_end(&out, 1, NULL, NULL, NULL));
+    sld_grpc_h2_sweep(h, 999, 1000);
+    sld_buf_reset(&out);
+    assert_true(sld_grpc_h2_output(h, &out, 999));
+    assert_int_equal(out.len, 0);
+    assert_true(sld_grpc_h2_busy(h));
+    sld_grpc_h2_sweep(h, 1000, 1000);
+    sld_grpc_h2_sweep(h, 1100, 1000); /* reset once */
+    assert_true(sld_grpc_h2_output(h, &out, 1100));
+    int rst = -1;
+    assert_true(stream_end(&out, 1, NULL, NULL, &rst));
+    assert_int_equal(rst, 8); /* CANCEL */
+    assert_int_equal(out.len, 13);
+    assert_false(sld_grpc_h2_busy(h));
+    sld_grpc_h2_sweep(h, 2100, 1000); /* and the connection is let go */
+    assert_true(sld_grpc_h2_output(h, &out, 2100));
+    assert_true(sld_grpc_h2_done(h));
+    nghttp2_hd_inflate_del(in);
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(message_in_pieces),
@@ -848,6 +890,7 @@ int main(void) {
         cmocka_unit_test(trailers_after_a_table_size_update),
         cmocka_unit_test(frames_packed_in_one_chunk),
         cmocka_unit_test(frames_cut_in_pieces),
+        cmocka_unit_test(held_answer_reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  *
  * A call lives from its stream's first HEADERS: RECEIVING (headers, then
  * its message), DECIDING (with the front), WAITING (its answer is ready
- * but the client's window is not), SENT (handed to nghttp2), then freed
+ * but the client's window is not), SENT (handed to nghttp2; its stream
+ * reset by the sweep if its DATA is held past idle_timeout), then freed
  * (or kept for the session's next call) when its stream closes -- or,
  * when the stream or the connection goes while it is DECIDING, orphaned
  * (h NULL) and freed by its answer.
@@ -60,13 +61,14 @@ struct sld_grpc_call {
     bool spilled;        /* filed with nghttp2's stream, not in its slot */
     bool remote_done;    /* the client ended its side of the stream */
     size_t header_bytes;
-    int64_t since_ms;    /* receiving, or waiting for a window, since */
+    int64_t since_ms;    /* receiving, waiting for a window, or handed to nghttp2, since */
     int64_t deadline_ms; /* grpc-timeout's, or 0 */
     sld_grpc_msg_t msg;
     uint8_t *out;        /* the answer's message, prefixed: out_small or malloc'd */
     size_t out_len, out_off;
     size_t trailers_len; /* 0: nghttp2's block goes out as it is */
     bool answer_head;    /* the answer's HEADERS block is put_frame's to write */
+    bool cancelled;      /* reset by the sweep: its DATA was held too long */
     sld_grpc_call_t *prev, *next;
     /* from here on, not cleared when a call is made */
     uint8_t trailers[SLD_GRPC_TRAILERS_MAX];
@@ -287,6 +289,7 @@ static bool try_send(sld_grpc_call_t *c) {
     }
     nghttp2_data_provider data = {.source.ptr = c, .read_callback = read_answer};
     c->state = SENT;
+    c->since_ms = h->now_ms;
     c->answer_head = true; /* an empty block: put_frame writes its fields */
     h->reserved += c->out_len;
     if (nghttp2_submit_response(h->s, c->id, NULL, 0, &data) != 0)
@@ -695,6 +698,13 @@ void sld_grpc_h2_sweep(sld_grpc_h2_t *h, int64_t now_ms, int64_t idle_ms) {
             else
                 trailers_only(c, SLD_GRPC_UNAVAILABLE, "the client gave no window for the answer within "
                                                       "limits.idle_timeout");
+        } else if (c->state == SENT && idle && c->out_off < c->out_len && !c->cancelled) {
+            /* a client that shrank its window after the answer was handed
+             * to nghttp2 would hold the stream, and the connection from
+             * its idle GOAWAY, for good: the stream is reset (RFC 9113
+             * 8.1: CANCEL, the answer no longer wanted) */
+            c->cancelled = true;
+            nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_CANCEL);
         }
     }
     if (h->ncalls == 0 && now_ms - h->idle_since >= POOL_IDLE_MS) /* an idle connection keeps no spare blocks */
