@@ -674,6 +674,35 @@ static bool block_has(const sld_buf_t *block, const char *name, const char *valu
     return found;
 }
 
+/* Call `stream` made, its whole message sent, and fed to the session. */
+static void request(sld_grpc_h2_t *h, uint32_t stream, const char *path, const char *body) {
+    static wire_t w;
+    w.n = 0;
+    open_call(&w, stream, path, NULL);
+    send_message(&w, stream, body, true);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+}
+
+/* Call 1 (s's first) answered "ok" and handed to nghttp2, then the client
+ * gives streams no window (SETTINGS_INITIAL_WINDOW_SIZE 0): the output
+ * has the answer's HEADERS, its DATA waits. */
+static void answer_held(sld_grpc_h2_t *h, seen_t *s, nghttp2_hd_inflater *in, sld_buf_t *out) {
+    request(h, 1, SLD_GRPC_RLS_METHOD, "x");
+    assert_int_equal(s->n, 1);
+    sld_grpc_h2_answer(s->calls[0], 0, NULL, (const uint8_t *)"ok", 2);
+    static wire_t w;
+    w.n = 0;
+    frame(&w, SETTINGS, 0, 0, "\x00\x04\x00\x00\x00\x00", 6);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    sld_buf_t d = {0};
+    size_t len = 0;
+    assert_true(sld_grpc_h2_output(h, out, 0));
+    assert_false(stream_end(out, 1, &d, NULL, NULL));
+    assert_int_equal(d.len, 0);
+    assert_int_equal(decode_blocks(in, out, &len), 1);
+    sld_buf_free(&d);
+}
+
 /* An answer whose DATA waits for a window while the client shrinks its
  * HPACK table: nghttp2 owes the client a table size update, which must
  * begin the next header block it sees, so the answer's trailers go
@@ -684,22 +713,10 @@ static void trailers_after_a_table_size_update(void **state) {
     seen_t s = {0};
     nghttp2_hd_inflater *in;
     sld_grpc_h2_t *h = session_and_decoder(&s, &in);
-    static wire_t w;
-    w.n = 0;
-    open_call(&w, 1, SLD_GRPC_RLS_METHOD, NULL);
-    send_message(&w, 1, "x", true);
-    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
-    assert_int_equal(s.n, 1);
-    sld_grpc_h2_answer(s.calls[0], 0, NULL, (const uint8_t *)"ok", 2); /* handed to nghttp2 */
-    w.n = 0;
-    frame(&w, SETTINGS, 0, 0, "\x00\x04\x00\x00\x00\x00", 6); /* INITIAL_WINDOW_SIZE 0 */
-    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
     sld_buf_t out = {0}, d = {0};
     size_t len = 0;
-    assert_true(sld_grpc_h2_output(h, &out, 0));
-    assert_false(stream_end(&out, 1, &d, NULL, NULL));
-    assert_int_equal(d.len, 0); /* the HEADERS went out, the DATA waits */
-    assert_int_equal(decode_blocks(in, &out, &len), 1);
+    answer_held(h, &s, in, &out);
+    static wire_t w;
     table_size(h, in, 0);
     w.n = 0;
     frame(&w, WINDOW_UPDATE, 0, 1, "\x00\x00\x10\x00", 4);
@@ -777,13 +794,8 @@ static void frames_packed_in_one_chunk(void **state) {
     seen_t s = {0};
     nghttp2_hd_inflater *in;
     sld_grpc_h2_t *h = session_and_decoder(&s, &in);
-    static wire_t w;
-    w.n = 0;
-    open_call(&w, 1, "/nope/Nope", NULL);
-    send_message(&w, 1, "x", true);
-    open_call(&w, 3, "/nope/Nope", NULL);
-    send_message(&w, 3, "x", true);
-    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    request(h, 1, "/nope/Nope", "x");
+    request(h, 3, "/nope/Nope", "x");
     sld_buf_t out = {0}, t1 = {0}, t3 = {0};
     handing = PACKED;
     handing_out = &out;
@@ -809,11 +821,7 @@ static void frames_cut_in_pieces(void **state) {
     seen_t s = {.answer_now = true};
     nghttp2_hd_inflater *in;
     sld_grpc_h2_t *h = session_and_decoder(&s, &in);
-    static wire_t w;
-    w.n = 0;
-    open_call(&w, 1, SLD_GRPC_RLS_METHOD, NULL);
-    send_message(&w, 1, "hello", true);
-    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    request(h, 1, SLD_GRPC_RLS_METHOD, "hello");
     sld_buf_t out = {0}, d = {0}, tr = {0};
     handing = CUT;
     assert_true(sld_grpc_h2_output(h, &out, 0));
@@ -839,18 +847,8 @@ static void held_answer_reset(void **state) {
     seen_t s = {0};
     nghttp2_hd_inflater *in;
     sld_grpc_h2_t *h = session_and_decoder(&s, &in);
-    static wire_t w;
-    w.n = 0;
-    open_call(&w, 1, SLD_GRPC_RLS_METHOD, NULL);
-    send_message(&w, 1, "x", true);
-    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
-    sld_grpc_h2_answer(s.calls[0], 0, NULL, (const uint8_t *)"ok", 2);
-    w.n = 0;
-    frame(&w, SETTINGS, 0, 0, "\x00\x04\x00\x00\x00\x00", 6); /* INITIAL_WINDOW_SIZE 0 */
-    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
     sld_buf_t out = {0};
-    assert_true(sld_grpc_h2_output(h, &out, 0));
-    assert_false(stream_end(&out, 1, NULL, NULL, NULL));
+    answer_held(h, &s, in, &out);
     sld_grpc_h2_sweep(h, 999, 1000);
     sld_buf_reset(&out);
     assert_true(sld_grpc_h2_output(h, &out, 999));
