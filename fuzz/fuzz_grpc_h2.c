@@ -10,10 +10,16 @@
  * length right) whose header blocks a client's HPACK decoder reads in
  * order (the answers' fields named by index in its dynamic table are
  * there and are the right ones, across the table size updates the input
- * asks for), and time moves on through the sweep (deadlines,
- * idle_timeout, the idle GOAWAY). Every call handed out is answered
- * exactly once. Not here: sockets, TLS, deciding (the integration tests).
+ * asks for: as a real client, the decoder takes each
+ * SETTINGS_HEADER_TABLE_SIZE when the session's ACK of it goes out, and
+ * then requires a shrink's update at the next block's start), and time
+ * moves on through the sweep (deadlines, idle_timeout, the idle GOAWAY).
+ * Every call handed out is answered exactly once. Not here: sockets, TLS,
+ * deciding (the integration tests).
  */
+/* the checks are asserts, kept in every build type (the fuzz tree is
+ * Release by default, whose -DNDEBUG would drop them) */
+#undef NDEBUG
 #include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,6 +32,8 @@
 #include "server/grpc/grpc_h2.h"
 
 #define MAX_CALLS 512
+/* the input's SETTINGS frames followed for their HEADER_TABLE_SIZE */
+#define MAX_SETTINGS 1024
 
 typedef struct fuzz_ctx {
     uint8_t mode;
@@ -54,6 +62,44 @@ static void on_request(void *ctx, sld_grpc_call_t *call, int method, const uint8
 }
 
 static void on_output(void *ctx) { (void)ctx; }
+
+/* The input's SETTINGS frames (not ACKs), in the order nghttp2 ACKs them:
+ * each ACK going out is the next one taken. Frames past a malformed one
+ * do not matter: nghttp2 has ended the connection there, and ACKs no more. */
+typedef struct settings_queue {
+    const uint8_t *frame[MAX_SETTINGS];
+    size_t n, acked;
+} settings_queue_t;
+
+static void find_settings(settings_queue_t *q, const uint8_t *p, size_t size) {
+    if (size < 24 || memcmp(p, NGHTTP2_CLIENT_MAGIC, 24) != 0)
+        return;
+    for (size_t i = 24; i + 9 <= size && q->n < MAX_SETTINGS;) {
+        size_t len = (size_t)p[i] << 16 | (size_t)p[i + 1] << 8 | p[i + 2];
+        if (i + 9 + len > size)
+            break;
+        if (p[i + 3] == NGHTTP2_SETTINGS && !(p[i + 4] & NGHTTP2_FLAG_ACK))
+            q->frame[q->n++] = p + i;
+        i += 9 + len;
+    }
+}
+
+/* The session ACKed the client's next SETTINGS: the decoder takes its
+ * table sizes, in the order given (as nghttp2's encoder was told them). */
+static void settings_acked(settings_queue_t *q, nghttp2_hd_inflater *in) {
+    if (q->acked == q->n)
+        return;
+    const uint8_t *f = q->frame[q->acked++];
+    size_t len = (size_t)f[0] << 16 | (size_t)f[1] << 8 | f[2];
+    for (size_t i = 0; i + 6 <= len; i += 6)
+        if ((f[9 + i] << 8 | f[10 + i]) == NGHTTP2_SETTINGS_HEADER_TABLE_SIZE) {
+            const uint8_t *v = f + 11 + i;
+            uint32_t size = (uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 | (uint32_t)v[2] << 8 | v[3];
+            int rv = nghttp2_hd_inflate_change_table_size(in, size);
+            assert(rv == 0);
+            (void)rv;
+        }
+}
 
 static const sld_grpc_h2_hooks_t hooks = {on_request, on_output};
 
@@ -94,7 +140,7 @@ static void check_block(nghttp2_hd_inflater *in, const uint8_t *b, size_t len, b
 }
 
 /* The output is whole frames, and every header block reads right. */
-static void check_frames(nghttp2_hd_inflater *in, const sld_buf_t *out) {
+static void check_frames(nghttp2_hd_inflater *in, settings_queue_t *q, const sld_buf_t *out) {
     const uint8_t *p = (const uint8_t *)out->data;
     size_t i = 0;
     while (i < out->len) {
@@ -107,6 +153,8 @@ static void check_frames(nghttp2_hd_inflater *in, const sld_buf_t *out) {
                    NGHTTP2_FLAG_END_HEADERS);
             check_block(in, p + i + 9, len, (p[i + 4] & NGHTTP2_FLAG_END_STREAM) != 0);
         }
+        if (p[i + 3] == NGHTTP2_SETTINGS && (p[i + 4] & NGHTTP2_FLAG_ACK))
+            settings_acked(q, in);
         i += 9 + len;
     }
     assert(i == out->len);
@@ -118,6 +166,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_ctx_t f = {.mode = data[0]};
     data++;
     size--;
+    static settings_queue_t q;
+    q.n = q.acked = 0;
+    find_settings(&q, data, size);
     sld_grpc_h2_t *h = sld_grpc_h2_new(&hooks, &f, 256, 0);
     if (h == NULL)
         return 0;
@@ -141,7 +192,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             }
         sld_buf_reset(&out);
         sld_grpc_h2_output(h, &out, now);
-        check_frames(in, &out);
+        check_frames(in, &q, &out);
         now += 50;
         if (f.mode & 0x80)
             sld_grpc_h2_sweep(h, now, 100);
@@ -150,7 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sld_grpc_h2_shutdown(h);
     sld_buf_reset(&out);
     sld_grpc_h2_output(h, &out, now);
-    check_frames(in, &out);
+    check_frames(in, &q, &out);
     (void)sld_grpc_h2_done(h);
     sld_grpc_h2_free(h);
     nghttp2_hd_inflate_del(in);

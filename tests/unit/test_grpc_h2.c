@@ -4,6 +4,7 @@
  * the session's output read back frame by frame. Calls are answered by the
  * test, now or later; time is the test's (milliseconds passed in). */
 #define _GNU_SOURCE /* memmem */
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -649,6 +650,226 @@ static void ok_trailers_indexed(void **state) {
     sld_grpc_h2_free(h);
 }
 
+/* Whether a header block (its size updates and literals only: a table of
+ * its own) holds the field. */
+static bool block_has(const sld_buf_t *block, const char *name, const char *value) {
+    nghttp2_hd_inflater *in;
+    assert_int_equal(nghttp2_hd_inflate_new(&in), 0);
+    const uint8_t *b = (const uint8_t *)block->data;
+    size_t left = block->len;
+    bool found = false;
+    for (;;) {
+        nghttp2_nv nv;
+        int fl = 0;
+        ssize_t r = nghttp2_hd_inflate_hd2(in, &nv, &fl, b, left, 1);
+        assert_true(r >= 0);
+        b += r, left -= (size_t)r;
+        if (fl & NGHTTP2_HD_INFLATE_EMIT)
+            found = found || (nv.namelen == strlen(name) && memcmp(nv.name, name, nv.namelen) == 0 &&
+                              nv.valuelen == strlen(value) && memcmp(nv.value, value, nv.valuelen) == 0);
+        if (fl & NGHTTP2_HD_INFLATE_FINAL)
+            break;
+    }
+    nghttp2_hd_inflate_del(in);
+    return found;
+}
+
+/* Call `stream` made, its whole message sent, and fed to the session. */
+static void request(sld_grpc_h2_t *h, uint32_t stream, const char *path, const char *body) {
+    static wire_t w;
+    w.n = 0;
+    open_call(&w, stream, path, NULL);
+    send_message(&w, stream, body, true);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+}
+
+/* Call 1 (s's first) answered "ok" and handed to nghttp2, then the client
+ * gives streams no window (SETTINGS_INITIAL_WINDOW_SIZE 0): the output
+ * has the answer's HEADERS, its DATA waits. */
+static void answer_held(sld_grpc_h2_t *h, seen_t *s, nghttp2_hd_inflater *in, sld_buf_t *out) {
+    request(h, 1, SLD_GRPC_RLS_METHOD, "x");
+    assert_int_equal(s->n, 1);
+    sld_grpc_h2_answer(s->calls[0], 0, NULL, (const uint8_t *)"ok", 2);
+    static wire_t w;
+    w.n = 0;
+    frame(&w, SETTINGS, 0, 0, "\x00\x04\x00\x00\x00\x00", 6);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    sld_buf_t d = {0};
+    size_t len = 0;
+    assert_true(sld_grpc_h2_output(h, out, 0));
+    assert_false(stream_end(out, 1, &d, NULL, NULL));
+    assert_int_equal(d.len, 0);
+    assert_int_equal(decode_blocks(in, out, &len), 1);
+    sld_buf_free(&d);
+}
+
+/* An answer whose DATA waits for a window while the client shrinks its
+ * HPACK table: nghttp2 owes the client a table size update, which must
+ * begin the next header block it sees, so the answer's trailers go
+ * through nghttp2 (after its HEADERS had gone out without one) and carry
+ * grpc-status: 0 after the update. */
+static void trailers_after_a_table_size_update(void **state) {
+    (void)state;
+    seen_t s = {0};
+    nghttp2_hd_inflater *in;
+    sld_grpc_h2_t *h = session_and_decoder(&s, &in);
+    sld_buf_t out = {0}, d = {0};
+    size_t len = 0;
+    answer_held(h, &s, in, &out);
+    static wire_t w;
+    table_size(h, in, 0);
+    w.n = 0;
+    frame(&w, WINDOW_UPDATE, 0, 1, "\x00\x00\x10\x00", 4);
+    assert_true(sld_grpc_h2_feed(h, w.b, w.n, 0));
+    sld_buf_t tr = {0};
+    sld_buf_reset(&out);
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    assert_true(stream_end(&out, 1, &d, &tr, NULL));
+    assert_memory_equal(d.data, "\0\0\0\0\2ok", 7);
+    assert_true(tr.len > 0);
+    assert_int_equal((uint8_t)tr.data[0], 0x20); /* first: the size update to 0 */
+    /* every block decodes after it (the decoder requires the update) */
+    assert_int_equal(decode_blocks(in, &out, &len), 0);
+    assert_true(block_has(&tr, "grpc-status", "0"));
+    nghttp2_hd_inflate_del(in);
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+    sld_buf_free(&d);
+    sld_buf_free(&tr);
+}
+
+/* ---- nghttp2 handing out frames packed or cut ----------------------------------------------- */
+
+/* nghttp2_session_mem_send as the session sees it: nghttp2's own (one
+ * whole frame a call, 1.52) unless a test asks for what a later nghttp2
+ * might do, several frames in one chunk or a frame in pieces. */
+static enum { WHOLE, PACKED, CUT } handing = WHOLE;
+static const sld_buf_t *handing_out; /* the output: packing must not pass an answer's DATA written to it */
+
+ssize_t nghttp2_session_mem_send(nghttp2_session *session, const uint8_t **data_ptr) {
+    static ssize_t (*real)(nghttp2_session *, const uint8_t **);
+    static uint8_t held[1 << 16];
+    static size_t held_len, held_off;
+    if (real == NULL)
+        *(void **)&real = dlsym(RTLD_NEXT, "nghttp2_session_mem_send");
+    if (handing == WHOLE)
+        return real(session, data_ptr);
+    if (handing == CUT) {
+        if (held_off == held_len) { /* the last chunk handed out: the next one */
+            const uint8_t *p;
+            ssize_t n = real(session, &p);
+            if (n <= 0)
+                return n;
+            memcpy(held, p, (size_t)n);
+            held_len = (size_t)n;
+            held_off = 0;
+        }
+        size_t piece = held_len - held_off < 4 ? held_len - held_off : 4;
+        *data_ptr = held + held_off;
+        held_off += piece;
+        return (ssize_t)piece;
+    }
+    size_t out_len = handing_out->len;
+    held_len = 0;
+    for (;;) {
+        const uint8_t *p;
+        ssize_t n = real(session, &p);
+        if (n < 0)
+            return n;
+        assert_int_equal(handing_out->len, out_len);
+        if (n == 0)
+            break;
+        memcpy(held + held_len, p, (size_t)n);
+        held_len += (size_t)n;
+    }
+    *data_ptr = held;
+    return (ssize_t)held_len;
+}
+
+/* Several frames in one chunk: each is read, so the error's Trailers-Only
+ * HEADERS (nghttp2's block, which put_frame puts the fields in place of)
+ * and every block after decode, carrying what the session meant. */
+static void frames_packed_in_one_chunk(void **state) {
+    (void)state;
+    seen_t s = {0};
+    nghttp2_hd_inflater *in;
+    sld_grpc_h2_t *h = session_and_decoder(&s, &in);
+    request(h, 1, "/nope/Nope", "x");
+    request(h, 3, "/nope/Nope", "x");
+    sld_buf_t out = {0}, t1 = {0}, t3 = {0};
+    handing = PACKED;
+    handing_out = &out;
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    handing = WHOLE;
+    assert_true(stream_end(&out, 1, NULL, &t1, NULL));
+    assert_true(stream_end(&out, 3, NULL, &t3, NULL));
+    assert_true(HAS(&t1, "grpc-status\x02" "12"));
+    assert_true(HAS(&t3, "unknown method"));
+    size_t len = 0;
+    decode_blocks(in, &out, &len);
+    nghttp2_hd_inflate_del(in);
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+    sld_buf_free(&t1);
+    sld_buf_free(&t3);
+}
+
+/* A frame handed out in pieces: none is read as a frame of its own; the
+ * answer's HEADERS get their fields once whole. */
+static void frames_cut_in_pieces(void **state) {
+    (void)state;
+    seen_t s = {.answer_now = true};
+    nghttp2_hd_inflater *in;
+    sld_grpc_h2_t *h = session_and_decoder(&s, &in);
+    request(h, 1, SLD_GRPC_RLS_METHOD, "hello");
+    sld_buf_t out = {0}, d = {0}, tr = {0};
+    handing = CUT;
+    assert_true(sld_grpc_h2_output(h, &out, 0));
+    handing = WHOLE;
+    assert_true(stream_end(&out, 1, &d, &tr, NULL));
+    assert_memory_equal(d.data, "\0\0\0\0\5hello", 10);
+    size_t len = 0;
+    assert_int_equal(decode_blocks(in, &out, &len), 1);
+    assert_true(block_has(&tr, "grpc-status", "0"));
+    nghttp2_hd_inflate_del(in);
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+    sld_buf_free(&d);
+    sld_buf_free(&tr);
+}
+
+/* An answer handed to nghttp2 whose DATA the client's window then holds
+ * (it shrank after the HEADERS went out): reset (CANCEL) at the sweep
+ * past idle_timeout, so it cannot keep the connection from its idle
+ * GOAWAY. */
+static void held_answer_reset(void **state) {
+    (void)state;
+    seen_t s = {0};
+    nghttp2_hd_inflater *in;
+    sld_grpc_h2_t *h = session_and_decoder(&s, &in);
+    sld_buf_t out = {0};
+    answer_held(h, &s, in, &out);
+    sld_grpc_h2_sweep(h, 999, 1000);
+    sld_buf_reset(&out);
+    assert_true(sld_grpc_h2_output(h, &out, 999));
+    assert_int_equal(out.len, 0);
+    assert_true(sld_grpc_h2_busy(h));
+    sld_grpc_h2_sweep(h, 1000, 1000);
+    sld_grpc_h2_sweep(h, 1100, 1000); /* reset once */
+    assert_true(sld_grpc_h2_output(h, &out, 1100));
+    int rst = -1;
+    assert_true(stream_end(&out, 1, NULL, NULL, &rst));
+    assert_int_equal(rst, 8); /* CANCEL */
+    assert_int_equal(out.len, 13);
+    assert_false(sld_grpc_h2_busy(h));
+    sld_grpc_h2_sweep(h, 2100, 1000); /* and the connection is let go */
+    assert_true(sld_grpc_h2_output(h, &out, 2100));
+    assert_true(sld_grpc_h2_done(h));
+    nghttp2_hd_inflate_del(in);
+    sld_grpc_h2_free(h);
+    sld_buf_free(&out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(message_in_pieces),
@@ -664,6 +885,10 @@ int main(void) {
         cmocka_unit_test(stopping),
         cmocka_unit_test(answer_headers_follow_the_hpack_table),
         cmocka_unit_test(ok_trailers_indexed),
+        cmocka_unit_test(trailers_after_a_table_size_update),
+        cmocka_unit_test(frames_packed_in_one_chunk),
+        cmocka_unit_test(frames_cut_in_pieces),
+        cmocka_unit_test(held_answer_reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

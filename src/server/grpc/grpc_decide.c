@@ -6,13 +6,13 @@
  * descriptors), CONFIRM (the peeks that denied, decided for real), CHARGE.
  * Each descriptor's policy is looked up again in the runtime in force at
  * each decision, so nothing of a runtime is kept across loop turns (within
- * the turn the call starts in, the lookup made when it started serves while
- * that runtime is still the one in force); what
- * the answer needs of a decision (its current limit, its header fields) is
- * copied out when it is made, but for its limit's name, the runtime's own
- * until the call waits for the store (then copied: keep_names). Which rules apply (Envoy ratelimit's, or
- * sluiced's policies named after the domain) and each descriptor's key are
- * settled when the call starts.
+ * the turn the call starts in, the lookup made when it started serves
+ * while that runtime is still the one in force); what the answer needs of
+ * a decision (its current limit, its header fields) is copied out when it
+ * is made, but for its limit's name, the runtime's own until the call
+ * waits for the store (then copied: keep_names). Which rules apply (Envoy
+ * ratelimit's, or sluiced's policies named after the domain) and each
+ * descriptor's key are settled when the call starts.
  */
 #include <stddef.h>
 #include <stdlib.h>

@@ -3,9 +3,11 @@
  *
  * A call lives from its stream's first HEADERS: RECEIVING (headers, then
  * its message), DECIDING (with the front), WAITING (its answer is ready
- * but the client's window is not), SENT (handed to nghttp2), then freed
- * (or kept for the session's next call) when its stream closes -- or, when the stream or the connection goes
- * while it is DECIDING, orphaned (h NULL) and freed by its answer.
+ * but the client's window is not), SENT (handed to nghttp2; its stream
+ * reset by the sweep if its DATA is held past idle_timeout), then freed
+ * (or kept for the session's next call) when its stream closes -- or,
+ * when the stream or the connection goes while it is DECIDING, orphaned
+ * (h NULL) and freed by its answer.
  *
  * Header blocks: nghttp2 Huffman-codes every string it writes, and is
  * given every field never indexed (so it adds nothing to the client's
@@ -59,13 +61,14 @@ struct sld_grpc_call {
     bool spilled;        /* filed with nghttp2's stream, not in its slot */
     bool remote_done;    /* the client ended its side of the stream */
     size_t header_bytes;
-    int64_t since_ms;    /* receiving, or waiting for a window, since */
+    int64_t since_ms;    /* receiving, waiting for a window, or handed to nghttp2, since */
     int64_t deadline_ms; /* grpc-timeout's, or 0 */
     sld_grpc_msg_t msg;
     uint8_t *out;        /* the answer's message, prefixed: out_small or malloc'd */
     size_t out_len, out_off;
     size_t trailers_len; /* 0: nghttp2's block goes out as it is */
     bool answer_head;    /* the answer's HEADERS block is put_frame's to write */
+    bool cancelled;      /* reset by the sweep: its DATA was held too long */
     sld_grpc_call_t *prev, *next;
     /* from here on, not cleared when a call is made */
     uint8_t trailers[SLD_GRPC_TRAILERS_MAX];
@@ -99,6 +102,7 @@ struct sld_grpc_h2 {
     int64_t now_ms;
     bool in_feed;
     sld_buf_t *out;         /* the output being made (sld_grpc_h2_output), for send_answer */
+    sld_buf_t part;         /* a frame nghttp2 handed out only in part so far (put_frames) */
     bool table_update_owed; /* nghttp2's next header block begins with a table size update */
     bool waiting;           /* a call may be WAITING (set when one is, cleared by a retry of them all) */
     bool broken;
@@ -285,6 +289,7 @@ static bool try_send(sld_grpc_call_t *c) {
     }
     nghttp2_data_provider data = {.source.ptr = c, .read_callback = read_answer};
     c->state = SENT;
+    c->since_ms = h->now_ms;
     c->answer_head = true; /* an empty block: put_frame writes its fields */
     h->reserved += c->out_len;
     if (nghttp2_submit_response(h->s, c->id, NULL, 0, &data) != 0)
@@ -351,8 +356,8 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
 
 /* nghttp2's HTTP messaging is off (nghttp2_option_set_no_http_messaging:
  * its checks of every field were a tenth of a call's cost), so what gRPC
- * needs of a request is checked by grpc_head.h. The call is the header block's own (on_begin_headers), not looked
- * up for each field. */
+ * needs of a request is checked by grpc_head.h. The call is the header
+ * block's own (on_begin_headers), not looked up for each field. */
 static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t namelen,
                      const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
     (void)flags;
@@ -561,14 +566,14 @@ bool sld_grpc_h2_feed(sld_grpc_h2_t *h, const uint8_t *data, size_t len, int64_t
  * and trailers put in their blocks, after the table size updates nghttp2
  * began them with (followed for the HPACK table, grpc_framing.h). */
 static void put_frame(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *out) {
-    if (n < 9 || p[3] != NGHTTP2_HEADERS) {
+    if (p[3] != NGHTTP2_HEADERS) {
         sld_buf_append(out, p, n);
         return;
     }
     h->table_update_owed = false; /* any block nghttp2 writes begins with it */
-    size_t flen = (size_t)p[0] << 16 | (size_t)p[1] << 8 | p[2];
+    size_t flen = n - 9;
     uint8_t fl = p[4];
-    if (flen != n - 9 || !(fl & NGHTTP2_FLAG_END_HEADERS) || (fl & (NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_PRIORITY))) {
+    if (!(fl & NGHTTP2_FLAG_END_HEADERS) || (fl & (NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_PRIORITY))) {
         sld_grpc_hpack_lose(&h->hpack); /* a block not read: its size updates unknown */
         sld_buf_append(out, p, n);
         return;
@@ -593,6 +598,33 @@ static void put_frame(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *o
     }
 }
 
+/* What nghttp2_session_mem_send handed out, frame by frame. It gives
+ * one whole frame a call (1.52); one that packed several, or cut one,
+ * must still not let a HEADERS frame go by unread (the client's HPACK
+ * table and ours would part) nor have bytes within a frame read as a
+ * frame: a frame cut short waits in part for the rest. */
+static void put_frames(sld_grpc_h2_t *h, const uint8_t *p, size_t n, sld_buf_t *out) {
+    if (h->part.len > 0) {
+        sld_buf_append(&h->part, p, n);
+        p = (const uint8_t *)h->part.data;
+        n = h->part.len;
+    }
+    size_t off = 0;
+    while (n - off >= 9) {
+        size_t len = 9 + ((size_t)p[off] << 16 | (size_t)p[off + 1] << 8 | p[off + 2]);
+        if (len > n - off)
+            break;
+        put_frame(h, p + off, len, out);
+        off += len;
+    }
+    if (h->part.len > 0)
+        sld_buf_consume(&h->part, off);
+    else if (off < n)
+        sld_buf_append(&h->part, p + off, n - off);
+    if (h->part.failed)
+        out->failed = true;
+}
+
 bool sld_grpc_h2_output(sld_grpc_h2_t *h, sld_buf_t *out, int64_t now_ms) {
     h->now_ms = now_ms;
     h->out = out;
@@ -607,7 +639,7 @@ bool sld_grpc_h2_output(sld_grpc_h2_t *h, sld_buf_t *out, int64_t now_ms) {
             }
             if (n == 0)
                 break;
-            put_frame(h, p, (size_t)n, out);
+            put_frames(h, p, (size_t)n, out);
         }
         free_closed(h);
         /* what was submitted is now off the windows: answers waiting may go */
@@ -666,6 +698,13 @@ void sld_grpc_h2_sweep(sld_grpc_h2_t *h, int64_t now_ms, int64_t idle_ms) {
             else
                 trailers_only(c, SLD_GRPC_UNAVAILABLE, "the client gave no window for the answer within "
                                                       "limits.idle_timeout");
+        } else if (c->state == SENT && idle && c->out_off < c->out_len && !c->cancelled) {
+            /* a client that shrank its window after the answer was handed
+             * to nghttp2 would hold the stream, and the connection from
+             * its idle GOAWAY, for good: the stream is reset (RFC 9113
+             * 8.1: CANCEL, the answer no longer wanted) */
+            c->cancelled = true;
+            nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, c->id, NGHTTP2_CANCEL);
         }
     }
     if (h->ncalls == 0 && now_ms - h->idle_since >= POOL_IDLE_MS) /* an idle connection keeps no spare blocks */
@@ -700,5 +739,6 @@ void sld_grpc_h2_free(sld_grpc_h2_t *h) {
     }
     nghttp2_session_del(h->s);
     sld_grpc_pool_trim(&h->pool);
+    sld_buf_free(&h->part);
     free(h);
 }
