@@ -1,6 +1,6 @@
 /* test_grpc_decide.c -- what the gRPC answer takes from the HTTP front's
  * header writer without measuring it again: the name lengths
- * (sld_http_rate_header_name_lens) are those of the names it writes, and
+ * (sld_http_header_name_lens) are those of the names it writes, and
  * its reservation (sld_http_rate_headers_room) is the room it then uses at
  * most, so a caller's own room of that size is never grown. */
 #include <setjmp.h>
@@ -19,7 +19,7 @@ static void name_lengths_match_the_names(void **state) {
                                                SLD_H_X_RATELIMIT_REMAINING, SLD_H_X_RATELIMIT_RESET,
                                                SLD_H_RETRY_AFTER};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
-        assert_int_equal(sld_http_rate_header_name_lens[ids[i]], strlen(sld_http_header_names[ids[i]]));
+        assert_int_equal(sld_http_header_name_lens[ids[i]], strlen(sld_http_header_names[ids[i]]));
 }
 
 static void room_is_what_the_writer_needs(void **state) {

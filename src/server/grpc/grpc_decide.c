@@ -265,7 +265,11 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
         const sld_policy_t *pc = sld_policies_config(rt->policies, rs->index);
         soft = pc->mode == SL_MODE_SOFT ? pc->soft_percent : 0;
     }
-    c->ndenied += (size_t)!dec->allowed - (size_t)(it->decided && !it->allowed);
+    /* a descriptor decided again (CONFIRM) trades its earlier answer */
+    if (it->decided && !it->allowed)
+        c->ndenied--;
+    if (!dec->allowed)
+        c->ndenied++;
     it->decided = true;
     it->allowed = dec->allowed;
     it->limited = dec->limited || !dec->allowed;
@@ -316,7 +320,7 @@ static void record(call_t *c, const sld_runtime_t *rt, size_t i, const resolved_
         if (!(wanted >> f->id & 1))
             continue;
         it->headers[nh] = (sld_grpc_header_t){f->name, r.values.data + f->off};
-        it->header_lens[2 * nh] = sld_http_rate_header_name_lens[f->id];
+        it->header_lens[2 * nh] = sld_http_header_name_lens[f->id];
         it->header_lens[2 * nh + 1] = f->len;
         nh++;
     }

@@ -105,16 +105,6 @@ static void header_done(sld_http_reply_t *r, sld_http_header_id_t id, size_t *of
     *off = r->values.len;
 }
 
-#define NAME_LEN(lit) (sizeof(lit) - 1)
-const uint8_t sld_http_rate_header_name_lens[SLD_H_COUNT] = {
-    [SLD_H_RATELIMIT_POLICY] = NAME_LEN("RateLimit-Policy"),
-    [SLD_H_RATELIMIT] = NAME_LEN("RateLimit"),
-    [SLD_H_X_RATELIMIT_LIMIT] = NAME_LEN("X-RateLimit-Limit"),
-    [SLD_H_X_RATELIMIT_REMAINING] = NAME_LEN("X-RateLimit-Remaining"),
-    [SLD_H_X_RATELIMIT_RESET] = NAME_LEN("X-RateLimit-Reset"),
-    [SLD_H_RETRY_AFTER] = NAME_LEN("Retry-After"),
-};
-
 /* what the fields of n limits named after a name of name_len bytes take at most */
 static size_t room_for(size_t n, size_t name_len) { return 2 * n * (name_len + ITEM_ROOM) + 4 * SLD_DEC_MAX; }
 

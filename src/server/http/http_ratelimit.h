@@ -27,10 +27,6 @@
  * unless its mode is soft), which stretches how long a limit takes. */
 void sld_http_limit_quota(const sl_limit_t *l, uint32_t soft_percent, uint64_t *q, int64_t *w);
 
-/* The lengths of sld_http_header_names of the fields written here, by id
- * (0 for the others). */
-extern const uint8_t sld_http_rate_header_name_lens[SLD_H_COUNT];
-
 /* The bytes sld_http_rate_headers reserves after r->values.len for the
  * fields of policy p named after a name of name_len bytes: a caller whose
  * values buffer already has that room (one of its own, whose cap says so)

@@ -49,16 +49,21 @@ void sld_http_reply_free(sld_http_reply_t *r) {
     sld_buf_free(&r->key);
 }
 
-const char *const sld_http_header_names[SLD_H_COUNT] = {
-    [SLD_H_RATELIMIT_POLICY] = "RateLimit-Policy",
-    [SLD_H_RATELIMIT] = "RateLimit",
-    [SLD_H_X_RATELIMIT_LIMIT] = "X-RateLimit-Limit",
-    [SLD_H_X_RATELIMIT_REMAINING] = "X-RateLimit-Remaining",
-    [SLD_H_X_RATELIMIT_RESET] = "X-RateLimit-Reset",
-    [SLD_H_RETRY_AFTER] = "Retry-After",
-    [SLD_H_ALLOW] = "Allow",
-    [SLD_H_WWW_AUTHENTICATE] = "WWW-Authenticate",
-};
+/* Each name written once, for the names and their lengths alike. */
+#define HEADER_NAMES(X)                                                                                        \
+    X(SLD_H_RATELIMIT_POLICY, "RateLimit-Policy")                                                              \
+    X(SLD_H_RATELIMIT, "RateLimit")                                                                            \
+    X(SLD_H_X_RATELIMIT_LIMIT, "X-RateLimit-Limit")                                                            \
+    X(SLD_H_X_RATELIMIT_REMAINING, "X-RateLimit-Remaining")                                                    \
+    X(SLD_H_X_RATELIMIT_RESET, "X-RateLimit-Reset")                                                            \
+    X(SLD_H_RETRY_AFTER, "Retry-After")                                                                        \
+    X(SLD_H_ALLOW, "Allow")                                                                                    \
+    X(SLD_H_WWW_AUTHENTICATE, "WWW-Authenticate")
+#define AS_NAME(id, lit) [id] = lit,
+#define AS_LEN(id, lit) [id] = sizeof(lit) - 1,
+
+const char *const sld_http_header_names[SLD_H_COUNT] = {HEADER_NAMES(AS_NAME)};
+const uint8_t sld_http_header_name_lens[SLD_H_COUNT] = {HEADER_NAMES(AS_LEN)};
 
 void sld_http_add_header(sld_http_reply_t *r, sld_http_header_id_t id, const char *fmt, ...) {
     if (r->nheaders == SLD_HTTP_MAX_HEADERS)

@@ -51,6 +51,8 @@ typedef enum sld_http_header_id {
 
 /* "RateLimit-Policy", ... as written on the wire, by id. */
 extern const char *const sld_http_header_names[SLD_H_COUNT];
+/* Their lengths, by id. */
+extern const uint8_t sld_http_header_name_lens[SLD_H_COUNT];
 
 typedef struct sld_http_header {
     sld_http_header_id_t id;
